@@ -1,0 +1,5 @@
+import sys
+
+from .sessions import main
+
+sys.exit(main())

@@ -1,0 +1,184 @@
+"""Reading the repository for the knowledge base: its Markdown files, the result records
+under results/, and the package adapters that declare which example they import."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .citations import strip_prefix
+from .layout import CATALOG_NAME, EXAMPLES_NAME, Layout
+from .markdown import Doc
+from .templates import DEVLOG_FOLDER, PATTERN_FOLDERS, READING_FOLDER
+
+GENERATED = {CATALOG_NAME, EXAMPLES_NAME}
+LANGUAGE_FOLDER_RE = re.compile(r"^languages/[\w.-]+/(optimizations|anti-patterns)$")
+
+
+@dataclass
+class Entry:
+    kind: str  # "pattern", "reading", "devlog", "readme", "other"
+    folder: str  # folder relative to knowledge/ ("" for the top)
+    doc: Doc
+
+    @property
+    def rel(self) -> str:
+        return self.doc.rel
+
+    @property
+    def title(self) -> str:
+        t = self.doc.title
+        return t.title if t else Path(self.doc.rel).stem
+
+    @property
+    def is_anti_pattern(self) -> bool:
+        return self.folder.endswith("anti-patterns")
+
+
+def classify(rel_k: str) -> tuple[str, str]:
+    """(kind, folder) for a Markdown file's path relative to knowledge/."""
+    folder, _, name = rel_k.rpartition("/")
+    if name == "README.md":
+        return "readme", folder
+    if folder in PATTERN_FOLDERS or LANGUAGE_FOLDER_RE.match(folder):
+        return "pattern", folder
+    if folder == READING_FOLDER:
+        return "reading", folder
+    if folder == DEVLOG_FOLDER:
+        return "devlog", folder
+    return "other", folder
+
+
+def scan_knowledge(layout: Layout) -> list[Entry]:
+    """Every hand-written Markdown file under knowledge/ (generated catalogs excluded)."""
+    out = []
+    if not layout.knowledge.is_dir():
+        return out
+    for path in sorted(layout.knowledge.rglob("*.md")):
+        rel_k = path.relative_to(layout.knowledge).as_posix()
+        if rel_k in GENERATED:
+            continue
+        kind, folder = classify(rel_k)
+        out.append(Entry(kind, folder, Doc.read(path, layout.rel(path))))
+    return out
+
+
+# ---- result records ----------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    rel: str  # results/<package>/<kernel>/<file>.json
+    data: dict | None
+    error: str | None = None
+
+    def get(self, *keys: str) -> object:
+        cur: object = self.data
+        for k in keys:
+            if not isinstance(cur, dict):
+                return None
+            cur = cur.get(k)
+        return cur
+
+
+def load_record(layout: Layout, rel: str) -> Record:
+    path = layout.root / rel
+    if not path.is_file():
+        return Record(rel, None, "no such file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return Record(rel, None, f"not valid JSON ({exc})")
+    if not isinstance(data, dict):
+        return Record(rel, None, "not a JSON object")
+    return Record(rel, data)
+
+
+def scan_records(layout: Layout) -> list[Record]:
+    if not layout.results.is_dir():
+        return []
+    return [load_record(layout, layout.rel(p)) for p in sorted(layout.results.rglob("*.json"))]
+
+
+# ---- package adapters --------------------------------------------------------------------
+
+SOURCE_ATTR_RE = re.compile(r"""^[ \t]+source\s*(?::\s*[\w.\[\]]+\s*)?=\s*(["'])(?P<src>[^"']+)\1""")
+
+
+@dataclass(frozen=True)
+class Adapter:
+    package: str  # folder under packages/
+    kernel: str  # the adapter's own folder name
+    rel: str  # file path relative to the repository root
+    line: int
+    source: str  # example path relative to examples/python/CuTeDSL
+
+
+def scan_adapters(layout: Layout) -> list[Adapter]:
+    """Package adapters that declare `source = "<example path>"` as a class attribute."""
+    out = []
+    if not layout.packages.is_dir():
+        return out
+    for pkg in sorted(p for p in layout.packages.iterdir() if p.is_dir()):
+        src = pkg / "src"
+        if not src.is_dir():
+            continue
+        for path in sorted(src.rglob("*.py")):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            for i, line in enumerate(text.splitlines(), 1):
+                m = SOURCE_ATTR_RE.match(line)
+                if m:
+                    out.append(
+                        Adapter(
+                            pkg.name,
+                            path.parent.name,
+                            layout.rel(path),
+                            i,
+                            strip_prefix(m.group("src").strip()),
+                        )
+                    )
+    return out
+
+
+@dataclass
+class RecordIndex:
+    """Records grouped by the example they measure."""
+
+    by_example: dict[str, list[Record]] = field(default_factory=dict)
+    unmatched: list[Record] = field(default_factory=list)
+
+
+def index_records(records: list[Record], adapters: list[Adapter]) -> RecordIndex:
+    by_key: dict[tuple[str, str], str] = {}
+    for a in adapters:
+        by_key[(a.package, a.kernel)] = a.source
+    idx = RecordIndex()
+    for r in records:
+        if r.data is None:
+            continue
+        example = None
+        src = r.get("source")
+        if isinstance(src, str) and src:
+            example = strip_prefix(src)
+        else:
+            parts = r.rel.split("/")
+            keys = []
+            if len(parts) >= 4:
+                keys.append((parts[1], parts[2]))
+            pkg, kern = r.get("package"), r.get("kernel")
+            if isinstance(pkg, str) and isinstance(kern, str):
+                keys.append((pkg, kern))
+            for k in keys:
+                if k in by_key:
+                    example = by_key[k]
+                    break
+        if example:
+            idx.by_example.setdefault(example, []).append(r)
+        else:
+            idx.unmatched.append(r)
+    return idx

@@ -1,0 +1,279 @@
+"""``KernelPlan``: everything specific to one kernel, and the runs every kernel gets for free.
+
+A subclass states its workload (problem arguments, tensors, reference, FLOPs and bytes), its
+target SM, its upstream example, its tunable configs, and how to reach the upstream entry
+point (``plan``). Checking, timing, autotuning, static analysis, records and the command line
+live here once.
+"""
+
+from __future__ import annotations
+
+import abc
+import argparse
+import json
+import secrets
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from . import device as devmod
+from .check import CheckResult, compare, poison
+from .errors import KernelPlanError
+from .kernel import CuteKernel, TensorSpec, TorchKernel
+from .roofline import roofline
+from .timing import TimingStats, benchmark, workspaces_for_cold_l2
+
+PROF_TYPES = ("disabled", "annotation", "static", "ncu")
+
+
+class ShapeError(KernelPlanError):
+    """A problem the kernel cannot take (zero sizes, misalignment, unsupported dtype)."""
+
+
+class KernelPlan(abc.ABC):
+    """One imported kernel (or a peer) of a package.
+
+    Class attributes a subclass sets:
+        name: CLI name (``uv run <package> <name>``), also the sub-package name.
+        package: the package's CLI name ("gemm").
+        source: path of the upstream example under ``examples/python/CuTeDSL`` (None for peers).
+        target_sm: SMs the kernel is built for (``("sm_90a",)``); empty for peers that run on
+            any CUDA GPU.
+        description: one line.
+    """
+
+    name: ClassVar[str]
+    package: ClassVar[str]
+    source: ClassVar[str | None] = None
+    target_sm: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str] = ""
+
+    # -- the workload ----------------------------------------------------------------------
+    @abc.abstractmethod
+    def add_problem_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add the workload's CLI arguments (``--m --n --k --l --dtype`` for a GEMM)."""
+
+    @abc.abstractmethod
+    def problem_from_args(self, args: argparse.Namespace) -> dict[str, Any]:
+        """The problem as a JSON-ready dict, validated (raise ShapeError)."""
+
+    def validate(self, problem: Mapping[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`ShapeError` for a problem this kernel cannot take."""
+
+    @abc.abstractmethod
+    def tensor_specs(self, problem: Mapping[str, Any]) -> dict[str, TensorSpec]:
+        """Every tensor argument, by name (inputs and outputs)."""
+
+    def prepare_inputs(self, problem: Mapping[str, Any], seed: int,
+                       device: str = "cuda") -> dict[str, Any]:
+        """Fresh tensors for one run, drawn from ``seed``."""
+        import torch
+
+        gen = torch.Generator(device=device)
+        gen.manual_seed(seed)
+        return {n: s.allocate(gen, device) for n, s in self.tensor_specs(problem).items()}
+
+    def output_names(self, problem: Mapping[str, Any]) -> list[str]:
+        return [n for n, s in self.tensor_specs(problem).items() if s.role == "output"]
+
+    @abc.abstractmethod
+    def reference_fn(self, problem: Mapping[str, Any],
+                     inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The expected outputs (by name, float32 or wider), computed with PyTorch."""
+
+    @abc.abstractmethod
+    def _algorithmic_flops_bytes(self, problem: Mapping[str, Any]) -> tuple[float, float]:
+        """(FLOPs, minimum DRAM bytes) of the workload, independent of the implementation."""
+
+    def compute_dtype(self, problem: Mapping[str, Any]) -> str:
+        """The dtype that picks the device's compute peak (torch spelling)."""
+        return str(problem.get("dtype", "float16"))
+
+    # -- configs ---------------------------------------------------------------------------
+    def default_config(self, problem: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def _autotune_configs(self, problem: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Candidate configs (tile shape, cluster shape, ...) for ``--autotune``."""
+        return [self.default_config(problem)]
+
+    @abc.abstractmethod
+    def plan(self, problem: Mapping[str, Any],
+             config: Mapping[str, Any]) -> CuteKernel | TorchKernel:
+        """The kernel for one (problem, config): reaches the upstream entry point."""
+
+    # -- sweeps used by the package sessions ---------------------------------------------------
+    def check_problems(self) -> list[dict[str, Any]]:
+        """Problems ``check-<package>`` runs (override; default: none)."""
+        return []
+
+    def profile_problems(self) -> list[dict[str, Any]]:
+        """Problems ``profile`` runs (override; default: the check problems)."""
+        return self.check_problems()
+
+    # -- what the harness does with it -------------------------------------------------------
+    def run_check(self, problem: Mapping[str, Any], config: Mapping[str, Any], *,
+                  seed: int | None = None, fault: str = "none") -> tuple[bool, list[CheckResult],
+                                                                      dict[str, Any]]:
+        """One checked run: fresh random inputs, outputs poisoned, one launch, compare.
+
+        ``fault`` plants a defect to show the check can fail: "skip-launch" (the kernel never
+        runs; the poison must be caught) or "perturb" (one output element moved by 1% of
+        max|ref| after the run).
+
+        Returns:
+            (passed, per-output results, info with the seed used).
+        """
+        import torch
+
+        seed = secrets.randbelow(2**31) if seed is None else seed
+        inputs = self.prepare_inputs(problem, seed)
+        outs = self.output_names(problem)
+        for n in outs:
+            poison(inputs[n])
+        kernel = self.plan(problem, config)
+        launch = kernel.bind(inputs)
+        if fault != "skip-launch":
+            launch()
+        torch.cuda.synchronize()
+        ref = self.reference_fn(problem, inputs)
+        if fault == "perturb":
+            t = inputs[outs[0]]
+            flat = t.view(-1)
+            bump = 0.01 * float(ref[outs[0]].abs().max())
+            flat[flat.numel() // 2] += bump
+        results = [compare(n, inputs[n], ref[n]) for n in outs]
+        info = {"seed": seed, "fault": fault, "compile_seconds": kernel.compile_seconds}
+        return all(r.passed for r in results), results, info
+
+    def run_benchmark(self, problem: Mapping[str, Any], config: Mapping[str, Any], *,
+                      warmup: int = 10, reps: int = 100, cold_l2: bool = True,
+                      cuda_graph: bool = False, annotate: bool = False,
+                      seed: int = 0) -> TimingStats:
+        """Time the kernel; with ``cold_l2`` it rotates through enough input copies that no
+        launch finds its operands in L2."""
+        import torch
+
+        specs = self.tensor_specs(problem)
+        kernel = self.plan(problem, config)
+        n_ws = 1
+        if cold_l2:
+            props = torch.cuda.get_device_properties(torch.cuda.current_device())
+            per_ws = sum(s.nbytes() for s in specs.values())
+            l2 = getattr(props, "L2_cache_size", 50 << 20) or (50 << 20)
+            n_ws = workspaces_for_cold_l2(per_ws, l2)
+            free, _ = torch.cuda.mem_get_info()
+            n_ws = max(1, min(n_ws, int(0.6 * free // max(per_ws, 1))))
+        launchers = [kernel.bind(self.prepare_inputs(problem, seed + i)) for i in range(n_ws)]
+        name = f"{self.package}/{self.name} {config_label(config)}" if annotate else None
+        return benchmark(launchers, warmup=warmup, reps=reps, cuda_graph=cuda_graph,
+                         range_name=name)
+
+    def run_static(self, problem: Mapping[str, Any], config: Mapping[str, Any],
+                   arch: str | None = None) -> dict[str, Any]:
+        """Compile for ``arch`` (default: the first target SM) with fake tensors and analyse
+        the cubin; works on any machine."""
+        from . import static
+
+        arch = arch or (self.target_sm[0] if self.target_sm else None)
+        if not arch:
+            raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
+        devmod.parse_sm(arch)
+        kernel = self.plan(problem, config)
+        if not isinstance(kernel, CuteKernel):
+            raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
+        report = static.analyze_kernel(kernel, arch=arch, label=f"{self.package}/{self.name}")
+        return report.to_dict() if hasattr(report, "to_dict") else dict(report)
+
+    def autotune(self, problem: Mapping[str, Any], *, warmup: int = 5, reps: int = 30,
+                 cold_l2: bool = True, log=print) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Time every candidate config; the best median wins. Configs that fail to compile or
+        launch are listed with the error, not fatal (unless none works)."""
+        rows: list[dict[str, Any]] = []
+        for cfg in self._autotune_configs(problem):
+            try:
+                st = self.run_benchmark(problem, cfg, warmup=warmup, reps=reps, cold_l2=cold_l2)
+                rows.append({"config": cfg, "median_us": st.median_us,
+                             "spread_pct": st.spread_pct})
+                log(f"  autotune {config_label(cfg)}: {st.median_us:.1f} us")
+            except Exception as e:  # a config the upstream rejects is data, not a crash
+                msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+                rows.append({"config": cfg, "error": msg})
+                log(f"  autotune {config_label(cfg)}: rejected ({msg})")
+        ok = [r for r in rows if "median_us" in r]
+        if not ok:
+            raise KernelPlanError(f"{self.name}: no autotune config ran; first error: "
+                                  f"{rows[0].get('error') if rows else 'no configs'}")
+        best = min(ok, key=lambda r: r["median_us"])
+        return dict(best["config"]), rows
+
+    def roofline_for(self, problem: Mapping[str, Any], time_us: float,
+                     device_name: str | None):
+        flops, nbytes = self._algorithmic_flops_bytes(problem)
+        return roofline(flops, nbytes, time_us, device_name, self.compute_dtype(problem))
+
+    def record_base(self, kind: str, problem: Mapping[str, Any],
+                    config: Mapping[str, Any]) -> dict[str, Any]:
+        from .records import environment
+
+        dev = devmod.current_device() if kind != "static" else None
+        return {
+            "kind": kind,
+            "package": self.package,
+            "kernel": self.name,
+            "source": self.source,
+            "target_sm": list(self.target_sm),
+            "problem": dict(problem),
+            "config": dict(config),
+            "device": dev.to_dict() if dev else None,
+            "env": environment(),
+        }
+
+    # -- command line ----------------------------------------------------------------------
+    def benchmark_kernel_argparse(self, argv: Sequence[str] | None = None) -> int:
+        """The per-kernel CLI (``python -m <pkg>.<kernel>`` and ``uv run <pkg> <kernel>``).
+
+        Returns the process exit code: 0 ok, 1 a check failed, 2 bad input or a kernel that
+        cannot run here (one ``error:`` line on stderr).
+        """
+        from .cli import run_kernel_cli
+
+        return run_kernel_cli(self, argv)
+
+
+def config_label(config: Mapping[str, Any]) -> str:
+    if not config:
+        return "default"
+    return " ".join(f"{k}={_fmt(v)}" for k, v in config.items())
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "x".join(str(x) for x in v)
+    return str(v)
+
+
+def parse_config_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``["tile_mn=128x256", "cluster_mn=1x2"]`` -> ``{"tile_mn": [128, 256], ...}``.
+
+    Raises:
+        KernelPlanError: an item is not ``key=value``.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise KernelPlanError(f"--config expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        if "x" in v and all(p.isdigit() for p in v.split("x")):
+            out[k] = [int(p) for p in v.split("x")]
+        else:
+            try:
+                out[k] = json.loads(v)
+            except json.JSONDecodeError:
+                out[k] = v
+    return out
+
+
+def die(msg: str, code: int = 2) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return code

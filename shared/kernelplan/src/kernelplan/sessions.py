@@ -1,0 +1,222 @@
+"""Package-wide runs that Nox drives: ``check``, ``profile`` and ``analyze`` a package.
+
+Each kernel whose target SM the device lacks is not run: one line says so, and ``check``
+falls back to the static part (compile for its own SM and analyse the cubin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import device as devmod
+from .errors import KernelPlanError
+from .plan import KernelPlan, config_label, die
+from .records import write_record
+from .registry import kernel_names, load_plan_class
+
+
+def _plans(package: str, kernel: str | None) -> list[KernelPlan]:
+    names = [kernel] if kernel else kernel_names(package)
+    return [load_plan_class(package, n)() for n in names]
+
+
+def _progress(total: int, label: str):
+    try:
+        from rich.progress import Progress
+    except ImportError:
+        return None
+    p = Progress(transient=False)
+    p.start()
+    task = p.add_task(label, total=total)
+    return p, task
+
+
+def _markdown(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(no rows)"
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+    return "\n".join(lines)
+
+
+def check_package(package: str, kernel: str | None = None, *, results_dir=None,
+                  record: bool = True, fault: str = "none", log=print) -> int:
+    """Check every kernel of ``package`` at its check problems. Exit code 1 if any fails."""
+    dev = devmod.current_device()
+    log(f"device: {dev.name + ' (' + dev.sm + ')' if dev else 'none (no CUDA GPU)'}")
+    rows, failed = [], 0
+    for plan in _plans(package, kernel):
+        probs = plan.check_problems()
+        try:
+            devmod.require_runs_on(plan.name, plan.target_sm, dev)
+            runnable = True
+        except devmod.ArchMismatch as e:
+            runnable = False
+            log(f"skip run: {e}")
+        for prob in probs:
+            plan.validate(prob)
+            config = plan.default_config(prob)
+            if runnable:
+                ok, results, info = plan.run_check(prob, config, fault=fault)
+                for r in results:
+                    log(f"{plan.name} {prob}: {r.line()}")
+                failed += not ok
+                rec = plan.record_base("check", prob, config)
+                rec["check"] = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}
+                path = write_record(rec, results_dir) if record else None
+                rows.append({"kernel": plan.name, "problem": _short(prob),
+                             "result": "PASS" if ok else "FAIL",
+                             "rel_norm": f"{max(r.rel_norm for r in results):.2e}",
+                             "record": path.name if path else "-"})
+            elif plan.target_sm:
+                try:
+                    st = plan.run_static(prob, config)
+                    rec = plan.record_base("static", prob, config)
+                    rec["static"] = st
+                    path = write_record(rec, results_dir) if record else None
+                    rows.append({"kernel": plan.name, "problem": _short(prob),
+                                 "result": f"static ({st.get('arch', plan.target_sm[0])})",
+                                 "rel_norm": "-", "record": path.name if path else "-"})
+                except KernelPlanError as e:
+                    failed += 1
+                    rows.append({"kernel": plan.name, "problem": _short(prob),
+                                 "result": f"static FAILED: {e}", "rel_norm": "-",
+                                 "record": "-"})
+                break  # the static footprint does not change with the check shapes
+            else:
+                rows.append({"kernel": plan.name, "problem": _short(prob),
+                             "result": "not run (needs a GPU)", "rel_norm": "-", "record": "-"})
+                break
+    log(_markdown(rows))
+    return 1 if failed else 0
+
+
+def _short(problem: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in problem.items())
+
+
+def profile_package(package: str, kernel: str | None = None, *, autotune: bool = False,
+                    reps: int = 100, warmup: int = 10, cold_l2: bool = True,
+                    cuda_graph: bool = False, results_dir=None, record: bool = True,
+                    log=print) -> int:
+    """Time every runnable kernel of ``package`` at its profile problems; print a table."""
+    from .cli import timing_row
+
+    dev = devmod.current_device()
+    if dev is None:
+        return die("profile needs a CUDA GPU; none is visible (nox -s analyze works without one)")
+    log(f"device: {dev.name} ({dev.sm}), SMs {dev.sm_count}, max clocks {dev.clocks_max}")
+    plans = _plans(package, kernel)
+    work = []
+    for plan in plans:
+        try:
+            devmod.require_runs_on(plan.name, plan.target_sm, dev)
+        except devmod.ArchMismatch as e:
+            log(f"skip: {e}")
+            continue
+        work += [(plan, prob) for prob in plan.profile_problems()]
+    rows = []
+    prog = _progress(len(work), f"profile {package}")
+    try:
+        for plan, prob in work:
+            config = plan.default_config(prob)
+            tune = None
+            if autotune:
+                config, tune = plan.autotune(prob, cold_l2=cold_l2, log=log)
+            clocks_before = devmod.clocks_now()
+            st = plan.run_benchmark(prob, config, warmup=warmup, reps=reps, cold_l2=cold_l2,
+                                    cuda_graph=cuda_graph, annotate=True)
+            clocks_after = devmod.clocks_now()
+            roof = plan.roofline_for(prob, st.median_us, dev.name)
+            rec = plan.record_base("benchmark", prob, config)
+            rec.update(timing=st.to_dict(), roofline=roof.to_dict(), autotune=tune,
+                       clocks={"before": clocks_before, "after": clocks_after})
+            path = write_record(rec, results_dir) if record else None
+            row = {"problem": _short(prob), **timing_row(plan, prob, config, st, roof,
+                                                           dev.name)}
+            row["record"] = path.name if path else "-"
+            rows.append(row)
+            if prog:
+                prog[0].advance(prog[1])
+    finally:
+        if prog:
+            prog[0].stop()
+    log(_markdown(rows))
+    return 0
+
+
+def analyze_package(package: str, kernel: str | None = None, *, results_dir=None,
+                    record: bool = True, log=print) -> int:
+    """Compile every CuTe DSL kernel of ``package`` for its own SM and analyse the cubin."""
+    from . import static
+
+    reports, failed = [], 0
+    for plan in _plans(package, kernel):
+        if not plan.target_sm:
+            log(f"skip: {plan.name} is a peer, not a CuTe DSL kernel")
+            continue
+        probs = plan.check_problems() or plan.profile_problems()
+        prob = probs[0] if probs else {}
+        config = plan.default_config(prob)
+        try:
+            st = plan.run_static(prob, config)
+        except KernelPlanError as e:
+            failed += 1
+            log(f"error: {plan.name}: {e}")
+            continue
+        rec = plan.record_base("static", prob, config)
+        rec["static"] = st
+        if record:
+            log(f"record: {write_record(rec, results_dir)}")
+        reports.append(st)
+    if reports and hasattr(static, "format_table"):
+        log(static.format_table(reports))
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m kernelplan")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("check", "profile", "analyze"):
+        s = sub.add_parser(name)
+        s.add_argument("package")
+        s.add_argument("kernel", nargs="?")
+        s.add_argument("--no-record", action="store_true")
+        s.add_argument("--results-dir", default=None)
+        if name == "check":
+            s.add_argument("--inject-fault", choices=("none", "skip-launch", "perturb"),
+                           default="none")
+        if name == "profile":
+            s.add_argument("--autotune", action="store_true")
+            s.add_argument("--reps", type=int, default=100)
+            s.add_argument("--warmup", type=int, default=10)
+            s.add_argument("--warm-l2", action="store_true")
+            s.add_argument("--cuda-graph", action="store_true")
+    sub.add_parser("list")
+    a = p.parse_args(argv)
+    try:
+        if a.cmd == "list":
+            from .registry import package_names
+
+            for pkg in package_names():
+                print(pkg + ": " + ", ".join(kernel_names(pkg)))
+            return 0
+        common = {"results_dir": a.results_dir, "record": not a.no_record}
+        if a.cmd == "check":
+            return check_package(a.package, a.kernel, fault=a.inject_fault, **common)
+        if a.cmd == "profile":
+            return profile_package(a.package, a.kernel, autotune=a.autotune, reps=a.reps,
+                                   warmup=a.warmup, cold_l2=not a.warm_l2,
+                                   cuda_graph=a.cuda_graph, **common)
+        return analyze_package(a.package, a.kernel, **common)
+    except KernelPlanError as e:
+        return die(str(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
