@@ -10,7 +10,14 @@ from typing import Any
 
 from . import device as devmod
 from .errors import KernelPlanError
-from .plan import PROF_TYPES, KernelPlan, config_label, die, parse_config_overrides
+from .plan import (
+    PROF_TYPES,
+    KernelPlan,
+    config_label,
+    die,
+    parse_config_overrides,
+    static_table,
+)
 
 
 def _common_run_args(p: argparse.ArgumentParser) -> None:
@@ -96,10 +103,7 @@ def run_kernel(plan: KernelPlan, args: argparse.Namespace, *, log=print) -> int:
     if args.prof_type == "static":
         rec = plan.record_base("static", problem, config)
         rec["static"] = plan.run_static(problem, config, args.arch)
-        from . import static
-
-        log(static.format_table([rec["static"]]) if hasattr(static, "format_table") else
-            rec["static"])
+        log(static_table([rec["static"]]))
         save(rec)
         return 0
 

@@ -19,7 +19,7 @@ from types import ModuleType
 from .errors import KernelPlanError
 
 #: The CUTLASS commit every adapter, reading note and record refers to. Verified against
-#: nvidia-cutlass-dsl 4.8.1 (every example compiles for its own SM: ../shared/docs/example-catalog.md).
+#: nvidia-cutlass-dsl 4.8.1 (every example compiles for its own SM; see the example catalog).
 PINNED_COMMIT = "7107b05535f8977f5ecb9d01ee203205b1fd9bc4"
 EXAMPLES_SUBDIR = Path("examples/python/CuTeDSL")
 #: A file a copied example tree may carry to say which commit it came from (no .git there).

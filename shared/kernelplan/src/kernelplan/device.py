@@ -185,10 +185,8 @@ def require_runs_on(kernel: str, targets: tuple[str, ...], device: DeviceInfo | 
     """
     if device is None:
         need = " or ".join(describe_sm(t) for t in targets) or "a CUDA GPU"
-        raise ArchMismatch(
-            f"{kernel}: no CUDA GPU here; it needs {need} to run "
-            "(use --prof_type=static to compile and analyse it without one)"
-        )
+        hint = " (use --prof_type=static to compile and analyse it without one)" if targets else ""
+        raise ArchMismatch(f"{kernel}: no CUDA GPU here; it needs {need} to run{hint}")
     if targets and not any(runs_on(t, device.sm) for t in targets):
         need = " or ".join(describe_sm(t) for t in targets)
         raise ArchMismatch(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import argparse
+import dataclasses
 import json
 import secrets
 import sys
@@ -182,8 +183,15 @@ class KernelPlan(abc.ABC):
         kernel = self.plan(problem, config)
         if not isinstance(kernel, CuteKernel):
             raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
-        report = static.analyze_kernel(kernel, arch=arch, label=f"{self.package}/{self.name}")
-        return report.to_dict() if hasattr(report, "to_dict") else dict(report)
+        from .cutlass_src import repo_root
+
+        reports = static.compile_and_analyze(
+            kernel.fn, kernel.fake_args(), arch=arch, options=kernel.options,
+            dump_dir=repo_root() / ".cache" / "static",
+        )
+        main = reports[0].to_dict()
+        return {**main, "label": f"{self.package}/{self.name}", "meta": kernel.meta,
+                "functions": [r.to_dict() for r in reports[1:]]}
 
     def autotune(self, problem: Mapping[str, Any], *, warmup: int = 5, reps: int = 30,
                  cold_l2: bool = True, log=print) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -277,3 +285,16 @@ def parse_config_overrides(items: Sequence[str]) -> dict[str, Any]:
 def die(msg: str, code: int = 2) -> int:
     print(f"error: {msg}", file=sys.stderr)
     return code
+
+
+def static_table(static_dicts: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown table of static-analysis results (the dicts ``run_static`` returns)."""
+    from . import static
+
+    fields = {f.name for f in dataclasses.fields(static.StaticReport)}
+    reports = []
+    for d in static_dicts:
+        r = static.StaticReport(**{k: v for k, v in d.items() if k in fields})
+        r.kernel = d.get("label", r.kernel)
+        reports.append(r)
+    return static.format_table(reports)

@@ -56,7 +56,7 @@ SASS_CATEGORIES: dict[str, tuple[str, ...]] = {
     # Thread-local memory: register spills and local arrays.
     "local": ("LDL", "STL"),
     # Constant bank loads.
-    "constant": ("LDC", "ULDC"),
+    "constant": ("LDC", "LDCU", "ULDC"),
     # FP32 SIMT math (FFMA2/FADD2/FMUL2 are the sm_100 paired forms).
     "fp32": (
         "FFMA",
@@ -121,6 +121,7 @@ SASS_CATEGORIES: dict[str, tuple[str, ...]] = {
         "R2P",
         "PLOP3",
         "VOTE",
+        "VOTEU",
         "MATCH",
         "REDUX",
         "ELECT",

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import device as devmod
 from .errors import KernelPlanError
-from .plan import KernelPlan, config_label, die
+from .plan import KernelPlan, die, static_table
 from .records import write_record
 from .registry import kernel_names, load_plan_class
 
@@ -153,8 +153,6 @@ def profile_package(package: str, kernel: str | None = None, *, autotune: bool =
 def analyze_package(package: str, kernel: str | None = None, *, results_dir=None,
                     record: bool = True, log=print) -> int:
     """Compile every CuTe DSL kernel of ``package`` for its own SM and analyse the cubin."""
-    from . import static
-
     reports, failed = [], 0
     for plan in _plans(package, kernel):
         if not plan.target_sm:
@@ -174,8 +172,8 @@ def analyze_package(package: str, kernel: str | None = None, *, results_dir=None
         if record:
             log(f"record: {write_record(rec, results_dir)}")
         reports.append(st)
-    if reports and hasattr(static, "format_table"):
-        log(static.format_table(reports))
+    if reports:
+        log(static_table(reports))
     return 1 if failed else 0
 
 

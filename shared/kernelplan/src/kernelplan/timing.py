@@ -201,6 +201,6 @@ def benchmark(launchers: Sequence[Callable[[], Any]], *, warmup: int = 10, reps:
             step(i)
             ends[i].record(stream)
         torch.cuda.synchronize()
-    samples = [1000.0 * s.elapsed_time(e) / per_sample for s, e in zip(starts, ends)]
+    samples = [1000.0 * s.elapsed_time(e) / per_sample for s, e in zip(starts, ends, strict=True)]
     return summarize(samples, warmup=warmup, workspaces=n, cuda_graph=cuda_graph,
                      graph_launches=per_sample)

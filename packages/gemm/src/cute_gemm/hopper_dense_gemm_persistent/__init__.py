@@ -1,4 +1,4 @@
-"""`python -m cute_gemm.hopper_dense_gemm_persistent` runs this kernel; see hopper_dense_gemm_persistent.py."""
+"""`python -m cute_gemm.hopper_dense_gemm_persistent` runs this kernel."""
 
 from .hopper_dense_gemm_persistent import HopperDenseGemmPersistent
 

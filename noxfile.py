@@ -1,0 +1,89 @@
+"""Nox sessions for learn-cute-dsl.
+
+    uv run nox -s lint                 ruff check + ruff format --check
+    uv run nox -s tests                pytest on the CPU (GPU tests skip, with the reason)
+    uv run nox -s check-gemm           check every gemm kernel (static part where no GPU fits)
+    uv run nox -s profile -- gemm [kernel] [--autotune]
+    uv run nox -s analyze -- gemm [kernel]
+
+Sessions run inside the uv workspace environment (``uv sync`` once; nox reuses ``.venv``),
+so the DSL and torch are installed once per machine, not once per session.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "none"
+nox.options.sessions = ["lint", "tests"]
+
+ROOT = Path(__file__).parent
+PY = str(ROOT / ".venv" / "bin" / "python")
+PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
+
+
+def _sync(session: nox.Session) -> None:
+    session.run("uv", "sync", "--all-packages", "--frozen", external=True)
+
+
+def _need_sources(session: nox.Session) -> None:
+    """Init the CUTLASS submodule when it is empty and CUTLASS_DIR is not set."""
+    if os.environ.get("CUTLASS_DIR"):
+        return
+    if not (ROOT / "third_party/cutlass/examples/python/CuTeDSL").is_dir():
+        r = subprocess.run(["git", "submodule", "update", "--init", "third_party/cutlass"],
+                           cwd=ROOT)
+        if r.returncode:
+            session.error("CUTLASS sources missing and `git submodule update --init "
+                          "third_party/cutlass` failed: set CUTLASS_DIR to a CUTLASS checkout")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    _sync(session)
+    session.run(PY, "-m", "ruff", "check", ".", external=True)
+    session.run(PY, "-m", "ruff", "format", "--check", ".", external=True)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    _sync(session)
+    session.run(PY, "-m", "pytest", *session.posargs, external=True)
+
+
+def _make_check(pkg: str):
+    @nox.session(name=f"check-{pkg}")
+    def check(session: nox.Session) -> None:
+        _sync(session)
+        _need_sources(session)
+        session.run(PY, "-m", "kernelplan", "check", pkg, *session.posargs, external=True)
+
+    return check
+
+
+for _pkg in PACKAGES:
+    globals()[f"check_{_pkg.replace('-', '_')}"] = _make_check(_pkg)
+
+
+@nox.session
+def profile(session: nox.Session) -> None:
+    """``nox -s profile -- <package> [kernel] [--autotune] [--ncu]``"""
+    if not session.posargs:
+        session.error("usage: nox -s profile -- <package> [kernel] [--autotune]")
+    _sync(session)
+    _need_sources(session)
+    session.run(PY, "-m", "kernelplan", "profile", *session.posargs, external=True)
+
+
+@nox.session
+def analyze(session: nox.Session) -> None:
+    """``nox -s analyze -- <package> [kernel]``: compile for each kernel's SM, no GPU needed."""
+    if not session.posargs:
+        session.error("usage: nox -s analyze -- <package> [kernel]")
+    _sync(session)
+    _need_sources(session)
+    session.run(PY, "-m", "kernelplan", "analyze", *session.posargs, external=True)
