@@ -40,3 +40,5 @@ profile)
     run profile-gemm $py -m kernelplan profile gemm --autotune ;;
 *) python3 -c "$s" ;;
 esac; done
+# The device tool brings back at most 8 files: bundle logs and records into one.
+tar czf "$OUT/bundle.tgz" -C "$OUT" logs results && rm -rf "$OUT/logs" "$OUT/results"

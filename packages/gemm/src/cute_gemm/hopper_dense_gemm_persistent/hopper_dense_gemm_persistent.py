@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kernelplan import STREAM, CuteKernel
+from kernelplan.kernel import Const
 from kernelplan.cutlass_src import load_example
 
 from ..common import GemmPlan
@@ -70,6 +71,6 @@ class HopperDenseGemmPersistent(GemmPlan):
         key = (self.name, tile, cluster, swizzle, raster_m, n_clusters, problem["dtype"],
                problem["c_dtype"])
         return CuteKernel(
-            self.name, gemm, lambda t: (t["a"], t["b"], t["c"], n_clusters, STREAM), specs,
+            self.name, gemm, lambda t: (t["a"], t["b"], t["c"], Const(n_clusters), STREAM), specs,
             key=key, meta={"max_active_clusters": n_clusters, "max_active_clusters_from": why},
         )

@@ -181,8 +181,11 @@ def _device(r: Record) -> str:
 
 
 def _static_target(r: Record) -> str | None:
-    for keys in (("target", "sm"), ("target_sm",), ("arch",), ("target",), ("sm",)):
+    """The compile target a static record names, under whichever key it uses."""
+    for keys in (("static", "arch"), ("arch",), ("target", "sm"), ("target_sm",), ("target",)):
         v = r.get(*keys)
+        if isinstance(v, list):
+            v = "/".join(str(x) for x in v if isinstance(x, (str, int)) and str(x))
         if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v):
             return str(v)
     return None

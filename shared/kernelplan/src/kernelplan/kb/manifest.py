@@ -105,6 +105,9 @@ def summarise(doc: str, limit: int = 120) -> str:
     para = " ".join(paras[0].split())
     m = re.search(r"(?<=[.!?])\s+(?=[A-Z(`*-])", para)
     sentence = para[: m.start()] if m else para
+    # Boilerplate that every example shares says nothing about the workload.
+    sentence = re.sub(r"\s+(?:using|with|in)\s+(?:the\s+)?cute\s*dsl\b", "", sentence, flags=re.I)
+    sentence = re.sub(r"\s+example(?=\s+for\b)", "", sentence, flags=re.I)
     if len(sentence) > limit:
         cut = sentence[: limit - 3].rsplit(" ", 1)[0]
         sentence = cut.rstrip(",;:") + "..."
