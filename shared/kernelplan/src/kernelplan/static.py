@@ -346,7 +346,7 @@ def dynamic_smem_from_llvm_ir(ir_text: str, kernels: Iterable[str]) -> dict[str,
             continue
         m = _RE_STORE.match(line)
         if m and m.group(2) in smem_slots:
-            last_smem = 7
+            last_smem = consts.get(m.group(1))
             continue
         m = _RE_ADDRESSOF.search(line)
         if m and kernel_of(m.group(1)):
