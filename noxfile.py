@@ -19,7 +19,7 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "none"
-nox.options.sessions = ["lint", "tests"]
+nox.options.sessions = ["lint", "tests", "kb"]
 
 ROOT = Path(__file__).parent
 PY = str(ROOT / ".venv" / "bin" / "python")
@@ -35,11 +35,14 @@ def _need_sources(session: nox.Session) -> None:
     if os.environ.get("CUTLASS_DIR"):
         return
     if not (ROOT / "third_party/cutlass/examples/python/CuTeDSL").is_dir():
-        r = subprocess.run(["git", "submodule", "update", "--init", "third_party/cutlass"],
-                           cwd=ROOT)
+        r = subprocess.run(
+            ["git", "submodule", "update", "--init", "third_party/cutlass"], cwd=ROOT
+        )
         if r.returncode:
-            session.error("CUTLASS sources missing and `git submodule update --init "
-                          "third_party/cutlass` failed: set CUTLASS_DIR to a CUTLASS checkout")
+            session.error(
+                "CUTLASS sources missing and `git submodule update --init "
+                "third_party/cutlass` failed: set CUTLASS_DIR to a CUTLASS checkout"
+            )
 
 
 @nox.session
@@ -87,3 +90,25 @@ def analyze(session: nox.Session) -> None:
     _sync(session)
     _need_sources(session)
     session.run(PY, "-m", "kernelplan", "analyze", *session.posargs, external=True)
+
+
+@nox.session
+def kb(session: nox.Session) -> None:
+    """Lint the knowledge base; outside CI, regenerate the catalogs first."""
+    if not os.environ.get("CI"):
+        session.run(PY, "-m", "kernelplan.kb", "catalog", external=True)
+    session.run(PY, "-m", "kernelplan.kb", "lint", *session.posargs, external=True)
+
+
+@nox.session
+def catalog(session: nox.Session) -> None:
+    """The SELECT step: regenerate knowledge/EXAMPLES.md (and knowledge/CATALOG.md)."""
+    session.run(PY, "-m", "kernelplan.kb", "catalog", external=True)
+
+
+@nox.session(name="kb-manifest")
+def kb_manifest(session: nox.Session) -> None:
+    """After a CUTLASS pin bump: rewrite the manifest, then check it against the sources."""
+    _need_sources(session)
+    session.run(PY, "-m", "kernelplan.kb", "manifest", external=True)
+    session.run(PY, "-m", "kernelplan.kb", "lint", "--verify-sources", external=True)

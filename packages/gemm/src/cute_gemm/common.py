@@ -41,14 +41,21 @@ class GemmPlan(KernelPlan):
         g.add_argument("--c_dtype", "--c-dtype", default=None, help="C dtype (default: dtype)")
 
     def problem_from_args(self, args: argparse.Namespace) -> dict[str, Any]:
-        prob = {"m": args.m, "n": args.n, "k": args.k, "l": args.l, "dtype": args.dtype,
-                "c_dtype": args.c_dtype or args.dtype}
+        prob = {
+            "m": args.m,
+            "n": args.n,
+            "k": args.k,
+            "l": args.l,
+            "dtype": args.dtype,
+            "c_dtype": args.c_dtype or args.dtype,
+        }
         self.validate(prob)
         return prob
 
     @staticmethod
-    def problem(m: int, n: int, k: int, l: int = 1, dtype: str = "float16",
-                c_dtype: str | None = None) -> dict[str, Any]:
+    def problem(
+        m: int, n: int, k: int, l: int = 1, dtype: str = "float16", c_dtype: str | None = None
+    ) -> dict[str, Any]:
         return {"m": m, "n": n, "k": k, "l": l, "dtype": dtype, "c_dtype": c_dtype or dtype}
 
     def validate(self, problem: Mapping[str, Any]) -> None:
@@ -68,8 +75,10 @@ class GemmPlan(KernelPlan):
         ab = DTYPE_BYTES[problem["dtype"]]
         c = DTYPE_BYTES[problem["c_dtype"]]
         align = self.min_alignment_bytes
-        for what, extent, size in (("K (A and B rows)", problem["k"], ab),
-                                   ("N (C rows)", problem["n"], c)):
+        for what, extent, size in (
+            ("K (A and B rows)", problem["k"], ab),
+            ("N (C rows)", problem["n"], c),
+        ):
             if (extent * size) % align:
                 step = align // size
                 raise ShapeError(
@@ -83,8 +92,9 @@ class GemmPlan(KernelPlan):
         return {
             "a": TensorSpec((l, m, k), dt, perm=(1, 2, 0), leading_dim=1),
             "b": TensorSpec((l, n, k), dt, perm=(1, 2, 0), leading_dim=1),
-            "c": TensorSpec((l, m, n), cdt, perm=(1, 2, 0), leading_dim=1, role="output",
-                            init="empty"),
+            "c": TensorSpec(
+                (l, m, n), cdt, perm=(1, 2, 0), leading_dim=1, role="output", init="empty"
+            ),
         }
 
     def reference_fn(self, problem: Mapping[str, Any], inputs: Mapping[str, Any]):
@@ -115,5 +125,9 @@ class GemmPlan(KernelPlan):
         ]
 
     def profile_problems(self) -> list[dict[str, Any]]:
-        return [self.problem(s, s, s, dtype=d) for d in ("float16", "bfloat16")
-                for s in (4096, 8192) if d in self.dtypes]
+        return [
+            self.problem(s, s, s, dtype=d)
+            for d in ("float16", "bfloat16")
+            for s in (4096, 8192)
+            if d in self.dtypes
+        ]

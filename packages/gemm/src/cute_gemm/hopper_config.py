@@ -27,8 +27,11 @@ def validate_hopper_config(name: str, config: Mapping[str, Any]) -> tuple[tuple,
     cluster = tuple(config["cluster_mn"])
     if len(tile) != 2 or tile[0] not in TILE_M or tile[1] not in TILE_N:
         raise ShapeError(f"{name}: tile_mn {tile} unsupported; M in {TILE_M}, N in {TILE_N}")
-    if (len(cluster) != 2 or any(c <= 0 or c & (c - 1) for c in cluster)
-            or cluster[0] * cluster[1] > 4):
+    if (
+        len(cluster) != 2
+        or any(c <= 0 or c & (c - 1) for c in cluster)
+        or cluster[0] * cluster[1] > 4
+    ):
         raise ShapeError(f"{name}: cluster_mn {cluster} unsupported; powers of two, <= 4 CTAs")
     return tile, cluster
 

@@ -114,8 +114,9 @@ def compare(name: str, out, ref, tol: Tolerance | None = None) -> CheckResult:
     import torch
 
     if tuple(out.shape) != tuple(ref.shape):
-        raise KernelPlanError(f"{name}: output shape {tuple(out.shape)} != reference "
-                              f"{tuple(ref.shape)}")
+        raise KernelPlanError(
+            f"{name}: output shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
+        )
     tol = tol or tolerance_for(out.dtype)
     o = out.detach().to(torch.float64)
     r = ref.detach().to(device=o.device, dtype=torch.float64)

@@ -23,22 +23,40 @@ from .plan import (
 def _common_run_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("run")
     g.add_argument("--check", action="store_true", help="check against the PyTorch reference")
-    g.add_argument("--prof_type", "--prof-type", choices=PROF_TYPES, default="annotation",
-                   help="disabled: run (and check) only; annotation: NVTX ranges + timings; "
-                   "static: compile for the target SM and analyse the cubin (no GPU needed); "
-                   "ncu: Nsight Compute metrics")
+    g.add_argument(
+        "--prof_type",
+        "--prof-type",
+        choices=PROF_TYPES,
+        default="annotation",
+        help="disabled: run (and check) only; annotation: NVTX ranges + timings; "
+        "static: compile for the target SM and analyse the cubin (no GPU needed); "
+        "ncu: Nsight Compute metrics",
+    )
     g.add_argument("--autotune", action="store_true", help="time every config, keep the best")
-    g.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="config overrides, e.g. tile_mn=128x256 cluster_mn=1x1")
+    g.add_argument(
+        "--config",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config overrides, e.g. tile_mn=128x256 cluster_mn=1x1",
+    )
     g.add_argument("--warmup", type=int, default=10)
     g.add_argument("--reps", type=int, default=100)
-    g.add_argument("--warm-l2", action="store_true",
-                   help="reuse one input set (default: rotate copies so L2 is cold)")
+    g.add_argument(
+        "--warm-l2",
+        action="store_true",
+        help="reuse one input set (default: rotate copies so L2 is cold)",
+    )
     g.add_argument("--cuda-graph", action="store_true", help="time CUDA-graph replays")
-    g.add_argument("--seed", type=int, default=None, help="input seed for --check (default: "
-                   "fresh random)")
-    g.add_argument("--inject-fault", choices=("none", "skip-launch", "perturb"), default="none",
-                   help="plant a defect to show --check fails")
+    g.add_argument(
+        "--seed", type=int, default=None, help="input seed for --check (default: fresh random)"
+    )
+    g.add_argument(
+        "--inject-fault",
+        choices=("none", "skip-launch", "perturb"),
+        default="none",
+        help="plant a defect to show --check fails",
+    )
     g.add_argument("--arch", default=None, help="SM for --prof_type=static (default: target)")
     g.add_argument("--no-record", action="store_true", help="do not write a result record")
     g.add_argument("--results-dir", default=None, help="where records go (default: results/)")
@@ -118,8 +136,7 @@ def run_kernel(plan: KernelPlan, args: argparse.Namespace, *, log=print) -> int:
 
     check_part = None
     if args.check or args.inject_fault != "none":
-        ok, results, info = plan.run_check(problem, config, seed=args.seed,
-                                           fault=args.inject_fault)
+        ok, results, info = plan.run_check(problem, config, seed=args.seed, fault=args.inject_fault)
         for r in results:
             log(f"{plan.name} {config_label(config)}: {r.line()}")
         check_part = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}
@@ -145,23 +162,36 @@ def run_kernel(plan: KernelPlan, args: argparse.Namespace, *, log=print) -> int:
         return rc
 
     clocks_before = devmod.clocks_now()
-    st = plan.run_benchmark(problem, config, warmup=args.warmup, reps=args.reps,
-                            cold_l2=not args.warm_l2, cuda_graph=args.cuda_graph,
-                            annotate=True)
+    st = plan.run_benchmark(
+        problem,
+        config,
+        warmup=args.warmup,
+        reps=args.reps,
+        cold_l2=not args.warm_l2,
+        cuda_graph=args.cuda_graph,
+        annotate=True,
+    )
     clocks_after = devmod.clocks_now()
     roof = plan.roofline_for(problem, st.median_us, dev.name if dev else None)
     rec = plan.record_base("benchmark", problem, config)
-    rec.update(timing=st.to_dict(), roofline=roof.to_dict(), check=check_part,
-               clocks={"before": clocks_before, "after": clocks_after},
-               autotune=tune_rows)
-    _print_table([timing_row(plan, problem, config, st, roof, dev.name if dev else None)],
-                 f"{plan.package}: {problem}")
+    rec.update(
+        timing=st.to_dict(),
+        roofline=roof.to_dict(),
+        check=check_part,
+        clocks={"before": clocks_before, "after": clocks_after},
+        autotune=tune_rows,
+    )
+    _print_table(
+        [timing_row(plan, problem, config, st, roof, dev.name if dev else None)],
+        f"{plan.package}: {problem}",
+    )
     save(rec)
     return rc
 
 
-def run_kernel_cli(plan: KernelPlan, argv: Sequence[str] | None = None,
-                   prog: str | None = None) -> int:
+def run_kernel_cli(
+    plan: KernelPlan, argv: Sequence[str] | None = None, prog: str | None = None
+) -> int:
     args = build_parser(plan, prog).parse_args(argv)
     try:
         return run_kernel(plan, args)

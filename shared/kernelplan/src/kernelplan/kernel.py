@@ -116,10 +116,10 @@ class TensorSpec:
         shape, stride = self.view_shape(), self.view_stride()
         if self.leading_dim is not None:
             shape = tuple(cute.sym_int() for _ in shape)
-            stride = tuple(1 if i == self.leading_dim else cute.sym_int()
-                           for i in range(len(stride)))
-        return make_fake_tensor(cutlass_dtype(self.dtype), shape, stride,
-                                assumed_align=self.align)
+            stride = tuple(
+                1 if i == self.leading_dim else cute.sym_int() for i in range(len(stride))
+            )
+        return make_fake_tensor(cutlass_dtype(self.dtype), shape, stride, assumed_align=self.align)
 
 
 def cutlass_dtype(torch_name: str):
@@ -168,9 +168,16 @@ class CuteKernel:
     _cache: dict[tuple, Any] = {}
     _lock = threading.Lock()
 
-    def __init__(self, name: str, fn: Any, args: Callable[[Mapping[str, Any]], tuple],
-                 specs: Mapping[str, TensorSpec], key: tuple, options: str | None = None,
-                 meta: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        name: str,
+        fn: Any,
+        args: Callable[[Mapping[str, Any]], tuple],
+        specs: Mapping[str, TensorSpec],
+        key: tuple,
+        options: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ):
         self.name, self.fn, self.args_fn, self.specs = name, fn, args, dict(specs)
         self.key, self.options = key, options
         self.meta = dict(meta or {})
@@ -191,8 +198,9 @@ class CuteKernel:
     @staticmethod
     def compile_args(args: tuple, stream: Any) -> tuple:
         """What ``cute.compile`` takes: the stream filled in, Const values unwrapped."""
-        return tuple(stream if a is STREAM else a.value if isinstance(a, Const) else a
-                     for a in args)
+        return tuple(
+            stream if a is STREAM else a.value if isinstance(a, Const) else a for a in args
+        )
 
     @staticmethod
     def current_stream():

@@ -65,8 +65,9 @@ class KernelPlan(abc.ABC):
     def tensor_specs(self, problem: Mapping[str, Any]) -> dict[str, TensorSpec]:
         """Every tensor argument, by name (inputs and outputs)."""
 
-    def prepare_inputs(self, problem: Mapping[str, Any], seed: int,
-                       device: str = "cuda") -> dict[str, Any]:
+    def prepare_inputs(
+        self, problem: Mapping[str, Any], seed: int, device: str = "cuda"
+    ) -> dict[str, Any]:
         """Fresh tensors for one run, drawn from ``seed``."""
         import torch
 
@@ -78,8 +79,7 @@ class KernelPlan(abc.ABC):
         return [n for n, s in self.tensor_specs(problem).items() if s.role == "output"]
 
     @abc.abstractmethod
-    def reference_fn(self, problem: Mapping[str, Any],
-                     inputs: Mapping[str, Any]) -> dict[str, Any]:
+    def reference_fn(self, problem: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The expected outputs (by name, float32 or wider), computed with PyTorch."""
 
     @abc.abstractmethod
@@ -99,8 +99,9 @@ class KernelPlan(abc.ABC):
         return [self.default_config(problem)]
 
     @abc.abstractmethod
-    def plan(self, problem: Mapping[str, Any],
-             config: Mapping[str, Any]) -> CuteKernel | TorchKernel:
+    def plan(
+        self, problem: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> CuteKernel | TorchKernel:
         """The kernel for one (problem, config): reaches the upstream entry point."""
 
     # -- sweeps used by the package sessions ---------------------------------------------------
@@ -113,9 +114,14 @@ class KernelPlan(abc.ABC):
         return self.check_problems()
 
     # -- what the harness does with it -------------------------------------------------------
-    def run_check(self, problem: Mapping[str, Any], config: Mapping[str, Any], *,
-                  seed: int | None = None, fault: str = "none") -> tuple[bool, list[CheckResult],
-                                                                      dict[str, Any]]:
+    def run_check(
+        self,
+        problem: Mapping[str, Any],
+        config: Mapping[str, Any],
+        *,
+        seed: int | None = None,
+        fault: str = "none",
+    ) -> tuple[bool, list[CheckResult], dict[str, Any]]:
         """One checked run: fresh random inputs, outputs poisoned, one launch, compare.
 
         ``fault`` plants a defect to show the check can fail: "skip-launch" (the kernel never
@@ -147,10 +153,18 @@ class KernelPlan(abc.ABC):
         info = {"seed": seed, "fault": fault, "compile_seconds": kernel.compile_seconds}
         return all(r.passed for r in results), results, info
 
-    def run_benchmark(self, problem: Mapping[str, Any], config: Mapping[str, Any], *,
-                      warmup: int = 10, reps: int = 100, cold_l2: bool = True,
-                      cuda_graph: bool = False, annotate: bool = False,
-                      seed: int = 0) -> TimingStats:
+    def run_benchmark(
+        self,
+        problem: Mapping[str, Any],
+        config: Mapping[str, Any],
+        *,
+        warmup: int = 10,
+        reps: int = 100,
+        cold_l2: bool = True,
+        cuda_graph: bool = False,
+        annotate: bool = False,
+        seed: int = 0,
+    ) -> TimingStats:
         """Time the kernel; with ``cold_l2`` it rotates through enough input copies that no
         launch finds its operands in L2."""
         import torch
@@ -167,11 +181,13 @@ class KernelPlan(abc.ABC):
             n_ws = max(1, min(n_ws, int(0.6 * free // max(per_ws, 1))))
         launchers = [kernel.bind(self.prepare_inputs(problem, seed + i)) for i in range(n_ws)]
         name = f"{self.package}/{self.name} {config_label(config)}" if annotate else None
-        return benchmark(launchers, warmup=warmup, reps=reps, cuda_graph=cuda_graph,
-                         range_name=name)
+        return benchmark(
+            launchers, warmup=warmup, reps=reps, cuda_graph=cuda_graph, range_name=name
+        )
 
-    def run_static(self, problem: Mapping[str, Any], config: Mapping[str, Any],
-                   arch: str | None = None) -> dict[str, Any]:
+    def run_static(
+        self, problem: Mapping[str, Any], config: Mapping[str, Any], arch: str | None = None
+    ) -> dict[str, Any]:
         """Compile for ``arch`` (default: the first target SM) with fake tensors and analyse
         the cubin; works on any machine."""
         from . import static
@@ -186,23 +202,36 @@ class KernelPlan(abc.ABC):
         from .cutlass_src import repo_root
 
         reports = static.compile_and_analyze(
-            kernel.fn, kernel.fake_args(), arch=arch, options=kernel.options,
+            kernel.fn,
+            kernel.fake_args(),
+            arch=arch,
+            options=kernel.options,
             dump_dir=repo_root() / ".cache" / "static",
         )
         main = reports[0].to_dict()
-        return {**main, "label": f"{self.package}/{self.name}", "meta": kernel.meta,
-                "functions": [r.to_dict() for r in reports[1:]]}
+        return {
+            **main,
+            "label": f"{self.package}/{self.name}",
+            "meta": kernel.meta,
+            "functions": [r.to_dict() for r in reports[1:]],
+        }
 
-    def autotune(self, problem: Mapping[str, Any], *, warmup: int = 5, reps: int = 30,
-                 cold_l2: bool = True, log=print) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def autotune(
+        self,
+        problem: Mapping[str, Any],
+        *,
+        warmup: int = 5,
+        reps: int = 30,
+        cold_l2: bool = True,
+        log=print,
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Time every candidate config; the best median wins. Configs that fail to compile or
         launch are listed with the error, not fatal (unless none works)."""
         rows: list[dict[str, Any]] = []
         for cfg in self._autotune_configs(problem):
             try:
                 st = self.run_benchmark(problem, cfg, warmup=warmup, reps=reps, cold_l2=cold_l2)
-                rows.append({"config": cfg, "median_us": st.median_us,
-                             "spread_pct": st.spread_pct})
+                rows.append({"config": cfg, "median_us": st.median_us, "spread_pct": st.spread_pct})
                 log(f"  autotune {config_label(cfg)}: {st.median_us:.1f} us")
             except Exception as e:  # a config the upstream rejects is data, not a crash
                 msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
@@ -210,18 +239,20 @@ class KernelPlan(abc.ABC):
                 log(f"  autotune {config_label(cfg)}: rejected ({msg})")
         ok = [r for r in rows if "median_us" in r]
         if not ok:
-            raise KernelPlanError(f"{self.name}: no autotune config ran; first error: "
-                                  f"{rows[0].get('error') if rows else 'no configs'}")
+            raise KernelPlanError(
+                f"{self.name}: no autotune config ran; first error: "
+                f"{rows[0].get('error') if rows else 'no configs'}"
+            )
         best = min(ok, key=lambda r: r["median_us"])
         return dict(best["config"]), rows
 
-    def roofline_for(self, problem: Mapping[str, Any], time_us: float,
-                     device_name: str | None):
+    def roofline_for(self, problem: Mapping[str, Any], time_us: float, device_name: str | None):
         flops, nbytes = self._algorithmic_flops_bytes(problem)
         return roofline(flops, nbytes, time_us, device_name, self.compute_dtype(problem))
 
-    def record_base(self, kind: str, problem: Mapping[str, Any],
-                    config: Mapping[str, Any]) -> dict[str, Any]:
+    def record_base(
+        self, kind: str, problem: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
         from .records import environment
 
         dev = devmod.current_device() if kind != "static" else None

@@ -110,8 +110,12 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def load_records(root: Path | None = None, package: str | None = None,
-                 kernel: str | None = None, kind: str | None = None) -> list[tuple[Path, dict]]:
+def load_records(
+    root: Path | None = None,
+    package: str | None = None,
+    kernel: str | None = None,
+    kind: str | None = None,
+) -> list[tuple[Path, dict]]:
     """All records under ``root`` (optionally of one package/kernel/kind), oldest first."""
     root = Path(root) if root is not None else results_root()
     base = root

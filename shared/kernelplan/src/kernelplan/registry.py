@@ -30,7 +30,7 @@ def package_names() -> list[str]:
     names = set(_entry_points())
     for m in pkgutil.iter_modules():
         if m.name.startswith("cute_"):
-            names.add(m.name[len("cute_"):].replace("_", "-"))
+            names.add(m.name[len("cute_") :].replace("_", "-"))
     return sorted(names)
 
 

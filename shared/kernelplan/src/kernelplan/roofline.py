@@ -14,43 +14,73 @@ from typing import Any
 PEAKS: dict[str, dict[str, Any]] = {
     "H100 SXM": {
         "match": ["H100 80GB HBM3", "H100 SXM"],
-        "tflops": {"float16": 989.4, "bfloat16": 989.4, "float8": 1978.9, "tfloat32": 494.7,
-                   "float32": 66.9},
+        "tflops": {
+            "float16": 989.4,
+            "bfloat16": 989.4,
+            "float8": 1978.9,
+            "tfloat32": 494.7,
+            "float32": 66.9,
+        },
         "gbps": 3350.0,
         "source": "NVIDIA H100 Tensor Core GPU datasheet, SXM column (sparse figures / 2)",
     },
     "H200 SXM": {
         "match": ["H200"],
-        "tflops": {"float16": 989.4, "bfloat16": 989.4, "float8": 1978.9, "tfloat32": 494.7,
-                   "float32": 66.9},
+        "tflops": {
+            "float16": 989.4,
+            "bfloat16": 989.4,
+            "float8": 1978.9,
+            "tfloat32": 494.7,
+            "float32": 66.9,
+        },
         "gbps": 4800.0,
         "source": "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column (sparse figures / 2)",
     },
     "H200 NVL": {
         "match": ["H200 NVL"],
-        "tflops": {"float16": 835.5, "bfloat16": 835.5, "float8": 1671.0, "tfloat32": 417.5,
-                   "float32": 60.0},
+        "tflops": {
+            "float16": 835.5,
+            "bfloat16": 835.5,
+            "float8": 1671.0,
+            "tfloat32": 417.5,
+            "float32": 60.0,
+        },
         "gbps": 4800.0,
         "source": "NVIDIA H200 Tensor Core GPU datasheet, H200 NVL column (sparse figures / 2)",
     },
     "B200": {
         "match": ["B200"],
-        "tflops": {"float16": 2250.0, "bfloat16": 2250.0, "float8": 4500.0, "tfloat32": 1100.0,
-                   "float32": 75.0},
+        "tflops": {
+            "float16": 2250.0,
+            "bfloat16": 2250.0,
+            "float8": 4500.0,
+            "tfloat32": 1100.0,
+            "float32": 75.0,
+        },
         "gbps": 8000.0,
         "source": "NVIDIA HGX B200 datasheet, per-GPU (8-GPU sparse figures / 8 / 2)",
     },
     "B300": {
         "match": ["B300"],
-        "tflops": {"float16": 2250.0, "bfloat16": 2250.0, "float8": 4500.0, "tfloat32": 1100.0,
-                   "float32": 75.0},
+        "tflops": {
+            "float16": 2250.0,
+            "bfloat16": 2250.0,
+            "float8": 4500.0,
+            "tfloat32": 1100.0,
+            "float32": 75.0,
+        },
         "gbps": 8000.0,
         "source": "NVIDIA HGX B300 datasheet, per-GPU (8-GPU sparse figures / 8 / 2)",
     },
     "RTX 5090": {
         "match": ["RTX 5090"],
-        "tflops": {"float16": 209.5, "bfloat16": 209.5, "float8": 419.0, "tfloat32": 104.8,
-                   "float32": 104.8},
+        "tflops": {
+            "float16": 209.5,
+            "bfloat16": 209.5,
+            "float8": 419.0,
+            "tfloat32": 104.8,
+            "float32": 104.8,
+        },
         "gbps": 1792.0,
         "source": "NVIDIA RTX Blackwell GPU architecture whitepaper, RTX 5090 column "
         "(FP32 accumulate, dense)",
@@ -106,8 +136,9 @@ class Roofline:
         return asdict(self)
 
 
-def roofline(flops: float, nbytes: float, time_us: float, device_name: str | None,
-             dtype: str) -> Roofline:
+def roofline(
+    flops: float, nbytes: float, time_us: float, device_name: str | None, dtype: str
+) -> Roofline:
     """TFLOP/s, GB/s and % of peak for ``flops`` and ``nbytes`` done in ``time_us``.
 
     ``flops``: algorithmic floating-point operations (2*M*N*K*L for a GEMM); ``nbytes``: the

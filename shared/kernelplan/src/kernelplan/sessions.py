@@ -44,8 +44,15 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def check_package(package: str, kernel: str | None = None, *, results_dir=None,
-                  record: bool = True, fault: str = "none", log=print) -> int:
+def check_package(
+    package: str,
+    kernel: str | None = None,
+    *,
+    results_dir=None,
+    record: bool = True,
+    fault: str = "none",
+    log=print,
+) -> int:
     """Check every kernel of ``package`` at its check problems. Exit code 1 if any fails."""
     dev = devmod.current_device()
     log(f"device: {dev.name + ' (' + dev.sm + ')' if dev else 'none (no CUDA GPU)'}")
@@ -69,28 +76,52 @@ def check_package(package: str, kernel: str | None = None, *, results_dir=None,
                 rec = plan.record_base("check", prob, config)
                 rec["check"] = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}
                 path = write_record(rec, results_dir) if record else None
-                rows.append({"kernel": plan.name, "problem": _short(prob),
-                             "result": "PASS" if ok else "FAIL",
-                             "rel_norm": f"{max(r.rel_norm for r in results):.2e}",
-                             "record": path.name if path else "-"})
+                rows.append(
+                    {
+                        "kernel": plan.name,
+                        "problem": _short(prob),
+                        "result": "PASS" if ok else "FAIL",
+                        "rel_norm": f"{max(r.rel_norm for r in results):.2e}",
+                        "record": path.name if path else "-",
+                    }
+                )
             elif plan.target_sm:
                 try:
                     st = plan.run_static(prob, config)
                     rec = plan.record_base("static", prob, config)
                     rec["static"] = st
                     path = write_record(rec, results_dir) if record else None
-                    rows.append({"kernel": plan.name, "problem": _short(prob),
-                                 "result": f"static ({st.get('arch', plan.target_sm[0])})",
-                                 "rel_norm": "-", "record": path.name if path else "-"})
+                    rows.append(
+                        {
+                            "kernel": plan.name,
+                            "problem": _short(prob),
+                            "result": f"static ({st.get('arch', plan.target_sm[0])})",
+                            "rel_norm": "-",
+                            "record": path.name if path else "-",
+                        }
+                    )
                 except KernelPlanError as e:
                     failed += 1
-                    rows.append({"kernel": plan.name, "problem": _short(prob),
-                                 "result": f"static FAILED: {e}", "rel_norm": "-",
-                                 "record": "-"})
+                    rows.append(
+                        {
+                            "kernel": plan.name,
+                            "problem": _short(prob),
+                            "result": f"static FAILED: {e}",
+                            "rel_norm": "-",
+                            "record": "-",
+                        }
+                    )
                 break  # the static footprint does not change with the check shapes
             else:
-                rows.append({"kernel": plan.name, "problem": _short(prob),
-                             "result": "not run (needs a GPU)", "rel_norm": "-", "record": "-"})
+                rows.append(
+                    {
+                        "kernel": plan.name,
+                        "problem": _short(prob),
+                        "result": "not run (needs a GPU)",
+                        "rel_norm": "-",
+                        "record": "-",
+                    }
+                )
                 break
     log(_markdown(rows))
     return 1 if failed else 0
@@ -100,10 +131,19 @@ def _short(problem: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in problem.items())
 
 
-def profile_package(package: str, kernel: str | None = None, *, autotune: bool = False,
-                    reps: int = 100, warmup: int = 10, cold_l2: bool = True,
-                    cuda_graph: bool = False, results_dir=None, record: bool = True,
-                    log=print) -> int:
+def profile_package(
+    package: str,
+    kernel: str | None = None,
+    *,
+    autotune: bool = False,
+    reps: int = 100,
+    warmup: int = 10,
+    cold_l2: bool = True,
+    cuda_graph: bool = False,
+    results_dir=None,
+    record: bool = True,
+    log=print,
+) -> int:
     """Time every runnable kernel of ``package`` at its profile problems; print a table."""
     from .cli import timing_row
 
@@ -129,16 +169,26 @@ def profile_package(package: str, kernel: str | None = None, *, autotune: bool =
             if autotune:
                 config, tune = plan.autotune(prob, cold_l2=cold_l2, log=log)
             clocks_before = devmod.clocks_now()
-            st = plan.run_benchmark(prob, config, warmup=warmup, reps=reps, cold_l2=cold_l2,
-                                    cuda_graph=cuda_graph, annotate=True)
+            st = plan.run_benchmark(
+                prob,
+                config,
+                warmup=warmup,
+                reps=reps,
+                cold_l2=cold_l2,
+                cuda_graph=cuda_graph,
+                annotate=True,
+            )
             clocks_after = devmod.clocks_now()
             roof = plan.roofline_for(prob, st.median_us, dev.name)
             rec = plan.record_base("benchmark", prob, config)
-            rec.update(timing=st.to_dict(), roofline=roof.to_dict(), autotune=tune,
-                       clocks={"before": clocks_before, "after": clocks_after})
+            rec.update(
+                timing=st.to_dict(),
+                roofline=roof.to_dict(),
+                autotune=tune,
+                clocks={"before": clocks_before, "after": clocks_after},
+            )
             path = write_record(rec, results_dir) if record else None
-            row = {"problem": _short(prob), **timing_row(plan, prob, config, st, roof,
-                                                           dev.name)}
+            row = {"problem": _short(prob), **timing_row(plan, prob, config, st, roof, dev.name)}
             row["record"] = path.name if path else "-"
             rows.append(row)
             if prog:
@@ -150,8 +200,9 @@ def profile_package(package: str, kernel: str | None = None, *, autotune: bool =
     return 0
 
 
-def analyze_package(package: str, kernel: str | None = None, *, results_dir=None,
-                    record: bool = True, log=print) -> int:
+def analyze_package(
+    package: str, kernel: str | None = None, *, results_dir=None, record: bool = True, log=print
+) -> int:
     """Compile every CuTe DSL kernel of ``package`` for its own SM and analyse the cubin."""
     reports, failed = [], 0
     for plan in _plans(package, kernel):
@@ -187,8 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         s.add_argument("--no-record", action="store_true")
         s.add_argument("--results-dir", default=None)
         if name == "check":
-            s.add_argument("--inject-fault", choices=("none", "skip-launch", "perturb"),
-                           default="none")
+            s.add_argument(
+                "--inject-fault", choices=("none", "skip-launch", "perturb"), default="none"
+            )
         if name == "profile":
             s.add_argument("--autotune", action="store_true")
             s.add_argument("--reps", type=int, default=100)
@@ -208,9 +260,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.cmd == "check":
             return check_package(a.package, a.kernel, fault=a.inject_fault, **common)
         if a.cmd == "profile":
-            return profile_package(a.package, a.kernel, autotune=a.autotune, reps=a.reps,
-                                   warmup=a.warmup, cold_l2=not a.warm_l2,
-                                   cuda_graph=a.cuda_graph, **common)
+            return profile_package(
+                a.package,
+                a.kernel,
+                autotune=a.autotune,
+                reps=a.reps,
+                warmup=a.warmup,
+                cold_l2=not a.warm_l2,
+                cuda_graph=a.cuda_graph,
+                **common,
+            )
         return analyze_package(a.package, a.kernel, **common)
     except KernelPlanError as e:
         return die(str(e))

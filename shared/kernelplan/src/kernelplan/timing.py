@@ -62,8 +62,14 @@ def _quantile(sorted_vals: Sequence[float], q: float) -> float:
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
 
 
-def summarize(samples_us: Sequence[float], *, warmup: int, workspaces: int, cuda_graph: bool,
-              graph_launches: int = 1) -> TimingStats:
+def summarize(
+    samples_us: Sequence[float],
+    *,
+    warmup: int,
+    workspaces: int,
+    cuda_graph: bool,
+    graph_launches: int = 1,
+) -> TimingStats:
     """Median, p10/p90, mean, stdev and ``spread_pct = (p90 - p10) / median * 100``.
 
     Raises:
@@ -98,8 +104,9 @@ def summarize(samples_us: Sequence[float], *, warmup: int, workspaces: int, cuda
     )
 
 
-def workspaces_for_cold_l2(bytes_per_workspace: int, l2_bytes: int, *, factor: int = 3,
-                           cap: int = 64) -> int:
+def workspaces_for_cold_l2(
+    bytes_per_workspace: int, l2_bytes: int, *, factor: int = 3, cap: int = 64
+) -> int:
     """How many input copies make every launch miss L2: enough that one rotation spans
     ``factor`` times the L2 size (at least 2 when cold-L2 is asked for, at most ``cap``)."""
     if bytes_per_workspace <= 0:
@@ -131,9 +138,15 @@ def _check_launcher(fn: Callable[[], Any]) -> None:
         )
 
 
-def benchmark(launchers: Sequence[Callable[[], Any]], *, warmup: int = 10, reps: int = 100,
-              cuda_graph: bool = False, graph_launches: int = 20,
-              range_name: str | None = None) -> TimingStats:
+def benchmark(
+    launchers: Sequence[Callable[[], Any]],
+    *,
+    warmup: int = 10,
+    reps: int = 100,
+    cuda_graph: bool = False,
+    graph_launches: int = 20,
+    range_name: str | None = None,
+) -> TimingStats:
     """Time ``launchers`` (zero-argument callables that enqueue one kernel launch each on the
     current torch stream), rotating through them.
 
@@ -153,12 +166,12 @@ def benchmark(launchers: Sequence[Callable[[], Any]], *, warmup: int = 10, reps:
     """
     import torch
 
-    if not torch.cuda.is_available():
-        raise TimingError("timing needs a CUDA GPU; none is visible to torch")
     if not launchers:
         raise TimingError("no launchers to time")
     for fn in launchers:
         _check_launcher(fn)
+    if not torch.cuda.is_available():
+        raise TimingError("timing needs a CUDA GPU; none is visible to torch")
     from .annotate import nvtx_range
 
     stream = torch.cuda.current_stream()
@@ -202,5 +215,6 @@ def benchmark(launchers: Sequence[Callable[[], Any]], *, warmup: int = 10, reps:
             ends[i].record(stream)
         torch.cuda.synchronize()
     samples = [1000.0 * s.elapsed_time(e) / per_sample for s, e in zip(starts, ends, strict=True)]
-    return summarize(samples, warmup=warmup, workspaces=n, cuda_graph=cuda_graph,
-                     graph_launches=per_sample)
+    return summarize(
+        samples, warmup=warmup, workspaces=n, cuda_graph=cuda_graph, graph_launches=per_sample
+    )

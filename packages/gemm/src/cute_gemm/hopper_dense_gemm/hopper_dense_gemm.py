@@ -41,5 +41,6 @@ class HopperDenseGemm(GemmPlan):
         gemm = mod.HopperWgmmaGemmKernel(cutlass.Float32, tile, cluster)
         specs = self.tensor_specs(problem)
         key = (self.name, tile, cluster, problem["dtype"], problem["c_dtype"])
-        return CuteKernel(self.name, gemm, lambda t: (t["a"], t["b"], t["c"], STREAM), specs,
-                          key=key)
+        return CuteKernel(
+            self.name, gemm, lambda t: (t["a"], t["b"], t["c"], STREAM), specs, key=key
+        )

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kernelplan import STREAM, CuteKernel
-from kernelplan.kernel import Const
 from kernelplan.cutlass_src import load_example
+from kernelplan.kernel import Const
 
 from ..common import GemmPlan
 from ..hopper_config import hopper_autotune_space, validate_hopper_config
@@ -39,8 +39,12 @@ class HopperDenseGemmPersistent(GemmPlan):
     )
 
     def default_config(self, problem: Mapping[str, Any]) -> dict[str, Any]:
-        return {"tile_mn": [128, 256], "cluster_mn": [1, 1], "swizzle_size": 1,
-                "raster_along_m": True}
+        return {
+            "tile_mn": [128, 256],
+            "cluster_mn": [1, 1],
+            "swizzle_size": 1,
+            "raster_along_m": True,
+        }
 
     def _autotune_configs(self, problem: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [{**c, "swizzle_size": 1, "raster_along_m": True} for c in hopper_autotune_space()]
@@ -64,13 +68,26 @@ class HopperDenseGemmPersistent(GemmPlan):
         swizzle = int(config.get("swizzle_size", 1))
         raster_m = bool(config.get("raster_along_m", True))
         mod = load_example(self.source)
-        gemm = mod.HopperWgmmaGemmPersistentKernel(cutlass.Float32, tile, cluster, swizzle,
-                                                   raster_m)
+        gemm = mod.HopperWgmmaGemmPersistentKernel(
+            cutlass.Float32, tile, cluster, swizzle, raster_m
+        )
         n_clusters, why = self.max_active_clusters(cluster[0] * cluster[1], config)
         specs = self.tensor_specs(problem)
-        key = (self.name, tile, cluster, swizzle, raster_m, n_clusters, problem["dtype"],
-               problem["c_dtype"])
+        key = (
+            self.name,
+            tile,
+            cluster,
+            swizzle,
+            raster_m,
+            n_clusters,
+            problem["dtype"],
+            problem["c_dtype"],
+        )
         return CuteKernel(
-            self.name, gemm, lambda t: (t["a"], t["b"], t["c"], Const(n_clusters), STREAM), specs,
-            key=key, meta={"max_active_clusters": n_clusters, "max_active_clusters_from": why},
+            self.name,
+            gemm,
+            lambda t: (t["a"], t["b"], t["c"], Const(n_clusters), STREAM),
+            specs,
+            key=key,
+            meta={"max_active_clusters": n_clusters, "max_active_clusters_from": why},
         )

@@ -24,10 +24,8 @@ class TorchMatmul(GemmPlan):
         import torch
 
         return {
-            "fp16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-            "bf16_reduced_precision_reduction":
-                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+            "fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+            "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
         }
 
     def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> TorchKernel:

@@ -191,6 +191,10 @@ def _static_target(r: Record) -> str | None:
     return None
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _link(from_dir: str, target_rel: str, text: str) -> str:
     """A Markdown link from a file in `from_dir` (relative to the root) to `target_rel`."""
     href = posixpath.relpath(target_rel, from_dir)
@@ -216,12 +220,12 @@ class Catalogs:
         static = [r for r in recs if r.get("kind") == "static"]
         runs = [r for r in recs if r.get("kind") not in (None, "static")]
         notes = [
-            e for e in self.of_kind("reading") if path in [p for _, p in facts.header_examples(e.doc)]
+            e
+            for e in self.of_kind("reading")
+            if path in [p for _, p in facts.header_examples(e.doc)]
         ]
         patterns = [e for e in self.of_kind("pattern") if path in facts.cited_examples(e.doc)]
-        return Status(
-            [a for a in self.adapters if a.source == path], static, runs, notes, patterns
-        )
+        return Status([a for a in self.adapters if a.source == path], static, runs, notes, patterns)
 
     # ---- CATALOG.md ----------------------------------------------------------------------
 
@@ -237,8 +241,9 @@ class Catalogs:
             GENERATED_NOTE,
             f"Source citations refer to CUTLASS `{commit}`, under `examples/python/CuTeDSL/`.",
             "",
-            f"Counts: {len(notes)} reading notes, {len(patterns) - len(anti)} patterns, "
-            f"{len(anti)} anti-patterns, {len(devlogs)} kernel devlogs. "
+            f"Counts: {_count(len(notes), 'reading note')}, "
+            f"{_count(len(patterns) - len(anti), 'pattern')}, "
+            f"{_count(len(anti), 'anti-pattern')}, {_count(len(devlogs), 'kernel devlog')}. "
             "The examples themselves, with their status, are in [EXAMPLES.md](EXAMPLES.md).",
             "",
         ]
@@ -341,8 +346,7 @@ class Catalogs:
             "- Imported: a package adapter declares it with a class attribute line "
             '`source = "<path under examples/python/CuTeDSL>"` (shown as package/kernel).',
             '- Static: result records with `"kind": "static"` for it (count, compile target).',
-            '- Ran on: records of any other kind (`"benchmark"`, `"check"`, ...), by '
-            '`"device"`.',
+            '- Ran on: records of any other kind (`"benchmark"`, `"check"`, ...), by `"device"`.',
             "- Notes: `knowledge/reading/` files whose header cites the path; Patterns: "
             "knowledge entries whose source citations name it.",
             "",
@@ -355,8 +359,11 @@ class Catalogs:
         for goal, gpaths in LEARNING_GOALS:
             for p in gpaths:
                 sm = py.get(p, {}).get("sm", "?")
-                out.append(f"| {escape_cell(goal)} | `{p}` | {sm} | " + " | ".join(
-                    self._status_cells(p)) + " |")
+                out.append(
+                    f"| {escape_cell(goal)} | `{p}` | {sm} | "
+                    + " | ".join(self._status_cells(p))
+                    + " |"
+                )
         out += ["", "## Learning paths", ""]
         for name, ppaths in LEARNING_PATHS:
             out.append(f"**{name}**")

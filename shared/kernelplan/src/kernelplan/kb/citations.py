@@ -28,11 +28,12 @@ RESULT_RE = re.compile(r"^results/[\w./+:@=-]+\.json$")
 # A bare example path (used in reading-note headers and devlog Source sections).
 EXAMPLE_PATH_RE = re.compile(r"^[\w.][\w./+-]*\.(?:py|ipynb|md|cpp|sh|txt)$")
 
-# Numbers in a Value cell: not glued to a preceding letter, digit, underscore or dot
-# ("sm_90", "fp16", "x128" are not figures); thousands separators only in groups of three.
+# Numbers in a Value cell: a number touching a letter, digit or underscore on either side
+# ("sm_90", "fp16", "128x128", "1.5x", "12us") is not a figure; thousands separators only in
+# groups of three.
 NUMBER_RE = re.compile(
     r"(?<![\w.])(?P<sign>-?)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?"
-    r"(?:[eE](?P<exp>[-+]?\d+)(?![\w]))?"
+    r"(?:[eE](?P<exp>[-+]?\d+))?(?![\w.,]?\w)"
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -18,8 +19,6 @@ from .templates import DEVLOG_TEMPLATE, PATTERN_TEMPLATE, READING_TEMPLATE
 
 def _layout(args: argparse.Namespace) -> Layout:
     if args.cutlass_dir:
-        import os
-
         os.environ["CUTLASS_DIR"] = str(Path(args.cutlass_dir).resolve())
     return Layout(Path(args.root).resolve() if args.root else find_root())
 
@@ -84,7 +83,9 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     if args.check:
         committed = manifest_mod.load(layout)
         if committed is None:
-            print(f"{layout.rel(layout.manifest)}:1: missing: run `python -m kernelplan.kb manifest`")
+            print(
+                f"{layout.rel(layout.manifest)}:1: missing: run `python -m kernelplan.kb manifest`"
+            )
             return 1
         diffs = manifest_mod.compare(committed, fresh)
         for diff in diffs:
@@ -113,7 +114,9 @@ def cmd_new(args: argparse.Namespace) -> int:
         text = PATTERN_TEMPLATE.replace("[Pattern name]", args.name)
     elif args.kind == "reading":
         if not args.example:
-            raise KernelPlanError("a reading note needs --example <path under examples/python/CuTeDSL>")
+            raise KernelPlanError(
+                "a reading note needs --example <path under examples/python/CuTeDSL>"
+            )
         man = manifest_mod.load(layout) or {}
         folder = "reading"
         text = READING_TEMPLATE.format(
@@ -126,7 +129,9 @@ def cmd_new(args: argparse.Namespace) -> int:
                 "--imported <packages/... folder>"
             )
         folder = "kernels"
-        text = DEVLOG_TEMPLATE.format(kernel=args.name, example=args.example, imported=args.imported)
+        text = DEVLOG_TEMPLATE.format(
+            kernel=args.name, example=args.example, imported=args.imported
+        )
     path = layout.knowledge / folder / f"{slug}.md"
     if path.exists():
         raise KernelPlanError(f"{layout.rel(path)} already exists: choose another name")
@@ -149,7 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("lint", parents=[common], help="check every knowledge file; exit 1 on defects")
+    s = sub.add_parser(
+        "lint", parents=[common], help="check every knowledge file; exit 1 on defects"
+    )
     s.add_argument(
         "--verify-sources",
         action="store_true",
@@ -160,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_lint)
 
     s = sub.add_parser(
-        "catalog", parents=[common], help="regenerate knowledge/CATALOG.md and knowledge/EXAMPLES.md"
+        "catalog",
+        parents=[common],
+        help="regenerate knowledge/CATALOG.md and knowledge/EXAMPLES.md",
     )
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 when stale")
     s.set_defaults(func=cmd_catalog)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from .citations import example_paths, result_citations, source_citations
-from .markdown import Doc, Section, inline_code, tables
+from .markdown import PLACEHOLDER_RE, Doc, Section, inline_code, tables
 from .templates import RELATION_VERBS
 
 RELATION_RE = re.compile(r"^\s*(?:\*\*)?Relation(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<rest>.*?)\s*$")
@@ -77,19 +77,29 @@ def section(doc: Doc, title: str, level: int = 2) -> Section | None:
 
 
 def first_text(doc: Doc, title: str, limit: int = 110) -> str:
-    """The first content line of a section, without list markers, shortened."""
+    """The first paragraph or list item of a section, on one line, shortened."""
     sec = section(doc, title)
     if sec is None:
         return ""
-    for _, text in doc.meaningful(sec):
-        s = text.strip().lstrip("-*+>").strip()
-        if s.startswith("|") or s.startswith("```"):
+    words: list[str] = []
+    for _, text, code in doc.body(sec):
+        s = text.strip()
+        if code or s.startswith(("|", "#", "<!--")) or PLACEHOLDER_RE.match(s):
+            if words:
+                break
             continue
-        s = " ".join(s.split())
-        if len(s) > limit:
-            s = s[: limit - 3].rsplit(" ", 1)[0] + "..."
-        return s
-    return ""
+        if not s:
+            if words:
+                break
+            continue
+        is_item = s[:2] in ("- ", "* ", "+ ")
+        if words and is_item:
+            break
+        words.extend((s[2:] if is_item else s).split())
+    out = " ".join(words)
+    if len(out) > limit:
+        out = out[: limit - 3].rsplit(" ", 1)[0] + "..."
+    return out
 
 
 def cited_examples(doc: Doc) -> list[str]:

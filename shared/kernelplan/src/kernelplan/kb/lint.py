@@ -31,6 +31,7 @@ from .tree import Entry, Record, load_record, scan_knowledge
 
 REGENERATE = "run `python -m kernelplan.kb catalog`"
 MANIFEST_HINT = "run `python -m kernelplan.kb manifest`"
+KNOWLEDGE_REF_RE = re.compile(r"^knowledge/[\w./-]+\.md$")
 LINK_RE = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)\)")
 
 
@@ -146,9 +147,8 @@ class Linter:
         for lineno, text in prose:
             for span in inline_code(text):
                 s = span.strip()
-                if s.startswith("knowledge/") and s.endswith(".md"):
-                    if not (self.layout.root / s).is_file():
-                        self.error(doc.rel, lineno, f"names `{s}`, which does not exist")
+                if KNOWLEDGE_REF_RE.match(s) and not (self.layout.root / s).is_file():
+                    self.error(doc.rel, lineno, f"names `{s}`, which does not exist")
             for m in LINK_RE.finditer(text):
                 target = m.group("target").split("#")[0]
                 if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target):
@@ -173,6 +173,8 @@ class Linter:
         if files is None:
             return
         for c in source_citations(lines):
+            if c.path.startswith(LONG_PREFIXES):
+                continue  # reported above
             info = files.get(c.path)
             if info is None:
                 self.error(
@@ -292,7 +294,9 @@ class Linter:
                 if target == doc.rel:
                     self.error(doc.rel, rel.line, "Relation names the file itself")
                 elif not (self.layout.root / target).is_file():
-                    self.error(doc.rel, rel.line, f"Relation names `{target}`, which does not exist")
+                    self.error(
+                        doc.rel, rel.line, f"Relation names `{target}`, which does not exist"
+                    )
         src = facts.section(doc, "Source")
         if src is not None and doc.meaningful(src):
             lines = [(n, t) for n, t, code in doc.body(src) if not code]
@@ -311,23 +315,28 @@ class Linter:
             hashes = "#" * req.level
             if not found:
                 where = f" under '## {req.parent}'" if req.parent else ""
-                self.error(doc.rel, 1, f"missing section '{hashes} {req.title}'{where} (READ checklist)")
+                self.error(
+                    doc.rel, 1, f"missing section '{hashes} {req.title}'{where} (READ checklist)"
+                )
                 continue
             sec = found[0]
             if req.parent:
                 parent = doc.parent(sec)
                 if parent is None or normalise_title(parent.title) != normalise_title(req.parent):
                     self.error(
-                        doc.rel, sec.line, f"section '{hashes} {req.title}' belongs under '## {req.parent}'"
+                        doc.rel,
+                        sec.line,
+                        f"section '{hashes} {req.title}' belongs under '## {req.parent}'",
                     )
-            if not req.may_be_empty and not doc.meaningful(sec):
+            if not doc.meaningful(sec):  # a group heading counts its sub-sections
                 self.error(doc.rel, sec.line, f"empty section '{hashes} {req.title}'")
         header = facts.header_examples(doc)
         if not header:
             self.error(
                 doc.rel,
                 doc.title.line if doc.title else 1,
-                "header cites no example: add a line 'Example: `<path under examples/python/CuTeDSL>`'",
+                "header cites no example: add a line "
+                "'Example: `<path under examples/python/CuTeDSL>`'",
             )
         elif self.manifest is not None:
             for lineno, path in header:
@@ -392,7 +401,7 @@ class Linter:
             if have == want:
                 continue
             line = next(
-                (i + 1 for i, (a, b) in enumerate(zip(have, want)) if a != b),
+                (i + 1 for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b),
                 min(len(have), len(want)) + 1,
             )
             self.error(rel, line, f"stale catalog (first difference here): {REGENERATE}")

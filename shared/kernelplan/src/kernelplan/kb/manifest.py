@@ -45,7 +45,11 @@ SM_RULES: tuple[tuple[str, str, str], ...] = (
 )
 # Applied before the instruction rule: folders and names that fix the target by themselves.
 SM_PATH_RULES: tuple[tuple[str, str, str], ...] = (
-    ("sm_120a", "folder blackwell_geforce/ (consumer Blackwell, no tcgen05)", r"(^|/)blackwell_geforce/"),
+    (
+        "sm_120a",
+        "folder blackwell_geforce/ (consumer Blackwell, no tcgen05)",
+        r"(^|/)blackwell_geforce/",
+    ),
     ("sm_103a", "file name sm103_*", r"(^|/)sm103_[^/]*$"),
 )
 # Applied when no instruction matched: the architecture folder, else any SM.
@@ -61,7 +65,7 @@ SM_RULE_TEXT = (
     "TMEM gives sm_100a; warpgroup/wgmma gives sm_90a; TMA, bulk copy, cluster, elect.sync "
     "or griddepcontrol gives "
     "sm_90; warp MMA or cp.async gives sm_80; otherwise the architecture folder (ampere "
-    "sm_80, hopper sm_90, blackwell sm_100a, marked \"(folder)\"), else \"any\"."
+    'sm_80, hopper sm_90, blackwell sm_100a, marked "(folder)"), else "any".'
 )
 
 
@@ -119,8 +123,10 @@ def _decorator_is_cute_kernel(dec: ast.expr) -> bool:
         dec = dec.func
     if isinstance(dec, ast.Attribute) and dec.attr == "kernel":
         base = dec.value
-        return isinstance(base, ast.Name) and base.id == "cute" or (
-            isinstance(base, ast.Attribute) and base.attr == "cute"
+        return (
+            isinstance(base, ast.Name)
+            and base.id == "cute"
+            or (isinstance(base, ast.Attribute) and base.attr == "cute")
         )
     return False
 
@@ -146,9 +152,12 @@ def analyse_python(path: str, text: str) -> dict:
     main = any(_is_main_guard(n) for n in tree.body)
     kernel_classes, kernel_functions, docs = [], [], []
     for node in tree.body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            if isinstance(node.value.value, str):
-                docs.append(node.value.value)
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            docs.append(node.value.value)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             for item in node.body:
@@ -206,7 +215,9 @@ def _read_git(cutlass: Path, commit: str) -> dict[str, bytes] | None:
             entries.append((path, sha))
     if not entries:
         return None
-    batch = git(cutlass, "cat-file", "--batch", stdin="".join(s + "\n" for _, s in entries).encode())
+    batch = git(
+        cutlass, "cat-file", "--batch", stdin="".join(s + "\n" for _, s in entries).encode()
+    )
     if batch is None:
         return None
     out: dict[str, bytes] = {}
@@ -334,7 +345,9 @@ def compare(committed: dict, fresh: dict, limit: int = 8) -> list[str]:
         out.append(f"{p}: in the manifest, not in the sources")
     changed = [p for p in sorted(set(a) & set(b)) if a[p] != b[p]]
     for p in changed[:limit]:
-        out.append(f"{p}: {a[p].get('lines')} lines in the manifest, {b[p].get('lines')} in the sources")
+        out.append(
+            f"{p}: {a[p].get('lines')} lines in the manifest, {b[p].get('lines')} in the sources"
+        )
     pa, pb = committed.get("python", {}), fresh.get("python", {})
     facts = [p for p in sorted(set(pa) | set(pb)) if pa.get(p) != pb.get(p) and p not in changed]
     for p in facts[:limit]:

@@ -49,16 +49,17 @@ class Doc:
     def parse(cls, text: str, path: Path, rel: str) -> Doc:
         lines = text.splitlines()
         in_code: list[bool] = []
-        fence: str | None = None
+        closer: re.Pattern[str] | None = None  # what ends the open fence, if one is open
         for line in lines:
             m = FENCE_RE.match(line)
-            if fence is None and m:
-                fence = m.group(1)[0] * 3
+            if closer is None and m:
+                mark = m.group(1)
+                closer = re.compile(f"{re.escape(mark[0])}{{{len(mark)},}}")
                 in_code.append(True)
-            elif fence is not None:
+            elif closer is not None:
                 in_code.append(True)
-                if line.strip().startswith(fence):
-                    fence = None
+                if closer.fullmatch(line.strip()):
+                    closer = None
             else:
                 in_code.append(False)
         heads: list[tuple[int, int, str]] = []

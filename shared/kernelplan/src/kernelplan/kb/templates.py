@@ -37,8 +37,7 @@ RELATION_VERBS = ("confirms", "refines", "contradicts")
 class Required:
     title: str
     level: int
-    parent: str | None = None
-    may_be_empty: bool = False  # a group heading whose content is its sub-sections
+    parent: str | None = None  # the '##' heading a '###' section must sit under
 
 
 READING_SECTIONS = (

@@ -104,7 +104,9 @@ def scan_records(layout: Layout) -> list[Record]:
 
 # ---- package adapters --------------------------------------------------------------------
 
-SOURCE_ATTR_RE = re.compile(r"""^[ \t]+source\s*(?::\s*[\w.\[\]]+\s*)?=\s*(["'])(?P<src>[^"']+)\1""")
+SOURCE_ATTR_RE = re.compile(
+    r"""^[ \t]+source\s*(?::\s*[\w.\[\]]+\s*)?=\s*(["'])(?P<src>[^"']+)\1"""
+)
 
 
 @dataclass(frozen=True)
@@ -153,13 +155,21 @@ class RecordIndex:
     unmatched: list[Record] = field(default_factory=list)
 
 
+def slug(text: str) -> str:
+    """Folder names compared loosely: hopper_dense_gemm and hopper-dense-gemm are one."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
 def index_records(records: list[Record], adapters: list[Adapter]) -> RecordIndex:
+    """Match each record to its example: its `source`, else the adapter whose package and
+    kernel folder match the record's folder (or its `package`/`kernel`). A record whose
+    `source` is present and null measures no example (a peer such as torch) and is skipped."""
     by_key: dict[tuple[str, str], str] = {}
     for a in adapters:
-        by_key[(a.package, a.kernel)] = a.source
+        by_key[(slug(a.package), slug(a.kernel))] = a.source
     idx = RecordIndex()
     for r in records:
-        if r.data is None:
+        if r.data is None or ("source" in r.data and r.data["source"] is None):
             continue
         example = None
         src = r.get("source")
@@ -169,10 +179,10 @@ def index_records(records: list[Record], adapters: list[Adapter]) -> RecordIndex
             parts = r.rel.split("/")
             keys = []
             if len(parts) >= 4:
-                keys.append((parts[1], parts[2]))
+                keys.append((slug(parts[1]), slug(parts[2])))
             pkg, kern = r.get("package"), r.get("kernel")
             if isinstance(pkg, str) and isinstance(kern, str):
-                keys.append((pkg, kern))
+                keys.append((slug(pkg), slug(kern)))
             for k in keys:
                 if k in by_key:
                     example = by_key[k]
