@@ -23,9 +23,10 @@ class TorchMatmul(GemmPlan):
     def default_config(self, problem: Mapping[str, Any]) -> dict[str, Any]:
         import torch
 
+        mm = torch.backends.cuda.matmul
         return {
-            "fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-            "bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+            "fp16_reduced_precision_reduction": mm.allow_fp16_reduced_precision_reduction,
+            "bf16_reduced_precision_reduction": mm.allow_bf16_reduced_precision_reduction,
         }
 
     def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> TorchKernel:
