@@ -22,7 +22,8 @@ class GemmPlan(KernelPlan):
     """Base of the package's plans: problem arguments, tensors, reference, FLOPs and bytes.
 
     Problem keys: ``m, n, k, l`` (positive ints), ``dtype`` (A and B, torch spelling),
-    ``c_dtype`` (defaults to ``dtype``). Subclasses set ``dtypes`` (what they accept) and
+    ``c_dtype`` (defaults to ``dtype``), and ``init`` only when not the default "randn".
+    Subclasses set ``dtypes`` (what they accept) and
     ``min_alignment_bytes`` (contiguous extents must be a multiple of it).
     """
 
@@ -39,6 +40,13 @@ class GemmPlan(KernelPlan):
         g.add_argument("--l", type=int, default=1, help="batch count")
         g.add_argument("--dtype", default="float16", help=f"A/B dtype: {', '.join(self.dtypes)}")
         g.add_argument("--c_dtype", "--c-dtype", default=None, help="C dtype (default: dtype)")
+        g.add_argument(
+            "--init",
+            choices=("randn", "randint"),
+            default="randn",
+            help="A/B values: standard normal, or integers in [-2, 2] as the CUTLASS "
+            "examples use (fewer mantissa bits toggle: less power at the same work)",
+        )
 
     def problem_from_args(self, args: argparse.Namespace) -> dict[str, Any]:
         prob = {
@@ -89,9 +97,11 @@ class GemmPlan(KernelPlan):
     def tensor_specs(self, problem: Mapping[str, Any]) -> dict[str, TensorSpec]:
         m, n, k, l = problem["m"], problem["n"], problem["k"], problem["l"]
         dt, cdt = problem["dtype"], problem["c_dtype"]
+        init = problem.get("init", "randn")
+        scale = 2.0 if init == "randint" else 1.0
         return {
-            "a": TensorSpec((l, m, k), dt, perm=(1, 2, 0), leading_dim=1),
-            "b": TensorSpec((l, n, k), dt, perm=(1, 2, 0), leading_dim=1),
+            "a": TensorSpec((l, m, k), dt, perm=(1, 2, 0), leading_dim=1, init=init, scale=scale),
+            "b": TensorSpec((l, n, k), dt, perm=(1, 2, 0), leading_dim=1, init=init, scale=scale),
             "c": TensorSpec(
                 (l, m, n), cdt, perm=(1, 2, 0), leading_dim=1, role="output", init="empty"
             ),

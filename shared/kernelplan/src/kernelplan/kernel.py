@@ -44,7 +44,10 @@ class TensorSpec:
         perm: the kernel sees ``storage.permute(perm)`` (e.g. (1, 2, 0) turns (L, M, K) into
             the CUTLASS (M, K, L) view); None keeps the storage order.
         role: "input" or "output" (outputs are poisoned before a checked run).
-        init: "randn" (normal * scale), "uniform" (U(-scale, scale)), "zeros" or "empty".
+        init: "randn" (normal * scale), "uniform" (U(-scale, scale)), "randint" (integers
+            drawn uniformly from [-scale, scale], as the CUTLASS examples' own runs use; such
+            values have few mantissa bits set, which lowers the tensor cores' power draw),
+            "zeros" or "empty".
         scale: see init.
         leading_dim: mode of the kernel's view with stride 1, marked dynamic as
             ``mark_layout_dynamic(leading_dim=...)`` does; None keeps the layout static.
@@ -92,8 +95,14 @@ class TensorSpec:
             t = torch.randn(self.shape, dtype=base, device=device, generator=generator)
         elif self.init == "uniform":
             t = torch.rand(self.shape, dtype=base, device=device, generator=generator) * 2 - 1
+        elif self.init == "randint":
+            lim = int(self.scale)
+            t = torch.randint(-lim, lim + 1, self.shape, device=device, generator=generator)
+            return t.to(dt)
         else:
-            raise KernelPlanError(f"unknown init {self.init!r} (randn, uniform, zeros, empty)")
+            raise KernelPlanError(
+                f"unknown init {self.init!r} (randn, uniform, randint, zeros, empty)"
+            )
         return (t * self.scale).to(dt)
 
     def kernel_view(self, storage):

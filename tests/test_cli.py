@@ -1,0 +1,85 @@
+"""Bad input ends with one ``error:`` line and a non-zero exit, and writes no record."""
+
+import pytest
+
+from kernelplan.cli import package_main
+from kernelplan.sessions import main as sessions_main
+
+from .conftest import needs_sources
+
+
+def _run(capsys, argv, package="gemm"):
+    rc = package_main(package, argv)
+    err = capsys.readouterr().err.strip()
+    return rc, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["hopper_dense_gemm", "--m", "0"], "--m must be a positive integer (got 0)"),
+        (["hopper_dense_gemm", "--l", "-2"], "--l must be a positive integer"),
+        (["hopper_dense_gemm", "--dtype", "float32"], "does not take dtype float32"),
+        (["hopper_dense_gemm", "--k", "100"], "use a multiple of 8"),
+        (["hopper_dense_gemm", "--dtype", "float16", "--n", "1001"], "N (C rows)"),
+        (
+            ["hopper_dense_gemm", "--config", "tile_mn=96x256", "--prof_type", "static"],
+            "tile_mn (96, 256) unsupported",
+        ),
+        (
+            ["hopper_dense_gemm", "--config", "cluster_mn=4x2", "--prof_type", "static"],
+            "cluster_mn (4, 2) unsupported",
+        ),
+        (["hopper_dense_gemm", "--prof_type", "static", "--arch", "sm_42x"], "unknown SM"),
+        (["no_such_kernel"], "unknown gemm kernel 'no_such_kernel'"),
+    ],
+)
+def test_bad_input_is_one_line_and_nonzero_and_records_nothing(capsys, results_dir, argv, needle):
+    rc, err = _run(capsys, argv)
+    assert rc == 2
+    assert err.startswith("error: ") and "\n" not in err
+    assert needle in err
+    assert not results_dir.exists() or not any(results_dir.rglob("*.json"))
+
+
+def test_kernel_that_cannot_run_here_says_which_sm_it_needs(capsys, results_dir):
+    # On the CPU-only CI machine there is no GPU; on a non-Hopper GPU the SM differs.
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0):
+        pytest.skip("an sm_90 GPU is present: the Hopper kernel would run")
+    rc, err = _run(capsys, ["hopper_dense_gemm", "--check"])
+    assert rc == 2 and "sm_90a" in err and "\n" not in err
+    assert not results_dir.exists() or not any(results_dir.rglob("*.json"))
+
+
+def test_missing_cutlass_sources_say_how_to_get_them(capsys, results_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv("CUTLASS_DIR", str(tmp_path / "nowhere"))
+    rc, err = _run(capsys, ["hopper_dense_gemm", "--prof_type", "static"])
+    assert rc == 2 and "\n" not in err
+    assert "git submodule update --init third_party/cutlass" in err and "CUTLASS_DIR" in err
+    assert not results_dir.exists() or not any(results_dir.rglob("*.json"))
+
+
+def test_unknown_package_lists_the_known_ones(capsys):
+    rc = sessions_main(["check", "no-such-package", "--no-record"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "unknown package 'no-such-package'" in err and "gemm" in err
+
+
+def test_list_shows_the_kernels(capsys):
+    assert package_main("gemm", ["--list"]) == 0
+    out = capsys.readouterr().out
+    for k in ("hopper_dense_gemm", "hopper_dense_gemm_persistent", "torch_matmul"):
+        assert k in out
+
+
+@needs_sources
+def test_static_run_writes_exactly_one_new_record(capsys, results_dir):
+    rc = package_main(
+        "gemm",
+        ["hopper_dense_gemm", "--prof_type", "static", "--m", "512", "--n", "512", "--k", "512"],
+    )
+    assert rc == 0, capsys.readouterr().err
+    recs = list(results_dir.rglob("*.json"))
+    assert len(recs) == 1 and recs[0].parent.name == "hopper-dense-gemm"
