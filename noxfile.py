@@ -93,6 +93,30 @@ def analyze(session: nox.Session) -> None:
 
 
 @nox.session
+def compare(session: nox.Session) -> None:
+    """``nox -s compare -- <package> <kernel A> <kernel B> [--problem m=8192 ...]`` or
+    ``-- <record A.json> <record B.json>``: the comparison table (markdown) from the newest
+    ncu and benchmark records."""
+    if len(session.posargs) < 2:
+        session.error(
+            "usage: nox -s compare -- <package> <kernel A> <kernel B> [--problem k=v ...] "
+            "| -- <record A.json> <record B.json>"
+        )
+    _sync(session)
+    session.run(PY, "-m", "kernelplan.report", "compare", *session.posargs, external=True)
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """``nox -s report -- <package>``: markdown tables and PNG plots (roofline, sweeps) of the
+    package's records under results/<package>/report/."""
+    if not session.posargs:
+        session.error("usage: nox -s report -- <package> [--out DIR]")
+    _sync(session)
+    session.run(PY, "-m", "kernelplan.report", "report", *session.posargs, external=True)
+
+
+@nox.session
 def kb(session: nox.Session) -> None:
     """Lint the knowledge base; outside CI, regenerate the catalogs first."""
     if not os.environ.get("CI"):
@@ -112,3 +136,17 @@ def kb_manifest(session: nox.Session) -> None:
     _need_sources(session)
     session.run(PY, "-m", "kernelplan.kb", "manifest", external=True)
     session.run(PY, "-m", "kernelplan.kb", "lint", "--verify-sources", external=True)
+
+
+@nox.session
+def new(session: nox.Session) -> None:
+    """``nox -s new -- <package> <kernel> --from <path under examples/python/CuTeDSL>``: scaffold
+    an imported example (adapter, ``__main__``, test, devlog stub; the package when it is new)."""
+    if not session.posargs:
+        session.error("usage: nox -s new -- <package> <kernel> --from <example path>")
+    _sync(session)
+    _need_sources(session)
+    session.run(
+        PY, "-m", "kernelplan.scaffold", "--root", str(ROOT), *session.posargs, external=True
+    )
+    _sync(session)  # installs a new package: the scaffold has run `uv lock`

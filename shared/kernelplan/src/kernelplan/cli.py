@@ -60,6 +60,9 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--arch", default=None, help="SM for --prof_type=static (default: target)")
     g.add_argument("--no-record", action="store_true", help="do not write a result record")
     g.add_argument("--results-dir", default=None, help="where records go (default: results/)")
+    from .ncu import add_arguments as add_ncu_arguments
+
+    add_ncu_arguments(p)
 
 
 def build_parser(plan: KernelPlan, prog: str | None = None) -> argparse.ArgumentParser:
@@ -181,6 +184,9 @@ def run_kernel(plan: KernelPlan, args: argparse.Namespace, *, log=print) -> int:
         clocks={"before": clocks_before, "after": clocks_after},
         autotune=tune_rows,
     )
+    from .clocks import record_throttle
+
+    record_throttle(rec, dev, clocks_before, clocks_after, st, log)
     _print_table(
         [timing_row(plan, problem, config, st, roof, dev.name if dev else None)],
         f"{plan.package}: {problem}",

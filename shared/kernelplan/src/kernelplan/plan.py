@@ -13,8 +13,10 @@ import argparse
 import dataclasses
 import json
 import secrets
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from . import device as devmod
@@ -186,35 +188,119 @@ class KernelPlan(abc.ABC):
         )
 
     def run_static(
-        self, problem: Mapping[str, Any], config: Mapping[str, Any], arch: str | None = None
+        self,
+        problem: Mapping[str, Any],
+        config: Mapping[str, Any],
+        arch: str | None = None,
+        *,
+        use_cache: bool = True,
     ) -> dict[str, Any]:
         """Compile for ``arch`` (default: the first target SM) with fake tensors and analyse
-        the cubin; works on any machine."""
-        from . import static
+        the cubin; works on any machine.
 
-        arch = arch or (self.target_sm[0] if self.target_sm else None)
+        Returns the main kernel's :class:`kernelplan.static.StaticReport` as a dict (the main
+        kernel is picked by :func:`kernelplan.static.main_report`, not by launch order), plus
+        ``label``, ``meta`` (what the plan recorded, e.g. where a ``max_active_clusters``
+        came from), ``max_active_clusters`` and ``sm_count`` (the values compiled in; None
+        when the kernel takes none), ``functions`` (the module's other kernels),
+        ``res_usage_check`` (the main kernel's registers re-read by a separate
+        ``cuobjdump -res-usage`` run on the same cubin) and ``cache`` (hit or miss, key,
+        entry folder).
+
+        With ``use_cache`` (and ``KERNELPLAN_CACHE`` not ``off``) the result comes from the
+        persistent cache (:mod:`kernelplan.cache`) when no input it depends on changed; a
+        hit imports neither the DSL nor torch.
+
+        Raises:
+            KernelPlanError: not a CuTe DSL kernel, an SM the DSL does not know, a missing
+                tool, or a failed compile (one line: the DSL's diagnostic with the example
+                path and line; the full diagnostic goes to stderr first).
+        """
+        from . import cache as cachemod
+
+        arch = (arch or (self.target_sm[0] if self.target_sm else "")).strip()
         if not arch:
             raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
         devmod.parse_sm(arch)
+        label = f"{self.package}/{self.name}"
+        store = cachemod.StaticCache() if use_cache else None
+        key = comps = None
+        if store is not None and store.enabled:
+            key, comps = cachemod.static_key(self, problem, config, arch)
+            hit = store.get(key, comps)
+            if hit is not None:
+                entry = str(store.entry_dir(key))
+                return {**hit, "label": label, "cache": {"hit": True, "key": key, "entry": entry}}
+
+        from . import static
+
+        # Fail before planning and compiling: an SM the DSL does not know, a missing tool.
+        arch = static._normalize_arch(arch)
+        static.find_tool("cuobjdump")
         kernel = self.plan(problem, config)
         if not isinstance(kernel, CuteKernel):
             raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
         from .cutlass_src import repo_root
 
-        reports = static.compile_and_analyze(
-            kernel.fn,
-            kernel.fake_args(),
-            arch=arch,
-            options=kernel.options,
-            dump_dir=repo_root() / ".cache" / "static",
-        )
-        main = reports[0].to_dict()
-        return {
-            **main,
-            "label": f"{self.package}/{self.name}",
-            "meta": kernel.meta,
-            "functions": [r.to_dict() for r in reports[1:]],
+        dump_root = repo_root() / ".cache" / "static"
+        try:
+            reports = static.compile_and_analyze(
+                kernel.fn,
+                kernel.fake_args(),
+                arch=arch,
+                options=kernel.options,
+                dump_dir=dump_root,
+            )
+        except KernelPlanError:
+            raise
+        except Exception as e:  # the DSL's own errors: one clear line, details on stderr
+            raise _compile_failure(label, self.source, arch, e) from e
+        main = static.main_report(reports)
+        others = [r.to_dict() for r in reports if r is not main]
+
+        def independent_registers() -> dict[str, Any]:
+            """The main kernel's registers from a separate ``cuobjdump -res-usage`` run."""
+            import re
+            import subprocess
+
+            tool = str(static.find_tool("cuobjdump"))
+            out = subprocess.run(
+                [tool, "-res-usage", str(main.cubin_path)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            ).stdout
+            m = re.search(r"Function " + re.escape(main.kernel) + r":\s*\n\s*REG:(\d+)", out)
+            regs = int(m.group(1)) if m else None
+            return {
+                "tool": "cuobjdump -res-usage",
+                "registers": regs,
+                "match": regs == main.registers,
+            }
+
+        meta = dict(kernel.meta)
+        result = {
+            **main.to_dict(),
+            "label": label,
+            "meta": meta,
+            "max_active_clusters": meta.get("max_active_clusters"),
+            "sm_count": meta.get("sm_count"),
+            "functions": others,
+            "res_usage_check": independent_registers(),
         }
+        json.dumps(result)  # JSON-ready before it is cached or recorded
+        if store is not None and store.enabled and key is not None:
+            cubin = Path(main.cubin_path) if main.cubin_path else None
+            ptx = cubin.with_suffix(".ptx") if cubin else None
+            stored = store.put(key, comps, result, {"main.cubin": cubin, "main.ptx": ptx})
+            if stored is not None:
+                if cubin is not None and cubin.parent.parent == dump_root:
+                    shutil.rmtree(cubin.parent, ignore_errors=True)  # its copy is cached
+                result = stored
+            entry = str(store.entry_dir(key))
+            result = {**result, "cache": {"hit": False, "key": key, "entry": entry}}
+        return result
 
     def autotune(
         self,
@@ -319,13 +405,78 @@ def die(msg: str, code: int = 2) -> int:
 
 
 def static_table(static_dicts: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown table of static-analysis results (the dicts ``run_static`` returns)."""
+    """Markdown table of static-analysis results (the dicts ``run_static`` returns), then a
+    note per kernel with a launch constant compiled in (``max_active_clusters``: the value
+    and where it came from) or whose registers a separate ``cuobjdump -res-usage`` run did
+    not confirm."""
     from . import static
 
     fields = {f.name for f in dataclasses.fields(static.StaticReport)}
-    reports = []
+    reports, notes = [], []
     for d in static_dicts:
         r = static.StaticReport(**{k: v for k, v in d.items() if k in fields})
         r.kernel = d.get("label", r.kernel)
         reports.append(r)
-    return static.format_table(reports)
+        meta = d.get("meta") or {}
+        consts = {k: v for k, v in meta.items() if k.endswith("max_active_clusters")}
+        if d.get("max_active_clusters") is not None:
+            consts.setdefault("max_active_clusters", d["max_active_clusters"])
+        for name, value in consts.items():
+            why = meta.get(f"{name}_from")
+            notes.append(
+                f"- `{r.kernel}`: {name} = {value} compiled in" + (f" ({why})" if why else "")
+            )
+        check = d.get("res_usage_check") or {}
+        if check and not check.get("match"):
+            notes.append(
+                f"- `{r.kernel}`: registers {r.registers} NOT confirmed by "
+                f"{check.get('tool')} ({check.get('registers')})"
+            )
+    text = static.format_table(reports)
+    return text + ("\n" + "\n".join(notes) + "\n" if notes else "")
+
+
+def _compile_failure(label: str, source: str | None, arch: str, exc: BaseException):
+    """A one-line KernelPlanError for a compile the DSL rejected: its own diagnostic (the
+    ``error:`` line) and the place it points at, as a path under ``examples/python/CuTeDSL``
+    with its line. The full diagnostic is written to stderr first."""
+    import re
+    import traceback
+
+    from .cutlass_src import examples_dir
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    if text:
+        print(f"{label}: DSL diagnostic ({type(exc).__name__}):", file=sys.stderr)
+        for line in text.splitlines():
+            print(f"  {line}", file=sys.stderr)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    msg = next(
+        (ln[len("error:") :].strip() for ln in lines if ln.startswith("error:")),
+        lines[0] if lines else "",
+    )
+    try:
+        root = examples_dir().resolve()
+    except KernelPlanError:
+        root = None
+    where = None
+    m = re.search(r"-->\s*(\S+?):(\d+)", text)
+    if m:
+        where = (Path(m.group(1)), int(m.group(2)))
+    elif root is not None:
+        frames = [
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if Path(f.filename).resolve().is_relative_to(root)
+        ]
+        if frames:
+            where = (Path(frames[-1].filename), frames[-1].lineno or 0)
+    at = ""
+    if where is not None:
+        path = where[0]
+        if root is not None and path.resolve().is_relative_to(root):
+            path = path.resolve().relative_to(root)
+        at = f" at {path.as_posix()}:L{where[1]}"
+    src = f" (example {source})" if source and source not in at else ""
+    detail = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+    return KernelPlanError(f"{label}: compile for {arch} failed{at}: {detail}{src}")

@@ -142,14 +142,23 @@ def profile_package(
     cuda_graph: bool = False,
     results_dir=None,
     record: bool = True,
+    ncu_opts=None,
     log=print,
 ) -> int:
-    """Time every runnable kernel of ``package`` at its profile problems; print a table."""
+    """Time every runnable kernel of ``package`` at its profile problems; print a table.
+
+    With ``ncu_opts`` (an ``ncu.NcuOptions``: ``profile --ncu``) each one runs under Nsight
+    Compute instead and the table shows its ncu metrics (exit 1 if any run failed).
+    """
     from .cli import timing_row
 
     dev = devmod.current_device()
     if dev is None:
         return die("profile needs a CUDA GPU; none is visible (nox -s analyze works without one)")
+    if ncu_opts is not None:
+        from . import ncu as ncumod
+
+        ncu_bin, ncu_failed = ncumod.find_ncu(), 0
     log(f"device: {dev.name} ({dev.sm}), SMs {dev.sm_count}, max clocks {dev.clocks_max}")
     plans = _plans(package, kernel)
     work = []
@@ -168,6 +177,29 @@ def profile_package(
             tune = None
             if autotune:
                 config, tune = plan.autotune(prob, cold_l2=cold_l2, log=log)
+            if ncu_opts is not None:
+                try:
+                    rec, path = ncumod.profile(
+                        plan,
+                        prob,
+                        config,
+                        ncu_opts,
+                        results_dir=results_dir,
+                        record=record,
+                        cold_l2=cold_l2,
+                        warmup=warmup,
+                        reps=reps,
+                        cuda_graph=cuda_graph,
+                        log=log,
+                        ncu=ncu_bin,
+                    )
+                    rows.append(ncumod.table_row(rec, path))
+                except KernelPlanError as e:
+                    ncu_failed += 1
+                    log(f"error: {plan.name} {_short(prob)}: {e}")
+                if prog:
+                    prog[0].advance(prog[1])
+                continue
             clocks_before = devmod.clocks_now()
             st = plan.run_benchmark(
                 prob,
@@ -187,6 +219,9 @@ def profile_package(
                 autotune=tune,
                 clocks={"before": clocks_before, "after": clocks_after},
             )
+            from .clocks import record_throttle
+
+            record_throttle(rec, dev, clocks_before, clocks_after, st, log)
             path = write_record(rec, results_dir) if record else None
             row = {"problem": _short(prob), **timing_row(plan, prob, config, st, roof, dev.name)}
             row["record"] = path.name if path else "-"
@@ -197,34 +232,72 @@ def profile_package(
         if prog:
             prog[0].stop()
     log(_markdown(rows))
-    return 0
+    return 1 if ncu_opts is not None and ncu_failed else 0
 
 
 def analyze_package(
     package: str, kernel: str | None = None, *, results_dir=None, record: bool = True, log=print
 ) -> int:
-    """Compile every CuTe DSL kernel of ``package`` for its own SM and analyse the cubin."""
-    reports, failed = [], 0
+    """Compile every CuTe DSL kernel of ``package`` for its own SM and analyse the cubin.
+
+    Results come from the compile cache (:mod:`kernelplan.cache`) where nothing they depend
+    on changed; the others compile in parallel worker processes (``$KERNELPLAN_JOBS``,
+    default the CPU count, at most 4). A cached result that already has a record under the
+    results folder is not recorded again (the line names that record). A missing cuobjdump
+    stops the run at once (exit 2); a kernel that fails to compile is one ``error:`` line
+    (exit 1 at the end, after the others). Prints the table, the launch constants compiled
+    in, and how long it took.
+    """
+    import time
+    from pathlib import Path
+
+    from . import static
+    from .cache import StaticCache, run_static_many
+    from .records import results_root
+
+    t0 = time.perf_counter()
+    store = StaticCache()
+    root = Path(results_dir) if results_dir is not None else results_root()
+    items = []
     for plan in _plans(package, kernel):
         if not plan.target_sm:
             log(f"skip: {plan.name} is a peer, not a CuTe DSL kernel")
             continue
         probs = plan.check_problems() or plan.profile_problems()
         prob = probs[0] if probs else {}
-        config = plan.default_config(prob)
-        try:
-            st = plan.run_static(prob, config)
-        except KernelPlanError as e:
+        items.append((plan, prob, plan.default_config(prob)))
+    reports, failed, hits = [], 0, 0
+    for i, st, seconds in run_static_many(items):
+        plan, prob, config = items[i]
+        if isinstance(st, static.ToolMissingError):
+            return die(str(st))
+        if isinstance(st, KernelPlanError):
             failed += 1
-            log(f"error: {plan.name}: {e}")
+            log(f"error: {plan.name}: {st}")
             continue
-        rec = plan.record_base("static", prob, config)
-        rec["static"] = st
+        cache = st.get("cache") or {}
+        hits += bool(cache.get("hit"))
+        how = "cached" if cache.get("hit") else f"compiled and analysed in {seconds:.1f} s"
         if record:
-            log(f"record: {write_record(rec, results_dir)}")
+            path = store.record_under(cache["key"], root) if cache.get("hit") else None
+            if path is None:
+                rec = plan.record_base("static", prob, config)
+                rec["static"] = st
+                path = write_record(rec, results_dir)
+                if cache.get("key"):
+                    store.note_record(cache["key"], path)
+                log(f"{plan.name}: {how}; record: {path}")
+            else:
+                log(f"{plan.name}: {how}; record (unchanged): {path}")
+        else:
+            log(f"{plan.name}: {how}")
         reports.append(st)
     if reports:
         log(static_table(reports))
+    log(
+        f"{package}: {len(reports)} kernel(s) analysed in {time.perf_counter() - t0:.1f} s "
+        f"({hits} from the compile cache{', ' + str(failed) + ' failed' if failed else ''})"
+    )
     return 1 if failed else 0
 
 
@@ -247,6 +320,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             s.add_argument("--warmup", type=int, default=10)
             s.add_argument("--warm-l2", action="store_true")
             s.add_argument("--cuda-graph", action="store_true")
+            s.add_argument("--ncu", action="store_true", help="run each kernel under ncu")
+            from .ncu import add_arguments as add_ncu_arguments
+
+            add_ncu_arguments(s)
     sub.add_parser("list")
     a = p.parse_args(argv)
     try:
@@ -260,6 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.cmd == "check":
             return check_package(a.package, a.kernel, fault=a.inject_fault, **common)
         if a.cmd == "profile":
+            from .ncu import NcuOptions
+
             return profile_package(
                 a.package,
                 a.kernel,
@@ -268,6 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 warmup=a.warmup,
                 cold_l2=not a.warm_l2,
                 cuda_graph=a.cuda_graph,
+                ncu_opts=NcuOptions.from_args(a) if a.ncu else None,
                 **common,
             )
         return analyze_package(a.package, a.kernel, **common)

@@ -11,6 +11,7 @@ which removes the CPU launch cost from short kernels.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -45,6 +46,8 @@ class TimingStats:
     graph_launches: int = 1
     spread_pct: float = 0.0
     samples_us: list[float] = field(default_factory=list, repr=False)
+    #: SM/memory clocks sampled (NVML) during the timed region: ``clocks.ClockSampler``.
+    clocks_during: dict[str, Any] | None = None
 
     def to_dict(self, with_samples: bool = True) -> dict[str, Any]:
         d = asdict(self)
@@ -120,6 +123,8 @@ def is_uncompiled_jit(fn: Any) -> bool:
 
     The DSL's decorator returns a wrapper carrying ``_dsl_cls`` / ``_decorator_kind``.
     """
+    while isinstance(fn, functools.partial):  # partial(jit_fn, *args) is the same trap
+        fn = fn.func
     target = getattr(fn, "__func__", fn)
     return bool(
         getattr(fn, "_kernelplan_uncompiled", False)
@@ -208,13 +213,17 @@ def benchmark(
 
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    with nvtx_range(range_name):
+    from .clocks import ClockSampler
+
+    with ClockSampler() as clk, nvtx_range(range_name):
         for i in range(reps):
             starts[i].record(stream)
             step(i)
             ends[i].record(stream)
         torch.cuda.synchronize()
     samples = [1000.0 * s.elapsed_time(e) / per_sample for s, e in zip(starts, ends, strict=True)]
-    return summarize(
+    stats = summarize(
         samples, warmup=warmup, workspaces=n, cuda_graph=cuda_graph, graph_launches=per_sample
     )
+    stats.clocks_during = clk.summary() or None
+    return stats

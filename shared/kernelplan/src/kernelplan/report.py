@@ -1,0 +1,1077 @@
+"""Tables and plots from result records: the comparison table, timing fidelity, package reports.
+
+    python -m kernelplan.report compare <package> <kernel A> <kernel B> [--problem k=v ...]
+    python -m kernelplan.report compare <record A.json> <record B.json>
+    python -m kernelplan.report fidelity <package> [--record]
+    python -m kernelplan.report report <package> [--out DIR]
+    python -m kernelplan.report best-config <package> <kernel> [--problem k=v ...]
+
+``compare`` renders the request's table (time, TC%, DRAM%, occupancy, registers/thread,
+SMEM/block, difference, insight) from the newest ``ncu`` record of each side and, for the time,
+the harness's median from the matching ``benchmark`` record (the one with the same
+``pair_id``, else the newest of the same kernel, problem and config).
+
+``fidelity`` pairs each newest ``ncu`` record with its harness record: ratio = harness median
+/ ncu ``gpu__time_duration``; for kernels of 50 us or more it must lie within 3% of 1 under
+the same clock policy (ncu ``--clock-control none``, the harness's clocks as found), and the
+harness's spread must stay within 2%: the within-run spread (p90 - p10) / median, and the
+run-to-run spread (max - min) / median of the medians of the harness runs of the same
+(kernel, problem, config) taken within ten minutes of the paired one. The SM clocks each saw
+(NVML median during the harness run, ncu's ``sm__cycles_elapsed.avg.per_second``) give a
+clock-normalised ratio, which says how much of a gap is the clock alone.
+
+``report`` writes ``results/<package>/report/report.md`` and PNG plots beside it (matplotlib,
+Agg backend): the roofline (achieved TFLOP/s against arithmetic intensity on the device's
+roof from ``kernelplan.roofline.PEAKS``) and time and TFLOP/s against problem size per kernel.
+It writes only there, never a record (``fidelity --record`` writes new ``fidelity`` records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import KernelPlanError
+
+FIDELITY_MIN_US = 50.0
+FIDELITY_TOL_PCT = 3.0
+SPREAD_TOL_PCT = 2.0
+SESSION_WINDOW_S = 600.0
+#: Shared memory per SM (KB) by SM, for the "CTAs per SM" remark (CUDA programming guide,
+#: compute capabilities table).
+SMEM_PER_SM_KB = {
+    "sm_80": 164,
+    "sm_86": 100,
+    "sm_87": 164,
+    "sm_89": 100,
+    "sm_90": 228,
+    "sm_100": 228,
+    "sm_103": 228,
+    "sm_120": 100,
+}
+
+Rec = tuple[Path, dict]
+
+
+# -- picking records -----------------------------------------------------------------------
+def _canon(d: Mapping[str, Any] | None) -> str:
+    return json.dumps(d or {}, sort_keys=True, default=str)
+
+
+def rec_key(rec: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    return (
+        rec.get("package", ""),
+        rec.get("kernel", ""),
+        _canon(rec.get("problem")),
+        _canon(rec.get("config")),
+    )
+
+
+def _created(rec: Mapping[str, Any]) -> _dt.datetime:
+    try:
+        return _dt.datetime.fromisoformat(rec.get("created_utc", ""))
+    except ValueError:
+        return _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+
+
+def _matches(problem: Mapping[str, Any], filt: Mapping[str, Any] | None) -> bool:
+    return all(str(problem.get(k)) == str(v) for k, v in (filt or {}).items())
+
+
+def newest(
+    records: Sequence[Rec],
+    *,
+    kind: str,
+    kernel: str | None = None,
+    problem: Mapping[str, Any] | None = None,
+    exact_problem: Mapping[str, Any] | None = None,
+) -> Rec | None:
+    """The newest record of ``kind`` (and ``kernel``) whose problem contains ``problem`` or
+    equals ``exact_problem``."""
+    best = None
+    for p, r in records:
+        if r.get("kind") != kind or (kernel and r.get("kernel") != kernel):
+            continue
+        if not _matches(r.get("problem") or {}, problem):
+            continue
+        if exact_problem is not None and _canon(r.get("problem")) != _canon(exact_problem):
+            continue
+        if best is None or (_created(r), str(p)) >= (_created(best[1]), str(best[0])):
+            best = (p, r)
+    return best
+
+
+def _cold_l2(bench: Mapping[str, Any]) -> bool:
+    return int((bench.get("timing") or {}).get("workspaces", 1)) > 1
+
+
+def harness_for(ncu: Mapping[str, Any], records: Sequence[Rec]) -> Rec | None:
+    """The benchmark record to set beside an ncu record: same ``pair_id``, else the newest of
+    the same kernel, problem and config (and the same cold/warm L2)."""
+    pid = ncu.get("pair_id")
+    benches = [(p, r) for p, r in records if r.get("kind") == "benchmark" and r.get("timing")]
+    if pid:
+        for p, r in benches:
+            if r.get("pair_id") == pid:
+                return p, r
+    cold = ((ncu.get("ncu") or {}).get("child") or {}).get("cold_l2", True)
+    same = [(p, r) for p, r in benches if rec_key(r) == rec_key(ncu) and _cold_l2(r) == cold]
+    return max(same, key=lambda pr: (_created(pr[1]), str(pr[0]))) if same else None
+
+
+def _load(root: Path | None, package: str | None = None) -> list[Rec]:
+    from .records import load_records
+
+    return load_records(root, package)
+
+
+def _read(path: str | Path) -> Rec:
+    p = Path(path)
+    try:
+        rec = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise KernelPlanError(f"cannot read the record {p}: {e}") from None
+    if not isinstance(rec, dict) or "kind" not in rec:
+        raise KernelPlanError(f"{p} is not a result record (no 'kind')")
+    return p, rec
+
+
+# -- formatting -----------------------------------------------------------------------------
+def _f(v: Any, nd: int = 1) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, (int, float)):
+        return f"{v:,.{nd}f}".replace(",", "")
+    return str(v)
+
+
+def short_problem(problem: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in problem.items())
+
+
+def _markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    if not rows:
+        return "(no rows)"
+    cols = list(columns or rows[0])
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        out.append("| " + " | ".join(str(r.get(c, "")).replace("|", "/") for c in cols) + " |")
+    return "\n".join(out)
+
+
+# -- the comparison table -------------------------------------------------------------------
+@dataclass
+class Side:
+    """One column of the comparison: an ncu record and (optionally) its harness record."""
+
+    label: str
+    ncu: Mapping[str, Any] | None
+    ncu_path: Path | None = None
+    bench: Mapping[str, Any] | None = None
+    bench_path: Path | None = None
+
+    def m(self, name: str) -> float | None:
+        return (((self.ncu or {}).get("ncu") or {}).get("metrics") or {}).get(name)
+
+    @property
+    def n(self) -> Mapping[str, Any]:
+        return (self.ncu or {}).get("ncu") or {}
+
+    def time_us(self) -> tuple[float | None, str]:
+        if self.bench and (self.bench.get("timing") or {}).get("median_us"):
+            return self.bench["timing"]["median_us"], "harness"
+        return self.n.get("duration_us"), "ncu"
+
+    def smem_kb(self) -> float | None:
+        b = self.m("smem_per_block_bytes")
+        return b / 1024 if b is not None else None
+
+    def bound(self) -> str:
+        """From Speed Of Light: the busier of compute (SM) and memory, when above 60%."""
+        sm, mem = self.m("sm_throughput_pct"), self.m("memory_throughput_pct")
+        if sm is None and mem is None:
+            return "unknown"
+        sm, mem = sm or 0.0, mem or 0.0
+        if max(sm, mem) < 60:
+            return f"latency-bound (SM {sm:.0f}%, memory {mem:.0f}% of peak)"
+        return "compute-bound" if sm >= mem else "memory-bound"
+
+    def throttled(self) -> dict[str, Any] | None:
+        thr = (self.bench or {}).get("throttle") or {}
+        return thr if thr.get("throttled") else None
+
+
+def _diff(kind: str, a: float | None, b: float | None, nb: str) -> str:
+    if a is None or b is None:
+        return "n/a"
+    if kind == "time":
+        if a <= 0 or b <= 0:
+            return "n/a"
+        rel = 100.0 * (b - a) / a
+        word = "faster" if b < a else "slower"
+        return f"{nb} {abs(rel):.1f}% {word} ({a / b:.2f}x)"
+    d = b - a
+    unit = {"pct": " pts", "count": "", "kb": " KB"}[kind]
+    nd = 0 if kind == "count" else 1
+    if round(d, nd) == 0:
+        return "same"
+    return f"{nb} {d:+.{nd}f}{unit}"
+
+
+def _insight_time(a: Side, b: Side) -> str:
+    (ta, _), (tb, _) = a.time_us(), b.time_us()
+    if ta is None or tb is None:
+        return "time missing on one side"
+    rel = 100.0 * abs(tb - ta) / ta
+    faster = a.label if ta < tb else b.label
+    spreads = [
+        (s.bench.get("timing") or {}).get("spread_pct") for s in (a, b) if s.bench is not None
+    ]
+    spreads = [x for x in spreads if x is not None]
+    parts = []
+    if spreads and rel <= max(spreads):
+        parts.append(f"{rel:.1f}% apart, within the runs' spread ({max(spreads):.1f}%): a tie")
+    else:
+        parts.append(f"{faster} is {rel:.1f}% faster")
+    roof = (a.bench or b.bench or {}).get("roofline") or {}
+    if roof.get("bound") and roof.get("intensity") and roof.get("peak_tflops"):
+        ridge = roof["peak_tflops"] * 1e3 / roof["peak_gbps"] if roof.get("peak_gbps") else None
+        parts.append(
+            f"the workload is {roof['bound']}-bound on the roofline (intensity "
+            f"{roof['intensity']:.0f} FLOP/B" + (f", ridge {ridge:.0f})" if ridge else ")")
+        )
+    thr = [s for s in (a, b) if s.throttled()]
+    for s in thr:
+        t = s.throttled()
+        parts.append(
+            f"{s.label}'s run was clock-throttled (SM {t.get('min_busy_sm_mhz')} MHz, "
+            f"{', '.join(t.get('reasons') or []) or 'no reason given'})"
+        )
+    return "; ".join(parts)
+
+
+def _insight_tc(a: Side, b: Side) -> str:
+    x, y = a.m("tensor_pipe_pct"), b.m("tensor_pipe_pct")
+    if x is None or y is None:
+        return "tensor-pipe metric missing (ComputeWorkloadAnalysis)"
+    if min(x, y) >= 70:
+        return "both keep the tensor pipe busy (>= 70%): bound by the MMA units"
+    if max(x, y) < 30:
+        return "tensor pipe mostly idle on both: not MMA-bound"
+    if abs(x - y) >= 5:
+        hi, lo = (a, b) if x > y else (b, a)
+        return f"{hi.label} keeps the tensor pipe busier: more of its cycles issue MMA"
+    return "similar tensor-pipe use"
+
+
+def _insight_dram(a: Side, b: Side) -> str:
+    x, y = a.m("dram_throughput_pct"), b.m("dram_throughput_pct")
+    if x is None or y is None:
+        return "DRAM metric missing"
+    parts = []
+    if max(x, y) >= 70:
+        hi = a if x >= y else b
+        parts.append(f"{hi.label} is near the HBM bandwidth limit")
+    elif max(x, y) < 40:
+        parts.append("DRAM far from its limit on both: not memory-bound")
+    else:
+        parts.append("moderate DRAM traffic")
+    la, lb = a.m("l2_hit_rate_pct"), b.m("l2_hit_rate_pct")
+    if la is not None and lb is not None and abs(la - lb) >= 5:
+        hi = a if la > lb else b
+        parts.append(
+            f"{hi.label} reuses more from L2 (hit rate {max(la, lb):.0f}% vs {min(la, lb):.0f}%)"
+        )
+    return "; ".join(parts)
+
+
+def _insight_occ(a: Side, b: Side) -> str:
+    x, y = a.m("achieved_occupancy_pct"), b.m("achieved_occupancy_pct")
+    if x is None or y is None:
+        return "occupancy missing"
+    if max(x, y) < 25:
+        return (
+            "low on both: few, large CTAs per SM; latency is hidden inside a CTA (pipelined "
+            "asynchronous copies and MMA), not by many resident warps"
+        )
+    if abs(x - y) >= 5:
+        hi = a if x > y else b
+        return f"{hi.label} keeps more warps resident per SM"
+    return "similar occupancy"
+
+
+def _insight_regs(a: Side, b: Side) -> str:
+    x, y = a.m("registers_per_thread"), b.m("registers_per_thread")
+    if x is None or y is None:
+        return "registers missing"
+    parts = []
+    if max(x, y) >= 255:
+        parts.append("at the 255-register cap: check for spills")
+    elif max(x, y) >= 168:
+        hi = a if x >= y else b
+        parts.append(f"{hi.label} is register-heavy (large accumulator fragments per thread)")
+    if x != y:
+        hi = a if x > y else b
+        parts.append(f"{hi.label} uses {abs(x - y):.0f} more per thread")
+    return "; ".join(parts) or "same register budget"
+
+
+def _insight_smem(a: Side, b: Side, sm: str | None) -> str:
+    x, y = a.smem_kb(), b.smem_kb()
+    if x is None or y is None:
+        return "SMEM missing"
+    per_sm = SMEM_PER_SM_KB.get(sm or "")
+    parts = []
+    if per_sm:
+        ca = int(per_sm // x) if x > 0 else None
+        cb = int(per_sm // y) if y > 0 else None
+        parts.append(f"CTAs/SM allowed by SMEM ({per_sm} KB/SM): {a.label} {ca}, {b.label} {cb}")
+    if abs(x - y) >= 1:
+        hi = a if x > y else b
+        parts.append(f"{hi.label} stages more data on chip (deeper pipeline or larger tiles)")
+    return "; ".join(parts) or "same SMEM"
+
+
+def compare_table(a: Side, b: Side) -> str:
+    """The request's comparison table (markdown) with a summary and the sources."""
+    if a.ncu is None or b.ncu is None:
+        raise KernelPlanError("compare needs an ncu record on each side")
+    prob = a.ncu.get("problem") or {}
+    dev = (a.ncu.get("device") or {}).get("name") or "?"
+    sm = (a.ncu.get("device") or {}).get("sm")
+    (ta, sa), (tb, sb) = a.time_us(), b.time_us()
+    time_src = "harness median" if sa == sb == "harness" else f"{a.label}: {sa}, {b.label}: {sb}"
+    rows = [
+        ("Time (us)", ta, tb, "time", 1, _insight_time(a, b)),
+        ("TC%", a.m("tensor_pipe_pct"), b.m("tensor_pipe_pct"), "pct", 1, _insight_tc(a, b)),
+        (
+            "DRAM%",
+            a.m("dram_throughput_pct"),
+            b.m("dram_throughput_pct"),
+            "pct",
+            1,
+            _insight_dram(a, b),
+        ),
+        (
+            "Occupancy (%)",
+            a.m("achieved_occupancy_pct"),
+            b.m("achieved_occupancy_pct"),
+            "pct",
+            1,
+            _insight_occ(a, b),
+        ),
+        (
+            "Registers/thread",
+            a.m("registers_per_thread"),
+            b.m("registers_per_thread"),
+            "count",
+            0,
+            _insight_regs(a, b),
+        ),
+        ("SMEM/block (KB)", a.smem_kb(), b.smem_kb(), "kb", 1, _insight_smem(a, b, sm)),
+    ]
+    extra = [
+        ("ncu duration (us)", a.n.get("duration_us"), b.n.get("duration_us"), "time", 1),
+        ("SM throughput (%)", a.m("sm_throughput_pct"), b.m("sm_throughput_pct"), "pct", 1),
+        ("L2 hit rate (%)", a.m("l2_hit_rate_pct"), b.m("l2_hit_rate_pct"), "pct", 1),
+        ("SM clock under ncu (MHz)", a.m("sm_clock_mhz"), b.m("sm_clock_mhz"), "count", 0),
+    ]
+    lines = [
+        f"### {a.label} vs {b.label}: {short_problem(prob)} on {dev}",
+        "",
+        f"| Metric | {a.label} | {b.label} | Difference | Insight |",
+        "|---|---|---|---|---|",
+    ]
+    for label, x, y, kind, nd, insight in rows:
+        lines.append(
+            f"| {label} | {_f(x, nd)} | {_f(y, nd)} | {_diff(kind, x, y, b.label)} | {insight} |"
+        )
+    for label, x, y, kind, nd in extra:
+        lines.append(f"| {label} | {_f(x, nd)} | {_f(y, nd)} | {_diff(kind, x, y, b.label)} | |")
+    st = [s["reason"] for s in a.n.get("stalls") or []][:3]
+    st_b = [s["reason"] for s in b.n.get("stalls") or []][:3]
+    lines.append(f"| Top warp stalls | {', '.join(st) or 'n/a'} | {', '.join(st_b) or 'n/a'} | | |")
+    lines += [
+        "",
+        f"{a.label}: {a.bound()}; {b.label}: {b.bound()}.",
+    ]
+    for s in (a, b):
+        if not s.n.get("complete", False):
+            lines.append(f"**{s.label}: incomplete ncu record** ({s.n.get('incomplete_reason')}).")
+    lines += [
+        "",
+        f"Time: {time_src} (CUDA events per launch, cold L2, clocks as found); ncu: "
+        f"gpu__time_duration with --clock-control {a.n.get('clock_control', '?')}/"
+        f"{b.n.get('clock_control', '?')}, --cache-control {a.n.get('cache_control', '?')}, "
+        f"metrics of the kernel taking most of the time ({a.n.get('primary_kernel', '?')}; "
+        f"{b.n.get('primary_kernel', '?')}).",
+        "",
+        "Sources: " + "; ".join(_sources(s) for s in (a, b)),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _shown(path: Path) -> str:
+    """A record path as a reader finds it: relative to the working folder where it can be."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def _sources(s: Side) -> str:
+    if s.ncu_path:
+        parts = [f"{s.label}: ncu `{_shown(s.ncu_path)}`"]
+    else:
+        parts = [f"{s.label}: ncu (no path)"]
+    if s.bench_path:
+        parts.append(f"harness `{_shown(s.bench_path)}`")
+    return ", ".join(parts)
+
+
+def side_from_record(path: Path, rec: Mapping[str, Any], records: Sequence[Rec]) -> Side:
+    """A side from a record path: an ncu record (and its harness record), or a benchmark
+    record (and the newest ncu record of the same kernel, problem and config)."""
+    label = rec.get("kernel", path.stem)
+    if rec.get("kind") == "ncu":
+        h = harness_for(rec, records)
+        return Side(label, rec, path, h[1] if h else None, h[0] if h else None)
+    if rec.get("kind") == "benchmark":
+        same = [(p, r) for p, r in records if r.get("kind") == "ncu" and rec_key(r) == rec_key(rec)]
+        n = max(same, key=lambda pr: (_created(pr[1]), str(pr[0]))) if same else None
+        if n is None:
+            raise KernelPlanError(
+                f"no ncu record of {label} at {short_problem(rec.get('problem') or {})} with "
+                f"config {_canon(rec.get('config'))}: run it with --prof_type ncu first"
+            )
+        return Side(label, n[1], n[0], rec, path)
+    raise KernelPlanError(f"{path}: a {rec.get('kind')} record; compare takes ncu or benchmark")
+
+
+def compare_kernels(
+    records: Sequence[Rec], kernel_a: str, kernel_b: str, problem: Mapping[str, Any] | None
+) -> tuple[Side, Side]:
+    """Newest ncu record of A matching ``problem``; B's newest at exactly A's problem."""
+    na = newest(records, kind="ncu", kernel=kernel_a, problem=problem)
+    if na is None:
+        raise KernelPlanError(
+            f"no ncu record of {kernel_a}"
+            + (f" at {short_problem(problem)}" if problem else "")
+            + ": run `<package> <kernel> --prof_type ncu ...` (or nox -s profile -- <package> "
+            "<kernel> --ncu) first"
+        )
+    nb = newest(records, kind="ncu", kernel=kernel_b, exact_problem=na[1].get("problem"))
+    if nb is None:
+        raise KernelPlanError(
+            f"no ncu record of {kernel_b} at {short_problem(na[1].get('problem') or {})} "
+            f"(the problem of {kernel_a}'s newest ncu record {na[0].name})"
+        )
+    return side_from_record(*na, records), side_from_record(*nb, records)
+
+
+# -- fidelity -------------------------------------------------------------------------------
+def _harness_clock(bench: Mapping[str, Any]) -> float | None:
+    during = (bench.get("timing") or {}).get("clocks_during") or {}
+    if during.get("sm_mhz_median"):
+        return float(during["sm_mhz_median"])
+    after = (bench.get("clocks") or {}).get("after") or {}
+    return float(after["sm_mhz"]) if after.get("sm_mhz") else None
+
+
+def run_to_run_spread(medians: Sequence[float]) -> float | None:
+    """(max - min) / median of the run medians, in %; None for fewer than two runs."""
+    if len(medians) < 2:
+        return None
+    return 100.0 * (max(medians) - min(medians)) / statistics.median(medians)
+
+
+def fidelity_row(
+    ncu_path: Path, ncu: Mapping[str, Any], records: Sequence[Rec]
+) -> dict[str, Any] | None:
+    """Harness median / ncu duration for one ncu record, with the spreads and a verdict."""
+    n = ncu.get("ncu") or {}
+    nus = n.get("duration_us")
+    h = harness_for(ncu, records)
+    if not nus or h is None:
+        return None
+    hp, hr = h
+    t = hr["timing"]
+    ratio = t["median_us"] / nus
+    t0 = _created(hr)
+    session = [
+        r["timing"]["median_us"]
+        for _p, r in records
+        if r.get("kind") == "benchmark"
+        and r.get("timing")
+        and rec_key(r) == rec_key(hr)
+        and _cold_l2(r) == _cold_l2(hr)
+        and abs((_created(r) - t0).total_seconds()) <= SESSION_WINDOW_S
+    ]
+    r2r = run_to_run_spread(session)
+    hclk, nclk = _harness_clock(hr), (n.get("metrics") or {}).get("sm_clock_mhz")
+    cyc = ratio * hclk / nclk if hclk and nclk else None
+    policy_ok = n.get("clock_control", "none") == "none"
+    dev_pct = 100.0 * (ratio - 1.0)
+    checks = []
+    if not policy_ok:
+        verdict = "n/a: ncu locked clocks (--clock-control base), the harness did not"
+    elif nus < FIDELITY_MIN_US:
+        verdict = f"n/a: under {FIDELITY_MIN_US:.0f} us"
+    else:
+        checks.append(abs(dev_pct) <= FIDELITY_TOL_PCT)
+        checks.append(t.get("spread_pct", 0.0) <= SPREAD_TOL_PCT)
+        if r2r is not None:
+            checks.append(r2r <= SPREAD_TOL_PCT)
+        verdict = "PASS" if all(checks) else "FAIL"
+    thr = throttle_of(hr)
+    return {
+        "kernel": ncu.get("kernel"),
+        "problem": short_problem(ncu.get("problem") or {}),
+        "config": _config_label(ncu.get("config") or {}),
+        "harness_us": t["median_us"],
+        "ncu_us": nus,
+        "ratio": ratio,
+        "deviation_pct": dev_pct,
+        "within_run_spread_pct": t.get("spread_pct"),
+        "run_to_run_spread_pct": r2r,
+        "harness_runs": len(session),
+        "harness_sm_mhz": hclk,
+        "ncu_sm_mhz": nclk,
+        "clock_normalised_ratio": cyc,
+        "throttled": thr.get("throttled"),
+        "clock_control": n.get("clock_control", "none"),
+        "verdict": verdict,
+        "ncu_record": str(ncu_path),
+        "harness_record": str(hp),
+        "paired": bool(ncu.get("pair_id")) and ncu.get("pair_id") == hr.get("pair_id"),
+    }
+
+
+def fidelity_rows(records: Sequence[Rec]) -> list[dict[str, Any]]:
+    """One row per (kernel, problem, config): its newest ncu record against its harness."""
+    newest_ncu: dict[tuple, Rec] = {}
+    for p, r in records:
+        if r.get("kind") != "ncu":
+            continue
+        k = rec_key(r)
+        if k not in newest_ncu or _created(r) >= _created(newest_ncu[k][1]):
+            newest_ncu[k] = (p, r)
+    rows = [fidelity_row(p, r, records) for p, r in newest_ncu.values()]
+    return sorted((r for r in rows if r), key=lambda r: (r["kernel"], r["problem"]))
+
+
+def fidelity_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    view = [
+        {
+            "kernel": r["kernel"],
+            "problem": r["problem"],
+            "harness us": _f(r["harness_us"]),
+            "ncu us": _f(r["ncu_us"]),
+            "ratio": _f(r["ratio"], 3),
+            "within-run spread %": _f(r["within_run_spread_pct"], 2),
+            "run-to-run spread %": _f(r["run_to_run_spread_pct"], 2)
+            + (f" ({r['harness_runs']} runs)" if r["harness_runs"] > 1 else ""),
+            "SM MHz harness/ncu": f"{_f(r['harness_sm_mhz'], 0)}/{_f(r['ncu_sm_mhz'], 0)}",
+            "clock-normalised ratio": _f(r["clock_normalised_ratio"], 3),
+            "throttled": {True: "yes", False: "no"}.get(r["throttled"], "?"),
+            "verdict": r["verdict"],
+        }
+        for r in rows
+    ]
+    head = (
+        f"Fidelity: harness median / ncu gpu__time_duration; PASS needs |ratio - 1| <= "
+        f"{FIDELITY_TOL_PCT:.0f}% and spreads <= {SPREAD_TOL_PCT:.0f}% for kernels of "
+        f"{FIDELITY_MIN_US:.0f} us or more, both with the clocks as found.\n\n"
+    )
+    return head + _markdown(view)
+
+
+def _config_label(config: Mapping[str, Any]) -> str:
+    from .plan import config_label
+
+    return config_label(config)
+
+
+# -- best config ----------------------------------------------------------------------------
+def best_config(
+    records: Sequence[Rec], kernel: str, problem: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], float, Path] | None:
+    """The config with the lowest median among the autotune rows of the newest benchmark
+    record of ``kernel`` (matching ``problem``) that has them; else the newest record's."""
+    cands = [
+        (p, r)
+        for p, r in records
+        if r.get("kind") == "benchmark"
+        and r.get("kernel") == kernel
+        and _matches(r.get("problem") or {}, problem)
+    ]
+    tuned = [(p, r) for p, r in cands if r.get("autotune")]
+    pick = max(tuned or cands, key=lambda pr: (_created(pr[1]), str(pr[0])), default=None)
+    if pick is None:
+        return None
+    p, r = pick
+    rows = [x for x in r.get("autotune") or [] if x.get("median_us") is not None]
+    if rows:
+        best = min(rows, key=lambda x: x["median_us"])
+        return dict(best["config"]), best["median_us"], p
+    return dict(r.get("config") or {}), r["timing"]["median_us"], p
+
+
+def config_overrides(config: Mapping[str, Any]) -> list[str]:
+    """``{"tile_mn": [128, 256], "flag": True}`` -> ``["tile_mn=128x256", "flag=true"]`` (what
+    ``--config`` parses back to the same values)."""
+    out = []
+    for k, v in config.items():
+        if isinstance(v, (list, tuple)) and v and all(isinstance(x, int) for x in v):
+            out.append(f"{k}=" + "x".join(str(x) for x in v))
+        else:
+            out.append(f"{k}={json.dumps(v)}")
+    return out
+
+
+# -- the package report ---------------------------------------------------------------------
+def _newest_per_key(records: Sequence[Rec], kind: str) -> list[Rec]:
+    best: dict[tuple, Rec] = {}
+    for p, r in records:
+        if r.get("kind") != kind:
+            continue
+        k = (r.get("kernel"), _canon(r.get("problem")))
+        if k not in best or (_created(r), str(p)) >= (_created(best[k][1]), str(best[k][0])):
+            best[k] = (p, r)
+    return sorted(best.values(), key=lambda pr: (pr[1].get("kernel", ""), _size(pr[1])))
+
+
+def _size(rec: Mapping[str, Any]) -> float:
+    roof = rec.get("roofline") or {}
+    if roof.get("flops"):
+        return float(roof["flops"])
+    prod = 1.0
+    for v in (rec.get("problem") or {}).values():
+        if isinstance(v, int) and not isinstance(v, bool):
+            prod *= v
+    return prod
+
+
+def _size_label(problem: Mapping[str, Any]) -> str:
+    """``4096^3`` for m = n = k = 4096 (l = 1), else the integer sizes joined by ``x``."""
+    ints = [v for v in problem.values() if isinstance(v, int) and not isinstance(v, bool)]
+    big = [v for v in ints if v != 1]
+    if len(big) >= 2 and len(set(big)) == 1:
+        return f"{big[0]}^{len(big)}"
+    return "x".join(str(v) for v in ints) or "?"
+
+
+def _series(rec: Mapping[str, Any]) -> str:
+    rest = [str(v) for v in (rec.get("problem") or {}).values() if not isinstance(v, int)]
+    return " ".join([rec.get("kernel", "?"), *dict.fromkeys(rest)])
+
+
+def throttle_of(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """The record's throttle flag; for records written before the flag existed, derived from
+    the clocks recorded after the run (``"derived": True``)."""
+    if rec.get("throttle"):
+        return dict(rec["throttle"])
+    from .clocks import throttle_flag
+
+    c = rec.get("clocks") or {}
+    max_sm = ((rec.get("device") or {}).get("clocks_max") or {}).get("sm_mhz")
+    during = (rec.get("timing") or {}).get("clocks_during")
+    return {**throttle_flag(c.get("before"), c.get("after"), during, max_sm), "derived": True}
+
+
+def _yes_no(thr: Mapping[str, Any]) -> str:
+    word = {True: "yes", False: "no"}.get(thr.get("throttled"), "?")
+    return word + ("*" if thr.get("derived") and word != "?" else "")
+
+
+def benchmark_table(benches: Sequence[Rec]) -> str:
+    rows = []
+    for p, r in benches:
+        t, roof = r.get("timing") or {}, r.get("roofline") or {}
+        during = t.get("clocks_during") or {}
+        thr = throttle_of(r)
+        before = ((r.get("clocks") or {}).get("before") or {}).get("sm_mhz")
+        after = ((r.get("clocks") or {}).get("after") or {}).get("sm_mhz")
+        clk = (
+            f"{_f(during.get('sm_mhz_min'), 0)}-{_f(during.get('sm_mhz_median'), 0)}"
+            if during
+            else f"{_f(before, 0)}->{_f(after, 0)}"
+        )
+        rows.append(
+            {
+                "kernel": r.get("kernel"),
+                "problem": short_problem(r.get("problem") or {}),
+                "config": _config_label(r.get("config") or {}),
+                "median us": _f(t.get("median_us")),
+                "spread %": _f(t.get("spread_pct"), 2),
+                "TFLOP/s": _f(roof.get("tflops")),
+                "% peak": _f(roof.get("pct_peak_tflops")),
+                "GB/s": _f(roof.get("gbps"), 0),
+                "bound": roof.get("bound") or "?",
+                "SM MHz": clk,
+                "throttled": _yes_no(thr),
+                "record": p.name,
+            }
+        )
+    note = ""
+    if any(r["throttled"].endswith("*") for r in rows):
+        note = "\n\n\\* from the SM clock read after the run (the record predates the sampler)."
+    return _markdown(rows) + note
+
+
+def ncu_table(ncus: Sequence[Rec]) -> str:
+    from .ncu import table_row
+
+    return _markdown([table_row(r, p) for p, r in ncus])
+
+
+def _mpl():
+    try:
+        import matplotlib
+    except ImportError:
+        raise KernelPlanError(
+            "the PNG plots need matplotlib (add it: uv add --package kernelplan matplotlib)"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_roofline(benches: Sequence[Rec], path: Path, title: str = "") -> Path:
+    """Achieved TFLOP/s against arithmetic intensity (FLOP/byte, log-log) on each roof
+    (min(peak TFLOP/s, intensity x peak GB/s)) of the records' device and dtypes."""
+    plt = _mpl()
+    pts = [(p, r, r.get("roofline") or {}) for p, r in benches]
+    pts = [(p, r, x) for p, r, x in pts if x.get("intensity") and x.get("tflops")]
+    if not pts:
+        raise KernelPlanError("no benchmark record with a roofline to plot")
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    roofs = sorted(
+        {
+            (x["peak_tflops"], x["peak_gbps"])
+            for _p, _r, x in pts
+            if x.get("peak_tflops") and x.get("peak_gbps")
+        }
+    )
+    lo = min(x["intensity"] for _p, _r, x in pts) / 10
+    hi = max(x["intensity"] for _p, _r, x in pts) * 10
+    for pt, bw in roofs:
+        ridge = pt * 1e3 / bw
+        lo, hi = min(lo, ridge / 10), max(hi, ridge * 10)
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    for pt, bw in roofs:
+        ax.plot(grid, [min(pt, i * bw / 1e3) for i in grid], "k-", lw=1.5)
+        ridge = pt * 1e3 / bw
+        ax.axvline(ridge, color="0.6", ls=":", lw=1)
+        ax.annotate(
+            f"{pt:.0f} TFLOP/s, {bw:.0f} GB/s (ridge {ridge:.0f} FLOP/B)",
+            (ridge, pt),
+            textcoords="offset points",
+            xytext=(5, 5),
+            fontsize=8,
+        )
+    markers = "osD^v<>p*h"
+    kernels = sorted({r.get("kernel", "?") for _p, r, _x in pts})
+    series = sorted({_series(r) for _p, r, _x in pts})
+    for s in series:
+        mine = [x for _p, r, x in pts if _series(r) == s]
+        k = s.split(" ")[0]
+        ax.scatter(
+            [x["intensity"] for x in mine],
+            [x["tflops"] for x in mine],
+            marker=markers[kernels.index(k) % len(markers)] if k in kernels else "o",
+            s=36,
+            label=s,
+            zorder=3,
+            alpha=0.85,
+        )
+    sizes: dict[str, tuple[float, float]] = {}
+    for _p, r, x in pts:  # one label per problem size, under its lowest point
+        lab = _size_label(r.get("problem") or {})
+        i, t = sizes.get(lab, (x["intensity"], x["tflops"]))
+        sizes[lab] = (i, min(t, x["tflops"]))
+    for lab, (i, t) in sizes.items():
+        ax.annotate(
+            lab, (i, t), textcoords="offset points", xytext=(0, -14), fontsize=8, ha="center"
+        )
+    ymin = min(x["tflops"] for _p, _r, x in pts) / 4
+    ax.set_ylim(bottom=ymin, top=max(pt for pt, _bw in roofs) * 1.6 if roofs else None)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / minimum DRAM byte)")
+    ax.set_ylabel("achieved TFLOP/s (harness median)")
+    ax.set_title(title or "roofline")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(benches: Sequence[Rec], path: Path, what: str = "time", title: str = "") -> Path:
+    """``what`` ("time": median us, or "tflops") against problem size, one line per kernel
+    and dtype; x is the workload's FLOPs (log)."""
+    plt = _mpl()
+    series: dict[str, list[tuple[float, float, str]]] = {}
+    for _p, r in benches:
+        t, roof = r.get("timing") or {}, r.get("roofline") or {}
+        y = t.get("median_us") if what == "time" else roof.get("tflops")
+        if y is None:
+            continue
+        series.setdefault(_series(r), []).append(
+            (_size(r), float(y), _size_label(r.get("problem") or {}))
+        )
+    series = {k: sorted(v) for k, v in series.items() if len({x for x, _y, _l in v}) >= 2}
+    if not series:
+        raise KernelPlanError("no sweep: no kernel has records at two or more problem sizes")
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for k, v in sorted(series.items()):
+        ax.plot([x for x, _y, _l in v], [y for _x, y, _l in v], marker="o", label=k)
+    ticks = sorted({(x, lab) for v in series.values() for x, _y, lab in v})
+    ax.set_xscale("log")
+    if what == "time":
+        ax.set_yscale("log")
+    ax.set_xticks([x for x, _l in ticks])
+    ax.set_xticklabels([lab for _x, lab in ticks], rotation=30, fontsize=8)
+    ax.minorticks_off()
+    ax.set_xlabel("problem size (ordered by FLOPs)")
+    ax.set_ylabel("median time per launch (us)" if what == "time" else "achieved TFLOP/s")
+    ax.set_title(title or what)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def render_report(
+    package: str, root: Path | None = None, out_dir: Path | None = None, log=print
+) -> list[Path]:
+    """``report.md`` + PNG plots for ``package`` under ``out_dir`` (default
+    ``<results>/<package>/report``). Returns the files written."""
+    from .records import _slug, results_root
+
+    root = Path(root) if root is not None else results_root()
+    records = _load(root, package)
+    if not records:
+        raise KernelPlanError(f"no records of package {package!r} under {root}")
+    out_dir = Path(out_dir) if out_dir is not None else root / _slug(package) / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    benches = _newest_per_key(records, "benchmark")
+    ncus = _newest_per_key(records, "ncu")
+    devices = sorted({(r.get("device") or {}).get("name") or "?" for _p, r in benches + ncus})
+    written: list[Path] = []
+    md = [
+        f"# {package}: report",
+        "",
+        f"Generated {_now()} from {len(records)} records under "
+        f"`{root}`; device(s): {', '.join(devices) or '?'}.",
+        "",
+    ]
+    plots = []
+    for name, fn in (
+        ("roofline.png", lambda p: plot_roofline(benches, p, f"{package} on {', '.join(devices)}")),
+        ("sweep-time.png", lambda p: plot_sweep(benches, p, "time", f"{package}: time vs size")),
+        ("sweep-tflops.png", lambda p: plot_sweep(benches, p, "tflops", f"{package}: TFLOP/s")),
+    ):
+        try:
+            written.append(fn(out_dir / name))
+            plots.append(name)
+        except KernelPlanError as e:
+            log(f"report: {name} skipped: {e}")
+    if plots:
+        md += [f"![{p}]({p})" for p in plots] + [""]
+    md += ["## Harness timings (newest per kernel and problem)", "", benchmark_table(benches), ""]
+    if ncus:
+        md += ["## Nsight Compute (newest per kernel and problem)", "", ncu_table(ncus), ""]
+        rows = fidelity_rows(records)
+        if rows:
+            md += ["## Timing fidelity", "", fidelity_table(rows), ""]
+        md += _peer_comparisons(records, ncus)
+    path = out_dir / "report.md"
+    path.write_text("\n".join(md) + "\n")
+    written.insert(0, path)
+    for p in written:
+        log(f"report: {p}")
+    return written
+
+
+def _peer_comparisons(records: Sequence[Rec], ncus: Sequence[Rec]) -> list[str]:
+    """Each CuTe kernel against each peer (a kernel with no target SM) at the same problem."""
+    out: list[str] = []
+    for pp, peer in ncus:
+        if peer.get("target_sm"):
+            continue
+        for cp, cute in ncus:
+            if not cute.get("target_sm") or _canon(cute.get("problem")) != _canon(
+                peer.get("problem")
+            ):
+                continue
+            a = side_from_record(cp, cute, records)
+            b = side_from_record(pp, peer, records)
+            if not out:
+                out += ["## Comparisons with the peers", ""]
+            out += [compare_table(a, b), ""]
+    return out
+
+
+def _rel(path: str | Path, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# -- command line ---------------------------------------------------------------------------
+def _parse_problem(items: Sequence[str] | None) -> dict[str, Any] | None:
+    if not items:
+        return None
+    from .plan import parse_config_overrides
+
+    return parse_config_overrides(items)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .plan import die
+
+    p = argparse.ArgumentParser(prog="python -m kernelplan.report")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--results-dir", default=None, help="records root (default: results/)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser(
+        "compare", parents=[common], help="the comparison table of two kernels or two records"
+    )
+    c.add_argument(
+        "items",
+        nargs="+",
+        help="<package> <A> <B>, <package>/<A> <package>/<B>, or <record A.json> <record B.json>",
+    )
+    c.add_argument("--problem", nargs="*", default=None, metavar="KEY=VALUE")
+    c.add_argument("--out", default=None, help="also write the markdown here")
+    f = sub.add_parser(
+        "fidelity", parents=[common], help="harness median / ncu duration per kernel and size"
+    )
+    f.add_argument("package")
+    f.add_argument("--record", action="store_true", help="write a fidelity record per row")
+    f.add_argument("--out", default=None, help="also write the markdown here")
+    r = sub.add_parser(
+        "report", parents=[common], help="markdown tables + PNG plots of a package's records"
+    )
+    r.add_argument("package")
+    r.add_argument("--out", default=None, help="folder (default: results/<package>/report)")
+    b = sub.add_parser(
+        "best-config", parents=[common], help="the fastest autotuned config, as --config items"
+    )
+    b.add_argument("package")
+    b.add_argument("kernel")
+    b.add_argument("--problem", nargs="*", default=None, metavar="KEY=VALUE")
+    a = p.parse_args(argv)
+    root = Path(a.results_dir) if a.results_dir else None
+    try:
+        if a.cmd == "compare":
+            return _cmd_compare(a, root)
+        if a.cmd == "fidelity":
+            return _cmd_fidelity(a, root)
+        if a.cmd == "report":
+            render_report(a.package, root, Path(a.out) if a.out else None)
+            return 0
+        records = _load(root, a.package)
+        found = best_config(records, a.kernel, _parse_problem(a.problem))
+        if found is None:
+            return die(f"no benchmark record of {a.package}/{a.kernel} matches")
+        cfg, us, path = found
+        print(" ".join(config_overrides(cfg)))
+        print(f"best: {us:.1f} us, from {path}", file=sys.stderr)
+        return 0
+    except KernelPlanError as e:
+        return die(str(e))
+
+
+def _cmd_compare(a: argparse.Namespace, root: Path | None) -> int:
+    items = list(a.items)
+    if len(items) == 2 and all(i.endswith(".json") for i in items):
+        (pa, ra), (pb, rb) = _read(items[0]), _read(items[1])
+        pkg = ra.get("package")
+        records = _load(root, pkg) if pkg else []
+        if not any(pp == pa for pp, _ in records):
+            records = [*records, (pa, ra), (pb, rb)]
+        sa = side_from_record(pa, ra, records)
+        sb = side_from_record(pb, rb, records)
+    else:
+        if len(items) == 3:
+            pkg, ka, kb = items
+        elif len(items) == 2 and all("/" in i for i in items):
+            (pkg, ka), (pkg_b, kb) = (i.split("/", 1) for i in items)
+            if pkg != pkg_b:
+                raise KernelPlanError("compare: both kernels must be of one package")
+        else:
+            raise KernelPlanError(
+                "usage: compare <package> <kernel A> <kernel B> [--problem k=v ...] | "
+                "compare <record A.json> <record B.json>"
+            )
+        sa, sb = compare_kernels(_load(root, pkg), ka, kb, _parse_problem(a.problem))
+    text = compare_table(sa, sb)
+    print(text)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(text)
+    return 0
+
+
+def _cmd_fidelity(a: argparse.Namespace, root: Path | None) -> int:
+    records = _load(root, a.package)
+    rows = fidelity_rows(records)
+    if not rows:
+        raise KernelPlanError(
+            f"no ncu record of {a.package} with a matching harness record: run "
+            "`<package> <kernel> --prof_type ncu --ncu-pair` first"
+        )
+    text = fidelity_table(rows)
+    print(text)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(text + "\n")
+    if a.record:
+        from .records import results_root, write_record
+
+        base = root if root is not None else results_root()
+        for row in rows:
+            ncu_rec = json.loads(Path(row["ncu_record"]).read_text())
+            row = {**row, **{k: _rel(row[k], base) for k in ("ncu_record", "harness_record")}}
+            rec = {
+                "kind": "fidelity",
+                "package": ncu_rec.get("package"),
+                "kernel": ncu_rec.get("kernel"),
+                "problem": ncu_rec.get("problem"),
+                "config": ncu_rec.get("config"),
+                "device": ncu_rec.get("device"),
+                "fidelity": {
+                    **row,
+                    "min_us": FIDELITY_MIN_US,
+                    "tolerance_pct": FIDELITY_TOL_PCT,
+                    "spread_tolerance_pct": SPREAD_TOL_PCT,
+                },
+            }
+            print(f"record: {write_record(rec, root)}")
+    return 1 if any(r["verdict"] == "FAIL" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

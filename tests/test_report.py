@@ -1,0 +1,380 @@
+"""kernelplan.report on synthetic records: the comparison table, the fidelity math, the best
+autotuned config, and the package report's markdown and PNG plots (written beside the
+records, never over them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelplan import report
+from kernelplan.errors import KernelPlanError
+from kernelplan.plan import parse_config_overrides
+from kernelplan.records import load_records, write_record
+
+H200 = {"name": "NVIDIA H200", "sm": "sm_90", "clocks_max": {"sm_mhz": 1980, "mem_mhz": 3201}}
+CFG = {"tile_mn": [128, 256], "cluster_mn": [1, 1]}
+TORCH_CFG = {"fp16_reduced_precision_reduction": True}
+
+
+def prob(s):
+    return {"m": s, "n": s, "k": s, "l": 1, "dtype": "float16", "c_dtype": "float16"}
+
+
+def roof(s, us):
+    flops, nbytes = 2.0 * s**3, 3.0 * 2 * s * s
+    tflops = flops / (us * 1e-6) / 1e12
+    return {
+        "flops": flops,
+        "bytes": nbytes,
+        "time_us": us,
+        "tflops": tflops,
+        "gbps": nbytes / (us * 1e-6) / 1e9,
+        "intensity": flops / nbytes,
+        "peak_tflops": 989.4,
+        "peak_gbps": 4800.0,
+        "pct_peak_tflops": 100 * tflops / 989.4,
+        "bound": "compute",
+    }
+
+
+def bench(kernel, s, us, *, t, spread=1.0, cfg=None, pair=None, mhz=1900, thr=False, tune=None):
+    rec = {
+        "kind": "benchmark",
+        "package": "gemm",
+        "kernel": kernel,
+        "target_sm": [] if kernel == "torch_matmul" else ["sm_90a"],
+        "problem": prob(s),
+        "config": cfg if cfg is not None else (TORCH_CFG if kernel == "torch_matmul" else CFG),
+        "device": H200,
+        "created_utc": t,
+        "timing": {
+            "median_us": us,
+            "p10_us": us * 0.995,
+            "p90_us": us * 1.005,
+            "spread_pct": spread,
+            "workspaces": 2,
+            "cuda_graph": False,
+            "clocks_during": {"sm_mhz_median": mhz, "sm_mhz_min": mhz - 15},
+        },
+        "roofline": roof(s, us),
+        "clocks": {"before": {"sm_mhz": 1980}, "after": {"sm_mhz": mhz}},
+        "throttle": {"throttled": thr, "min_busy_sm_mhz": mhz, "reasons": ["sw_power_cap"]},
+    }
+    if pair:
+        rec["pair_id"] = pair
+    if tune:
+        rec["autotune"] = tune
+    return rec
+
+
+def ncu_rec(
+    kernel,
+    s,
+    us,
+    *,
+    t,
+    tc=85.0,
+    dram=31.5,
+    occ=12.4,
+    regs=168,
+    smem=202752,
+    pair=None,
+    clock="none",
+    complete=True,
+    mhz=1980.0,
+):
+    rec = {
+        "kind": "ncu",
+        "package": "gemm",
+        "kernel": kernel,
+        "target_sm": [] if kernel == "torch_matmul" else ["sm_90a"],
+        "problem": prob(s),
+        "config": TORCH_CFG if kernel == "torch_matmul" else CFG,
+        "device": H200,
+        "created_utc": t,
+        "ncu": {
+            "duration_us": us,
+            "primary_kernel": f"{kernel}_kernel",
+            "metrics": {
+                "duration_us": us,
+                "sm_throughput_pct": 88.0,
+                "memory_throughput_pct": 45.0,
+                "dram_throughput_pct": dram,
+                "tensor_pipe_pct": tc,
+                "achieved_occupancy_pct": occ,
+                "registers_per_thread": regs,
+                "smem_per_block_bytes": smem,
+                "l2_hit_rate_pct": 62.0,
+                "sm_clock_mhz": mhz,
+            },
+            "stalls": [{"reason": "math_pipe_throttle", "cycles_per_issue": 2.5}],
+            "complete": complete,
+            "incomplete_reason": None if complete else "not in the report (set basic): x",
+            "clock_control": clock,
+            "cache_control": "all",
+            "child": {"cold_l2": True},
+        },
+    }
+    if pair:
+        rec["pair_id"] = pair
+    return rec
+
+
+T0 = "2026-11-30T10:00:00+00:00"
+T1 = "2026-11-30T10:05:00+00:00"
+T2 = "2026-11-30T10:10:00+00:00"
+OLD = "2026-11-28T10:00:00+00:00"
+
+
+@pytest.fixture
+def records(tmp_path):
+    root = tmp_path / "results"
+    tune = [
+        {"config": {"tile_mn": [128, 256], "cluster_mn": [2, 1]}, "median_us": 1690.4},
+        {"config": {"tile_mn": [128, 256], "cluster_mn": [1, 1]}, "median_us": 1445.7},
+        {"config": {"tile_mn": [128, 128], "cluster_mn": [1, 2]}, "error": "rejected"},
+    ]
+    recs = [
+        # hopper at 8192: ncu + its pair, a second harness run, and a stale one two days back
+        ncu_rec("hopper_dense_gemm", 8192, 1420.0, t=T1, pair="p1"),
+        bench("hopper_dense_gemm", 8192, 1445.7, t=T1, pair="p1", spread=1.2, mhz=1950),
+        bench("hopper_dense_gemm", 8192, 1450.0, t=T2, spread=1.1),
+        bench("hopper_dense_gemm", 8192, 1700.8, t=OLD, spread=2.3, tune=tune),
+        # torch at 8192: the harness ran at a throttled clock
+        ncu_rec("torch_matmul", 8192, 1380.0, t=T1, tc=88.0, regs=230, smem=99 * 1024, occ=18.0),
+        bench("torch_matmul", 8192, 1500.0, t=T1, mhz=1470, thr=True, spread=1.5),
+        # 4096: both, for the sweeps and a passing fidelity row
+        ncu_rec("hopper_dense_gemm", 4096, 183.0, t=T0),
+        bench("hopper_dense_gemm", 4096, 186.1, t=T0, spread=0.9),
+        bench("torch_matmul", 4096, 180.0, t=T0, spread=0.8),
+        # a short kernel: no verdict under 50 us
+        ncu_rec("hopper_dense_gemm_persistent", 1024, 12.0, t=T0),
+        bench("hopper_dense_gemm_persistent", 1024, 13.5, t=T0, cfg=CFG),
+    ]
+    paths = [write_record(r, root) for r in recs]
+    return root, paths
+
+
+def _side_rows(table: str) -> dict[str, list[str]]:
+    rows = {}
+    for line in table.splitlines():
+        if line.startswith("| ") and not line.startswith("| Metric"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+# -- compare --------------------------------------------------------------------------------
+def test_compare_renders_the_requests_table_with_differences_and_insights(records):
+    root, _ = records
+    recs = load_records(root, "gemm")
+    a, b = report.compare_kernels(recs, "hopper_dense_gemm", "torch_matmul", {"m": 8192})
+    text = report.compare_table(a, b)
+    assert text.startswith("### hopper_dense_gemm vs torch_matmul: m=8192")
+    assert "| Metric | hopper_dense_gemm | torch_matmul | Difference | Insight |" in text
+    rows = _side_rows(text)
+    for label in (
+        "Time (us)",
+        "TC%",
+        "DRAM%",
+        "Occupancy (%)",
+        "Registers/thread",
+        "SMEM/block (KB)",
+    ):
+        assert label in rows, label
+    # time is the harness median of the paired record, not ncu's duration
+    assert rows["Time (us)"][:2] == ["1445.7", "1500.0"]
+    assert rows["Time (us)"][2] == "torch_matmul 3.8% slower (0.96x)"
+    assert "throttled" in rows["Time (us)"][3]
+    assert "compute-bound on the roofline" in rows["Time (us)"][3]
+    assert rows["TC%"][:3] == ["85.0", "88.0", "torch_matmul +3.0 pts"]
+    assert "both keep the tensor pipe busy" in rows["TC%"][3]
+    assert "not memory-bound" in rows["DRAM%"][3]
+    assert rows["Registers/thread"][2] == "torch_matmul +62"
+    assert "register-heavy" in rows["Registers/thread"][3]
+    assert rows["SMEM/block (KB)"][:2] == ["198.0", "99.0"]
+    assert "hopper_dense_gemm 1, torch_matmul 2" in rows["SMEM/block (KB)"][3]
+    assert rows["ncu duration (us)"][:2] == ["1420.0", "1380.0"]
+    assert "hopper_dense_gemm: compute-bound; torch_matmul: compute-bound." in text
+    assert "Sources: hopper_dense_gemm: ncu `" in text
+
+
+def test_compare_from_record_paths_and_the_command_line(records, capsys, tmp_path):
+    root, paths = records
+    out = tmp_path / "cmp.md"
+    rc = report.main(
+        ["compare", str(paths[0]), str(paths[4]), "--results-dir", str(root), "--out", str(out)]
+    )
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert out.read_text() in printed + "\n"
+    assert "| Time (us) | 1445.7 | 1500.0 |" in printed
+    # a benchmark record on one side finds its kernel's ncu record
+    rc = report.main(["compare", str(paths[1]), str(paths[4]), "--results-dir", str(root)])
+    assert rc == 0 and "| Time (us) | 1445.7 |" in capsys.readouterr().out
+    rc = report.main(
+        [
+            "compare",
+            "gemm",
+            "hopper_dense_gemm",
+            "torch_matmul",
+            "--problem",
+            "m=4096",
+            "--results-dir",
+            str(root),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and "no ncu record of torch_matmul at m=4096" in err
+
+
+def test_compare_without_ncu_records_says_what_to_run(records):
+    root, _ = records
+    recs = load_records(root, "gemm")
+    with pytest.raises(KernelPlanError, match="no ncu record of nope.*--prof_type ncu"):
+        report.compare_kernels(recs, "nope", "torch_matmul", None)
+
+
+def test_incomplete_ncu_records_are_marked_in_the_table(tmp_path):
+    root = tmp_path / "r"
+    pa = write_record(ncu_rec("hopper_dense_gemm", 8192, 1420.0, t=T1, complete=False), root)
+    pb = write_record(ncu_rec("torch_matmul", 8192, 1380.0, t=T1), root)
+    recs = load_records(root, "gemm")
+    text = report.compare_table(
+        report.side_from_record(pa, json.loads(pa.read_text()), recs),
+        report.side_from_record(pb, json.loads(pb.read_text()), recs),
+    )
+    assert "**hopper_dense_gemm: incomplete ncu record**" in text
+    # no harness record: the time row falls back to ncu's duration and says so
+    assert "| Time (us) | 1420.0 | 1380.0 |" in text and "ncu" in text.split("Time: ")[1]
+
+
+# -- fidelity -------------------------------------------------------------------------------
+def test_fidelity_ratios_spreads_and_verdicts(records):
+    root, _ = records
+    rows = {
+        (r["kernel"], r["problem"].split()[0]): r
+        for r in report.fidelity_rows(load_records(root, "gemm"))
+    }
+    h8 = rows[("hopper_dense_gemm", "m=8192")]
+    assert h8["paired"] and h8["harness_us"] == 1445.7 and h8["ncu_us"] == 1420.0
+    assert h8["ratio"] == pytest.approx(1445.7 / 1420.0)
+    assert h8["deviation_pct"] == pytest.approx(100 * (1445.7 / 1420.0 - 1))
+    # run to run: the two runs of this session, not the stale one from two days earlier
+    assert h8["harness_runs"] == 2
+    assert h8["run_to_run_spread_pct"] == pytest.approx(100 * 4.3 / 1447.85)
+    assert h8["clock_normalised_ratio"] == pytest.approx(1445.7 / 1420.0 * 1950 / 1980)
+    assert h8["verdict"] == "PASS"
+
+    t8 = rows[("torch_matmul", "m=8192")]
+    assert t8["ratio"] == pytest.approx(1500.0 / 1380.0) and t8["verdict"] == "FAIL"
+    assert t8["throttled"] is True
+    assert t8["clock_normalised_ratio"] == pytest.approx(1500 / 1380 * 1470 / 1980)
+
+    assert rows[("hopper_dense_gemm", "m=4096")]["verdict"] == "PASS"
+    assert rows[("hopper_dense_gemm_persistent", "m=1024")]["verdict"].startswith("n/a: under")
+    table = report.fidelity_table(list(rows.values()))
+    assert "| hopper_dense_gemm | m=8192" in table and "FAIL" in table
+
+
+def test_fidelity_fails_on_spread_and_skips_a_different_clock_policy(tmp_path):
+    root = tmp_path / "r"
+    write_record(ncu_rec("k", 8192, 1000.0, t=T1, pair="x"), root)
+    write_record(bench("k", 8192, 1010.0, t=T1, pair="x", spread=2.5), root)
+    (row,) = report.fidelity_rows(load_records(root, "gemm"))
+    assert row["deviation_pct"] == pytest.approx(1.0) and row["verdict"] == "FAIL"
+    root2 = tmp_path / "r2"
+    write_record(ncu_rec("k", 8192, 1000.0, t=T1, pair="y", clock="base"), root2)
+    write_record(bench("k", 8192, 1000.0, t=T1, pair="y"), root2)
+    (row,) = report.fidelity_rows(load_records(root2, "gemm"))
+    assert row["verdict"].startswith("n/a: ncu locked clocks")
+    assert report.run_to_run_spread([100.0]) is None
+    assert report.run_to_run_spread([99.0, 100.0, 101.0]) == pytest.approx(2.0)
+
+
+def test_fidelity_command_records_each_row_and_fails_on_a_fail(records, capsys):
+    root, _ = records
+    before = {p for p, _ in load_records(root, "gemm")}
+    rc = report.main(["fidelity", "gemm", "--record", "--results-dir", str(root)])
+    assert rc == 1  # the throttled torch row fails
+    fid = load_records(root, "gemm", kind="fidelity")
+    assert len(fid) == 4 and before <= {p for p, _ in load_records(root, "gemm")}
+    r = next(r for _p, r in fid if r["kernel"] == "hopper_dense_gemm" and r["problem"]["m"] == 8192)
+    assert r["fidelity"]["verdict"] == "PASS" and r["fidelity"]["tolerance_pct"] == 3.0
+    assert not Path(r["fidelity"]["ncu_record"]).is_absolute()
+    assert (root / r["fidelity"]["ncu_record"]).exists()
+
+
+# -- best config ----------------------------------------------------------------------------
+def test_best_config_is_the_fastest_autotune_row_and_round_trips(records, capsys):
+    root, _ = records
+    cfg, us, _path = report.best_config(
+        load_records(root, "gemm"), "hopper_dense_gemm", {"m": 8192, "dtype": "float16"}
+    )
+    assert cfg == {"tile_mn": [128, 256], "cluster_mn": [1, 1]} and us == 1445.7
+    items = report.config_overrides({**cfg, "raster_along_m": True, "swizzle_size": 1})
+    assert items[:2] == ["tile_mn=128x256", "cluster_mn=1x1"]
+    assert parse_config_overrides(items) == {**cfg, "raster_along_m": True, "swizzle_size": 1}
+    rc = report.main(
+        [
+            "best-config",
+            "gemm",
+            "hopper_dense_gemm",
+            "--problem",
+            "m=8192",
+            "--results-dir",
+            str(root),
+        ]
+    )
+    assert rc == 0 and capsys.readouterr().out.strip() == "tile_mn=128x256 cluster_mn=1x1"
+
+
+# -- the package report ---------------------------------------------------------------------
+def _snapshot(root: Path) -> dict[str, str]:
+    return {str(p): p.read_text() for p in root.rglob("*.json")}
+
+
+def test_report_writes_markdown_and_pngs_and_leaves_records_alone(records):
+    pytest.importorskip("matplotlib", reason="the PNG plots need matplotlib")
+    root, _ = records
+    before = _snapshot(root)
+    files = report.render_report("gemm", root, log=lambda s: None)
+    out = root / "gemm" / "report"
+    names = sorted(p.name for p in files)
+    assert names == ["report.md", "roofline.png", "sweep-tflops.png", "sweep-time.png"]
+    for p in files:
+        assert p.parent == out and p.stat().st_size > 0
+        if p.suffix == ".png":
+            assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (out / "report.md").read_text()
+    for needle in (
+        "![roofline.png](roofline.png)",
+        "## Harness timings",
+        "## Nsight Compute",
+        "## Timing fidelity",
+        "## Comparisons with the peers",
+        "### hopper_dense_gemm vs torch_matmul",
+    ):
+        assert needle in md, needle
+    assert _snapshot(root) == before  # no record written, none changed
+
+
+def test_report_without_matplotlib_still_writes_the_markdown(records, monkeypatch):
+    root, _ = records
+
+    def no_mpl():
+        raise KernelPlanError("the PNG plots need matplotlib (add it: uv add ...)")
+
+    monkeypatch.setattr(report, "_mpl", no_mpl)
+    lines: list[str] = []
+    files = report.render_report("gemm", root, root / "elsewhere", log=lines.append)
+    assert [p.name for p in files] == ["report.md"]
+    assert any("roofline.png skipped: the PNG plots need matplotlib" in ln for ln in lines)
+
+
+def test_report_of_an_unknown_package_is_an_error(tmp_path):
+    with pytest.raises(KernelPlanError, match="no records of package 'nope'"):
+        report.render_report("nope", tmp_path)
