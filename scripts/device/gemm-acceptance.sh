@@ -1,7 +1,7 @@
 #!/bin/bash
 # The gemm package's acceptance run on a GPU host (after host-setup.sh and `source .device/b/env.sh`).
 # Logs go to $OUT/logs, result records to $OUT/results (copy them into results/ afterwards).
-#   bash scripts/device/gemm-acceptance.sh [check] [faults] [badinput] [profile]
+#   bash scripts/device/gemm-acceptance.sh [check] [faults] [badinput] [profile] [graph] [power] [jit]
 set -uo pipefail
 : "${OUT:?set OUT to a folder for logs and records}"
 export CUTLASS_DIR="${CUTLASS_DIR:-/root/stage/cutlass/CuTeDSL}"
@@ -38,7 +38,16 @@ badinput)
     [ "$before" = "$after" ] && echo "records unchanged by bad input" || echo "RECORDS CHANGED" ;;
 profile)
     run profile-gemm $py -m kernelplan profile gemm --autotune ;;
+graph)  # CUDA-graph replay through the per-kernel module entry (python -m cute_gemm.<kernel>)
+    run graph-hopper $py -m cute_gemm.hopper_dense_gemm --m 4096 --n 4096 --k 4096 --cuda-graph --config tile_mn=128x256 cluster_mn=2x1
+    run graph-torch $py -m cute_gemm.torch_matmul --m 4096 --n 4096 --k 4096 --cuda-graph ;;
+power)  # the same kernel and work, random-normal vs small-integer inputs, alternated
+    for i in 1 2; do for init in randn randint; do
+        run power-$init-$i $py -m cute_gemm hopper_dense_gemm --m 8192 --n 8192 --k 8192 --init $init --config tile_mn=128x256 cluster_mn=1x1
+    done; done ;;
+jit)
+    run jit-overhead $py scripts/experiments/jit_call_overhead.py ;;
 *) python3 -c "$s" ;;
 esac; done
 # The device tool brings back at most 8 files: bundle logs and records into one.
-tar czf "$OUT/bundle.tgz" -C "$OUT" logs results && rm -rf "$OUT/logs" "$OUT/results"
+tar czf "$OUT/gemm-bundle.tgz" -C "$OUT" logs results && rm -rf "$OUT/logs" "$OUT/results"

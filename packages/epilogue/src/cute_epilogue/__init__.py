@@ -1,0 +1,13 @@
+"""cute_epilogue: epilogue microbenchmarks over CUTLASS CuTe DSL examples.
+
+``KERNELS`` maps each CLI name (``uv run epilogue <name>``) to its KernelPlan class.
+"""
+
+PACKAGE = "epilogue"
+
+KERNELS = {
+    "custom_epilogue_dense_gemm": (
+        "cute_epilogue.custom_epilogue_dense_gemm.custom_epilogue_dense_gemm"
+        ":CustomEpilogueDenseGemm"
+    ),
+}
