@@ -277,7 +277,11 @@ def analyze_package(
             continue
         cache = st.get("cache") or {}
         hits += bool(cache.get("hit"))
-        how = "cached" if cache.get("hit") else f"compiled and analysed in {seconds:.1f} s"
+        how = (
+            "cached"
+            if cache.get("hit")
+            else f"compiled in {st.get('compile_seconds') or 0:.1f} s (ready after {seconds:.1f} s)"
+        )
         if record:
             path = store.record_under(cache["key"], root) if cache.get("hit") else None
             if path is None:

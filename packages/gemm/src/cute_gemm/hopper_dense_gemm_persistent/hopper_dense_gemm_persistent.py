@@ -56,6 +56,10 @@ class HopperDenseGemmPersistent(GemmPlan):
         if torch.cuda.is_available():
             import cutlass.utils
 
+            # HardwareInfo queries the driver in the current context: make sure torch has
+            # created it (a plan built before any tensor would otherwise see no context:
+            # CUDA_ERROR_INVALID_CONTEXT).
+            torch.ones(1, device="cuda")
             n = cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)
             return int(n), "cutlass.utils.HardwareInfo on this GPU"
         sms = int(config.get("sm_count", H100_H200_SM_COUNT))

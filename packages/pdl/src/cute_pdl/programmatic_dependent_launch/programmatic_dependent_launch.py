@@ -144,7 +144,7 @@ class ProgrammaticDependentLaunch(KernelPlan):
     def profile_problems(self) -> list[dict[str, Any]]:
         """The example's size (launch-bound: where PDL matters), a mid size, and a size whose
         kernels are many waves long (where the overlap is a small share of the time)."""
-        return [dict(PROBLEM_DEFAULTS), {"M": 1024, "N": 1024}, {"M": 4096, "N": 4096}]
+        return [dict(PROBLEM_DEFAULTS), {"M": 1024, "N": 1024}, {"M": 8192, "N": 8192}]
 
     def compute_dtype(self, problem: Mapping[str, Any]) -> str:
         return DTYPE
