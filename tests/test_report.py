@@ -198,7 +198,8 @@ def test_compare_renders_the_requests_table_with_differences_and_insights(record
     assert rows["SMEM/block (KB)"][:2] == ["198.0", "99.0"]
     assert "hopper_dense_gemm 1, torch_matmul 2" in rows["SMEM/block (KB)"][3]
     assert rows["ncu duration (us)"][:2] == ["1420.0", "1380.0"]
-    assert "hopper_dense_gemm: compute-bound; torch_matmul: compute-bound." in text
+    assert "hopper_dense_gemm: compute-bound by ncu's Speed Of Light" in text
+    assert "torch_matmul: compute-bound by ncu's Speed Of Light" in text
     assert "Sources: hopper_dense_gemm: ncu `" in text
 
 

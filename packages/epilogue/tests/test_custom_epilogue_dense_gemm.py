@@ -6,6 +6,8 @@ the CUTLASS sources are absent; once they are filled in it must pass on any mach
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from kernelplan.cutlass_src import have_sources
@@ -47,9 +49,8 @@ def test_static_compile_for_target_sm():
     assert report["mma_mnemonics"], "a tcgen05 GEMM with no UTC*MMA: not the main kernel"
 
 
-def _body(fn: "ast.FunctionDef") -> list[str]:
+def _body(fn: ast.FunctionDef) -> list[str]:
     """The statements of a function, docstring left out, as ast dumps."""
-    import ast
 
     stmts = fn.body
     if stmts and isinstance(stmts[0], ast.Expr) and isinstance(stmts[0].value, ast.Constant):
@@ -61,7 +62,6 @@ def _body(fn: "ast.FunctionDef") -> list[str]:
 def test_epilogue_is_upstreams():
     """The adapter restates the epilogue local to upstream's run(): same parameters, same
     statements (read with ast; nothing is imported)."""
-    import ast
     import inspect
     import textwrap
 

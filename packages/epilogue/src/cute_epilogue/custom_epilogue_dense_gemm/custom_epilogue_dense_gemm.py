@@ -205,7 +205,9 @@ class CustomEpilogueDenseGemm(KernelPlan):
         try:
             m, n, k, l = (int(v) for v in str(args.mnkl).split(","))
         except ValueError:
-            raise ShapeError(f"--mnkl expects four comma-separated integers, got {args.mnkl}")
+            raise ShapeError(
+                f"--mnkl expects four comma-separated integers, got {args.mnkl}"
+            ) from None
         problem = {**PROBLEM_DEFAULTS, "m": m, "n": n, "k": k, "l": l}
         for key in PROBLEM_DEFAULTS:
             if key not in "mnkl" and hasattr(args, key):

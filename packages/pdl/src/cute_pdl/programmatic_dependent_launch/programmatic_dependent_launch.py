@@ -19,7 +19,7 @@ How it is reached (the two differences from upstream, both deliberate):
 - Upstream compiles ``elementwise_add`` twice (L271, L281) and calls the two compiled functions
   one after the other from Python (``run_func``, L293). Here one ``@cute.jit`` host function,
   :func:`.sequence.pdl_sequence`, calls ``elementwise_add`` twice (the DSL inlines a ``@cute.jit``
-  called from another), so one compile holds both kernels and one launch enqueues the whole
+  called from another), so one compile holds both kernels and one call enqueues the whole
   sequence: the harness times the sequence as one unit, the check sees both outputs, and the
   static record analyses both kernels (the main one plus ``functions``). Nothing may sit
   between the two launches: an event recorded between them would stand between primary and
@@ -36,9 +36,10 @@ Timing: CUDA-graph replay by default (config ``cuda_graph``, default True; the h
 ``--cuda-graph`` flag also turns it on). A kernel of the example's size (256x256 f32: 32 CTAs,
 a few microseconds) is shorter than the host's launch cost, so with plain launches the GPU
 drains its queue between sequences and kernel 2 is often submitted after kernel 1 has ended:
-there is nothing left to overlap, and the timing is the host's. Graph replay (as upstream's
-benchmark, ``use_cuda_graphs=True`` at L336) keeps the PDL attribute as a programmatic edge and
-launches the sequences back to back with no host in between, which is where PDL's gain shows.
+there is nothing left to overlap, and the timing is the host's (the H200 A/B of both modes
+settles it). Graph replay (as upstream's benchmark, ``use_cuda_graphs=True`` at L336) keeps the
+PDL attribute as a programmatic edge and launches the sequences back to back with no host in
+between, which is where PDL's gain shows.
 ``--config cuda_graph=false`` times plain launches for comparison.
 
 Target SM: ``griddepcontrol`` needs sm_90 or newer and nothing arch-specific; the scaffold
@@ -54,7 +55,7 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, CuteKernel, KernelPlan, ShapeError, TensorSpec
+from kernelplan import STREAM, CuteKernel, KernelPlan, KernelPlanError, ShapeError, TensorSpec
 from kernelplan.kernel import Const
 
 #: The example's CLI defaults for the workload (its argparse, from L345).
@@ -73,11 +74,28 @@ ORDER = ("u", "v", "w", "x", "y")
 OUTPUTS = ("w", "y")
 
 
+def _require_tvm_ffi() -> None:
+    """Fail with one clear line where ``apache-tvm-ffi`` is missing: the example folder holds a
+    ``tvm_ffi/`` directory with no ``__init__``, which ``import tvm_ffi`` would otherwise take as
+    a namespace package (then the DSL fails with "module 'tvm_ffi' has no attribute ...")."""
+    try:
+        import tvm_ffi
+    except ImportError:
+        tvm_ffi = None
+    if tvm_ffi is None or not hasattr(tvm_ffi, "Function"):
+        raise KernelPlanError(
+            "programmatic_dependent_launch compiles with --enable-tvm-ffi and needs the "
+            "apache-tvm-ffi package (>=0.1.15,<0.2): `uv sync --all-packages`, or stage its "
+            "wheel for an offline host"
+        )
+
+
 def _pdl_sequence() -> Callable[..., Any]:
     """The ``@cute.jit`` host function of the two-kernel sequence (:mod:`.sequence`)."""
+    _require_tvm_ffi()
     from .sequence import SOURCE, pdl_sequence
 
-    assert SOURCE == ProgrammaticDependentLaunch.source
+    assert ProgrammaticDependentLaunch.source == SOURCE
     return pdl_sequence
 
 
