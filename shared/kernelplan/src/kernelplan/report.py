@@ -647,12 +647,21 @@ def config_overrides(config: Mapping[str, Any]) -> list[str]:
 
 # -- the package report ---------------------------------------------------------------------
 def _newest_per_key(records: Sequence[Rec], kind: str) -> list[Rec]:
+    """Per (kernel, problem), the newest record of ``kind``; for benchmarks, preferring plain
+    launches (no CUDA graph) whose clock did not throttle, then any."""
+
+    def rank(p: Path, r: Mapping[str, Any]) -> tuple:
+        clean = not (r.get("timing") or {}).get("cuda_graph") and not (
+            (r.get("throttle") or {}).get("throttled")
+        )
+        return (clean, _created(r), str(p))
+
     best: dict[tuple, Rec] = {}
     for p, r in records:
         if r.get("kind") != kind:
             continue
         k = (r.get("kernel"), _canon(r.get("problem")))
-        if k not in best or (_created(r), str(p)) >= (_created(best[k][1]), str(best[k][0])):
+        if k not in best or rank(p, r) >= rank(*best[k]):
             best[k] = (p, r)
     return sorted(best.values(), key=lambda pr: (pr[1].get("kernel", ""), _size(pr[1])))
 
