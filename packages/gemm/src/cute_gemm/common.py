@@ -126,12 +126,15 @@ class GemmPlan(KernelPlan):
         return 2.0 * m * n * k * l, float((m * k + n * k) * l * ab + m * n * l * c)
 
     def check_problems(self) -> list[dict[str, Any]]:
-        """A square one, a batched one (L > 1), and one whose M and N are not multiples of
-        any tile (the TMA bounds and the epilogue's predication must hold)."""
+        """A square one, a batched one (L > 1), one whose M and N are not multiples of any
+        tile (the TMA bounds and the epilogue's predication must hold), and one with more
+        output tiles than an H100/H200 has SMs (512 tiles of 128x256), so that every CTA of a
+        persistent kernel runs several tiles and its per-tile state must be reset correctly."""
         return [
             self.problem(2048, 2048, 2048),
             self.problem(1024, 512, 768, l=3),
             self.problem(1000, 1112, 1024),
+            self.problem(4096, 4096, 512),
         ]
 
     def profile_problems(self) -> list[dict[str, Any]]:
