@@ -83,3 +83,17 @@ def test_static_run_writes_exactly_one_new_record(capsys, results_dir):
     assert rc == 0, capsys.readouterr().err
     recs = list(results_dir.rglob("*.json"))
     assert len(recs) == 1 and recs[0].parent.name == "hopper-dense-gemm"
+
+
+def test_init_option_reaches_the_problem_and_the_tensor_specs():
+    from kernelplan.cli import build_parser
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("gemm", "hopper_dense_gemm")()
+    args = build_parser(plan).parse_args(["--init", "randint"])
+    prob = plan.problem_from_args(args)
+    assert prob["init"] == "randint"
+    specs = plan.tensor_specs(prob)
+    assert specs["a"].init == specs["b"].init == "randint" and specs["a"].scale == 2.0
+    default = plan.problem_from_args(build_parser(plan).parse_args([]))
+    assert "init" not in default and plan.tensor_specs(default)["a"].init == "randn"

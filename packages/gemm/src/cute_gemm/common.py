@@ -57,6 +57,8 @@ class GemmPlan(KernelPlan):
             "dtype": args.dtype,
             "c_dtype": args.c_dtype or args.dtype,
         }
+        if args.init != "randn":
+            prob["init"] = args.init
         self.validate(prob)
         return prob
 
