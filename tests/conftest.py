@@ -4,6 +4,7 @@ reason when neither third_party/cutlass nor $CUTLASS_DIR holds them."""
 from __future__ import annotations
 
 import pytest
+
 from kernelplan.cutlass_src import have_sources
 
 needs_sources = pytest.mark.skipif(

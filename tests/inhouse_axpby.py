@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import cutlass
 import cutlass.cute as cute
+
 from kernelplan import STREAM, CuteKernel, KernelPlan, ShapeError, TensorSpec
 
 THREADS = 128

@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+
 from kernelplan.check import TOLERANCES, compare, poison, tolerance_for
 from kernelplan.errors import KernelPlanError
 

@@ -1,6 +1,7 @@
 """The in-house kernel through CuteKernel and the static path, for sm_90a and sm_80 on the CPU."""
 
 import pytest
+
 from kernelplan import CuteKernel, TensorSpec
 from kernelplan.kernel import STREAM, Const
 from kernelplan.timing import TimingError, benchmark, is_uncompiled_jit

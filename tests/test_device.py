@@ -1,4 +1,5 @@
 import pytest
+
 from kernelplan.device import ArchMismatch, DeviceInfo, parse_sm, require_runs_on, runs_on
 from kernelplan.errors import KernelPlanError
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from kernelplan.kb import catalog, manifest
 from kernelplan.kb.citations import figures
 from kernelplan.kb.cli import main

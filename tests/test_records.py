@@ -1,6 +1,7 @@
 import json
 
 import pytest
+
 from kernelplan.errors import KernelPlanError
 from kernelplan.records import load_records, write_record
 

@@ -1,4 +1,5 @@
 import pytest
+
 from kernelplan.roofline import PEAKS, lookup_peaks, roofline
 
 

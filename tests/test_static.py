@@ -17,6 +17,7 @@ import cutlass
 import cutlass.cute as cute
 import pytest
 from cutlass.cute.runtime import make_fake_compact_tensor
+
 from kernelplan import static
 from kernelplan.errors import KernelPlanError
 from kernelplan.sass import OTHER, SASS_CATEGORIES, categorize, local_access_bytes, parse_sass

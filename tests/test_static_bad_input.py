@@ -47,8 +47,8 @@ def test_compile_rejected_by_the_dsl_shows_its_diagnostic_and_the_example_line(
     class Unchecked(BlackwellDenseGemm):
         """The adapter without its own config check: the DSL itself rejects the tile."""
 
-        def validate_config(self, config, problem):
-            return {**self.default_config(problem), **config}
+        def validate_config(self, problem, config):
+            return None
 
     argv = ["--prof_type", "static", "--m", "256", "--n", "256", "--k", "256"]
     rc = run_kernel_cli(Unchecked(), [*argv, "--config", "mma_tiler_mn=64x64"])
@@ -75,6 +75,7 @@ def test_compile_rejected_by_the_dsl_shows_its_diagnostic_and_the_example_line(
     )
 
 
+@needs_sources  # the compile before the SASS step needs the example sources
 def test_missing_cuobjdump(capsys, results_dir, cache_dir, monkeypatch, tmp_path):
     from kernelplan import static
 

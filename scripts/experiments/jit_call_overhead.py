@@ -13,7 +13,6 @@ kernel "jit-call-overhead"). Needs a CUDA GPU.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -63,8 +62,9 @@ def main() -> int:
     comp = host_times(lambda: compiled(x, y, alpha, stream), args.reps)
     launch = kernel.bind(inputs)
     ev = benchmark([launch], warmup=5, reps=max(args.reps, 20))
-    d, c = summarize(direct, warmup=0, workspaces=1, cuda_graph=False), summarize(
-        comp, warmup=0, workspaces=1, cuda_graph=False
+    d, c = (
+        summarize(direct, warmup=0, workspaces=1, cuda_graph=False),
+        summarize(comp, warmup=0, workspaces=1, cuda_graph=False),
     )
     dev = current_device()
     rec = {

@@ -101,7 +101,10 @@ def test_problems_the_tutorial_cannot_take_are_refused(name, mnk, needle):
 def test_tile_cluster_and_stages_are_not_configs():
     p = _plan("fp16_gemm_2")
     with pytest.raises(ShapeError, match="module constants"):
+        p.validate_config(p.check_problems()[0], {"ab_stages": 3})
+    with pytest.raises(ShapeError, match="module constants"):
         p.plan(p.check_problems()[0], {"ab_stages": 3})
+    p.validate_config(p.check_problems()[0], {"sm_count": 132})
 
 
 def test_references_on_the_cpu():

@@ -48,7 +48,7 @@ def test_adapter_facts(name):
     assert cfg["mma_tiler_mn"] == [256, 256] and cfg["cluster_mn"] == [2, 1]
     assert cfg["use_2cta"] is True and cfg["use_tma_store"] is True
     for c in p._autotune_configs(p.check_problems()[0]):
-        p.validate_config(c, p.problem(4096, 4096, 4096))
+        p.validate_config(p.problem(4096, 4096, 4096), c)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def test_adapter_facts(name):
 def test_configs_upstream_rejects_are_one_line(config, needle):
     p = _plan("dense_gemm")
     with pytest.raises(ShapeError, match=needle) as e:
-        p.validate_config(config, p.problem(1000, 1112, 1024))
+        p.validate_config(p.problem(1000, 1112, 1024), config)
     assert "\n" not in str(e.value)
 
 

@@ -220,7 +220,9 @@ class TutorialGemmPlan(KernelPlan):
         compile-time ``max_active_clusters`` constants)."""
         return (t["a"], t["b"], t["c"], *consts)
 
-    def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> CuteKernel:
+    def validate_config(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+        """Raises ShapeError for a config key other than ``sm_count``: the tutorial's tile,
+        cluster and stages are module constants, not arguments."""
         unknown = sorted(set(config) - set(self.config_keys))
         if unknown:
             raise ShapeError(
@@ -228,6 +230,9 @@ class TutorialGemmPlan(KernelPlan):
                 f"and stages are module constants in {self.source}; accepted: "
                 f"{', '.join(self.config_keys)}"
             )
+
+    def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> CuteKernel:
+        self.validate_config(problem, config)
         mod = load_example(self.source)
         if tuple(mod.mma_tiler_mnk[:2]) != tuple(self.tile_mn):
             raise KernelPlanError(

@@ -115,21 +115,27 @@ class BlackwellDenseGemmPlan(GemmPlan):
             for t, c, two in space
         ]
 
-    def validate_config(
-        self, config: Mapping[str, Any], problem: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """The config, normalised (tuples, bools), with defaults filled in.
+    def full_config(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """``config`` over the defaults, normalised (tuples, bools); no checks."""
+        cfg = {**self.default_config(problem), **config}
+        return {
+            **cfg,
+            "mma_tiler_mn": tuple(int(x) for x in cfg["mma_tiler_mn"]),
+            "cluster_mn": tuple(int(x) for x in cfg["cluster_mn"]),
+            "use_2cta": bool(cfg["use_2cta"]),
+            "use_tma_store": bool(cfg["use_tma_store"]),
+        }
+
+    def validate_config(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+        """Upstream's own constraints, checked before anything is loaded or compiled.
 
         Raises:
             ShapeError: a tile/cluster shape upstream rejects, or a problem the chosen
                 epilogue cannot cover (no TMA store: M and N must be CTA-tile multiples).
         """
-        cfg = {**self.default_config(problem), **config}
-        tile = tuple(int(x) for x in cfg["mma_tiler_mn"])
-        cluster = tuple(int(x) for x in cfg["cluster_mn"])
-        two = bool(cfg["use_2cta"])
-        tma_store = bool(cfg["use_tma_store"])
-        name = self.name
+        cfg = self.full_config(problem, config)
+        tile, cluster = cfg["mma_tiler_mn"], cfg["cluster_mn"]
+        two, name = cfg["use_2cta"], self.name
         if len(tile) != 2 or len(cluster) != 2:
             raise ShapeError(f"{name}: mma_tiler_mn and cluster_mn take two values (MxN)")
         allowed_m = (128, 256) if two else (64, 128)
@@ -150,7 +156,7 @@ class BlackwellDenseGemmPlan(GemmPlan):
                 f"{name}: cluster_mn {cluster} unsupported; powers of two, "
                 "at most 16 CTAs (times split_k)"
             )
-        if not tma_store:
+        if not cfg["use_tma_store"]:
             cta_m = tile[0] // (2 if two else 1)
             if problem["m"] % cta_m or problem["n"] % tile[1]:
                 raise ShapeError(
@@ -158,13 +164,6 @@ class BlackwellDenseGemmPlan(GemmPlan):
                     f"must be multiples of the CTA tile {cta_m}x{tile[1]} (got "
                     f"{problem['m']}x{problem['n']}); use use_tma_store=true"
                 )
-        return {
-            **cfg,
-            "mma_tiler_mn": tile,
-            "cluster_mn": cluster,
-            "use_2cta": two,
-            "use_tma_store": tma_store,
-        }
 
     def extra_args(self, cfg: Mapping[str, Any]) -> tuple:
         """Constructor arguments after the common five (``extra_defaults`` order)."""
@@ -174,7 +173,8 @@ class BlackwellDenseGemmPlan(GemmPlan):
     def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> CuteKernel:
         import cutlass
 
-        cfg = self.validate_config(config, problem)
+        self.validate_config(problem, config)
+        cfg = self.full_config(problem, config)
         tile, cluster = cfg["mma_tiler_mn"], cfg["cluster_mn"]
         mod = load_example(self.source)
         gemm = getattr(mod, self.upstream_class)(

@@ -683,6 +683,7 @@ def sweep(
             warm, warm_failed, warm_out = _sweep_once(packages, env)
             n_cached = len(StaticCache(env[CACHE_ENV]).entries())
         rows = len(re.findall(r"^\| `", cold_out, flags=re.M))
+        warm_hits = sum(int(n) for n in re.findall(r"\((\d+) from the compile cache", warm_out))
         log(f"{mode}: cold sweep ({', '.join(packages)}, {n_cached} kernels): {cold:.1f} s")
         log(f"{mode}: warm sweep ({', '.join(packages)}, {n_cached} kernels): {warm:.1f} s")
         runs[mode] = {
@@ -690,12 +691,19 @@ def sweep(
             "warm_seconds": round(warm, 2),
             "kernels": n_cached,
             "table_rows": rows,
+            "warm_hits": warm_hits,
             "cold_failed_runs": cold_failed,
             "warm_failed_runs": warm_failed,
             "load_average_before_cold": load_before,
             "load_average_before_warm": load_mid,
             "load_average_after": _loadavg(),
         }
+        if warm_hits != rows:
+            log(
+                f"{mode}: warning: the warm run compiled {rows - warm_hits} kernel(s) again "
+                "(a source they depend on changed during the sweep?): its time is not a warm time"
+            )
+            failed_any = True
         if cold_failed or warm_failed:
             failed_any = True
             log((cold_out + warm_out)[-4000:])
@@ -714,7 +722,9 @@ def sweep(
         "cache the cold run filled",
     }
     log("goals: cold <= 60 s, warm <= 10 s")
-    if record:
+    if record and failed_any:
+        log("not recorded: a run failed or the warm run was not warm")
+    elif record:
         rec = {
             "kind": "sweep-timing",
             "package": "kernelplan",

@@ -112,6 +112,7 @@ def run_kernel(plan: KernelPlan, args: argparse.Namespace, *, log=print) -> int:
     problem = plan.problem_from_args(args)
     plan.validate(problem)
     config = {**plan.default_config(problem), **parse_config_overrides(args.config)}
+    plan.validate_config(problem, config)
     record_dir = args.results_dir
 
     def save(rec):

@@ -63,6 +63,12 @@ class KernelPlan(abc.ABC):
     def validate(self, problem: Mapping[str, Any]) -> None:  # noqa: B027 - optional hook
         """Raise :class:`ShapeError` for a problem this kernel cannot take."""
 
+    def validate_config(  # noqa: B027 - optional hook
+        self, problem: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> None:
+        """Raise :class:`ShapeError` for a config the kernel rejects, before anything is
+        loaded or compiled (so a bad ``--config`` is one line even without the sources)."""
+
     @abc.abstractmethod
     def tensor_specs(self, problem: Mapping[str, Any]) -> dict[str, TensorSpec]:
         """Every tensor argument, by name (inputs and outputs)."""
@@ -222,6 +228,7 @@ class KernelPlan(abc.ABC):
         if not arch:
             raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
         devmod.parse_sm(arch)
+        self.validate_config(problem, config)
         label = f"{self.package}/{self.name}"
         store = cachemod.StaticCache() if use_cache else None
         key = comps = None

@@ -33,6 +33,9 @@ class HopperDenseGemm(GemmPlan):
     def _autotune_configs(self, problem: Mapping[str, Any]) -> list[dict[str, Any]]:
         return hopper_autotune_space()
 
+    def validate_config(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+        validate_hopper_config(self.name, config)
+
     def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> CuteKernel:
         import cutlass
 

@@ -65,6 +65,9 @@ class HopperDenseGemmPersistent(GemmPlan):
         sms = int(config.get("sm_count", H100_H200_SM_COUNT))
         return sms // cluster_size, f"no GPU: assumed {sms} SMs / cluster size {cluster_size}"
 
+    def validate_config(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+        validate_hopper_config(self.name, config)
+
     def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> CuteKernel:
         import cutlass
 
