@@ -298,3 +298,32 @@ def test_run_static_many_answers_in_order_with_errors_inline(cache_dir):
     assert [i for i, _, _ in out] == [0, 1, 2]
     assert out[0][1]["cache"]["hit"] and out[2][1]["registers"] == 42
     assert isinstance(out[1][1], ShapeError)
+
+
+def test_an_equal_static_record_is_found_again(tmp_path, monkeypatch):
+    from kernelplan.records import write_record
+
+    plan = FakePlan()
+    plan.source = None
+    results = tmp_path / "results"
+    st = {**RESULT, "compile_seconds": 1.0, "cubin_path": "/a"}
+    env = {
+        "nvidia_cutlass_dsl": cachemod._dist_version("nvidia-cutlass-dsl"),
+        "cutlass_commit_sources": cachemod._cutlass_commit(),
+    }
+    rec = {
+        "kind": "static",
+        "package": "tests",
+        "kernel": "fake",
+        "source": None,
+        "problem": PROB,
+        "config": CFG,
+        "env": env,
+        "static": st,
+    }
+    path = write_record(rec, results)
+    again = {**RESULT, "compile_seconds": 2.5, "cubin_path": "/b"}  # same numbers, new compile
+    assert cachemod.matching_static_record(results, plan, PROB, CFG, again) == path
+    other = {**RESULT, "registers": 43}
+    assert cachemod.matching_static_record(results, plan, PROB, CFG, other) is None
+    assert cachemod.matching_static_record(results, plan, {**PROB, "n": 1}, CFG, again) is None

@@ -16,7 +16,7 @@ the result depends on, so that a change of any of them misses:
 - the adapter: sha256 of the plan class's module, of the modules it imports from its own
   package (followed transitively), and of every class file of its MRO;
 - the analyser: sha256 of the kernelplan modules that produce the result (``static``,
-  ``sass``, ``kernel``, ``plan``, ``cache``);
+  ``sass``, ``kernel``, ``plan``);
 - the kernel: package, name, upstream path, target SMs, the arch compiled for, the problem
   (shapes, dtypes), the config, and every tensor spec (shape, dtype, view, dynamic marks,
   alignment, spec class);
@@ -40,10 +40,13 @@ of compiled modules (``CUTE_DSL_CACHE_DIR``, default ``/tmp/$USER/cutlass_python
 ``CUTE_DSL_DISABLE_FILE_CACHING``), keyed by the hash of the traced MLIR module. A hit there
 still traces the Python kernel (the hash is of the traced module) and still needs the DSL
 imported; and every ``CUTE_DSL_KEEP`` setting (which static analysis needs for the cubin)
-bypasses it. ``JitCompiledFunction.export_to_c(dir, name)`` writes a header and an object
-file that ``cutlass.runtime.load_module`` loads back, for AOT use; launching it needs a GPU.
-So this cache keeps analysis results and cubins; launchable compiled functions stay with the
-DSL's own cache on a GPU host.
+bypasses it. ``JitCompiledFunction.export_to_c(dir, name)`` writes a C header and an object
+file that ``cutlass.runtime.load_module(path).<name>`` loads back as a compiled function,
+without tracing (checked on the CPU for fp16_gemm_0 compiled for sm_100a with fake tensors:
+a 2675-byte header and a 41816-byte object, loaded; calling it needs the GPU; a host
+function whose ``stream`` parameter has no annotation fails the export). So this cache
+keeps analysis results and cubins; a cache of launchable functions would export there and
+load in ``CuteKernel.compile`` (not done here).
 
 Misses in a package-wide run compile in parallel worker processes
 (:func:`run_static_many`, ``$KERNELPLAN_JOBS``, default the CPU count, at most 4).
@@ -87,8 +90,9 @@ _ENV_IGNORED = {
     "CUTE_DSL_LOG_TO_CONSOLE",
     "CUTE_DSL_LOG_TO_FILE",
 }
-#: kernelplan modules whose code produces a static result.
-ANALYSER_MODULES = ("static.py", "sass.py", "kernel.py", "plan.py", "cache.py")
+#: kernelplan modules whose code produces a static result (this module's own changes show in
+#: the key's components, or bump ``SCHEMA``).
+ANALYSER_MODULES = ("static.py", "sass.py", "kernel.py", "plan.py")
 
 _warned: set[str] = set()
 _lock = threading.Lock()
@@ -510,6 +514,61 @@ class StaticCache:
         if self.enabled and (self.root / "static").is_dir():
             shutil.rmtree(self.root / "static")
         return n
+
+
+#: What makes two static results the same measurement (compile time and paths excluded).
+_SAME_FIELDS = (
+    "kernel",
+    "arch",
+    "registers",
+    "spill_store_bytes",
+    "spill_load_bytes",
+    "stack_bytes",
+    "local_bytes",
+    "static_smem_bytes",
+    "dynamic_smem_bytes",
+    "cubin_bytes",
+    "instructions",
+    "categories",
+    "opcodes",
+    "mma_mnemonics",
+    "barriers",
+    "max_active_clusters",
+)
+
+
+def matching_static_record(
+    results_root: str | os.PathLike,
+    plan: Any,
+    problem: Mapping[str, Any],
+    config: Mapping[str, Any],
+    result: Mapping[str, Any],
+) -> Path | None:
+    """An existing ``static`` record under ``results_root`` of the same kernel, problem,
+    config, DSL version and CUTLASS commit whose footprint equals ``result`` (compile time and
+    file paths aside): the same measurement, so a fresh compile need not be recorded again.
+    The newest such record, or None."""
+    from .records import load_records
+
+    want = {k: result.get(k) for k in _SAME_FIELDS}
+    want_fns = [{k: f.get(k) for k in _SAME_FIELDS} for f in result.get("functions") or []]
+    norm = json.loads(json.dumps({"p": dict(problem), "c": dict(config)}, default=str))
+    for path, rec in reversed(
+        load_records(results_root, package=plan.package, kernel=plan.name, kind="static")
+    ):
+        st = rec.get("static") or {}
+        env = rec.get("env") or {}
+        if (
+            rec.get("problem") == norm["p"]
+            and rec.get("config") == norm["c"]
+            and rec.get("source") == plan.source
+            and env.get("nvidia_cutlass_dsl") == _dist_version("nvidia-cutlass-dsl")
+            and env.get("cutlass_commit_sources") in (_cutlass_commit(), None)
+            and {k: st.get(k) for k in _SAME_FIELDS} == want
+            and [{k: f.get(k) for k in _SAME_FIELDS} for f in st.get("functions") or []] == want_fns
+        ):
+            return path
+    return None
 
 
 def _with_cubin(result: Mapping[str, Any], cubin: str) -> dict[str, Any]:

@@ -252,7 +252,7 @@ def analyze_package(
     from pathlib import Path
 
     from . import static
-    from .cache import StaticCache, run_static_many
+    from .cache import StaticCache, matching_static_record, run_static_many
     from .records import results_root
 
     t0 = time.perf_counter()
@@ -284,6 +284,10 @@ def analyze_package(
         )
         if record:
             path = store.record_under(cache["key"], root) if cache.get("hit") else None
+            if path is None:  # the same numbers may already be recorded (e.g. after a
+                path = matching_static_record(root, plan, prob, config, st)  # harness edit)
+                if path is not None and cache.get("key"):
+                    store.note_record(cache["key"], path)
             if path is None:
                 rec = plan.record_base("static", prob, config)
                 rec["static"] = st
