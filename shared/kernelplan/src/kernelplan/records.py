@@ -46,11 +46,9 @@ def environment(device: Any = None) -> dict[str, Any]:
     """Versions and host facts recorded with every number."""
     from .cutlass_src import PINNED_COMMIT, source_commit
 
-    import sys as _sys
-
     # the loaded torch's own version when it is imported; else its distribution's (no import:
     # importing torch costs seconds in a CPU-only static run)
-    torch_mod = _sys.modules.get("torch")
+    torch_mod = sys.modules.get("torch")
     torch_v = getattr(torch_mod, "__version__", None) or _version("torch")
     return {
         "host": platform.node(),
