@@ -97,3 +97,36 @@ def test_init_option_reaches_the_problem_and_the_tensor_specs():
     assert specs["a"].init == specs["b"].init == "randint" and specs["a"].scale == 2.0
     default = plan.problem_from_args(build_parser(plan).parse_args([]))
     assert "init" not in default and plan.tensor_specs(default)["a"].init == "randn"
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (
+            ["hopper_dense_gemm", "--prof_type", "static", "--config", "tile_nm=128x128"],
+            "unknown config key(s) tile_nm; known: cluster_mn, sm_count, tile_mn",
+        ),
+        (
+            ["hopper_dense_gemm", "--prof_type", "static", "--arch", "sm_100a"],
+            "--arch sm_100a is not one of its targets",
+        ),
+        (
+            ["hopper_dense_gemm", "--prof_type", "static", "--results-dir", "/proc/no/such"],
+            "cannot write result records under /proc/no/such",
+        ),
+    ],
+)
+def test_refused_before_any_work(capsys, results_dir, argv, needle):
+    rc, err = _run(capsys, argv)
+    assert rc == 2 and err.startswith("error: ") and "\n" not in err and needle in err
+    assert not results_dir.exists() or not any(results_dir.rglob("*.json"))
+
+
+def test_unreadable_record_is_skipped_with_a_warning(tmp_path, capsys):
+    from kernelplan.records import load_records, write_record
+
+    good = write_record({"kind": "check", "package": "gemm", "kernel": "k"}, tmp_path)
+    bad = good.parent / "truncated.json"
+    bad.write_text('{"kind": "che')
+    assert [p for p, _ in load_records(tmp_path)] == [good]
+    assert f"skipping unreadable record {bad}" in capsys.readouterr().err

@@ -737,3 +737,12 @@ def test_records_of_peers_and_slugged_folders(tree: Layout) -> None:
     c = catalog.Catalogs(tree, manifest.load(tree))
     assert "results/demo/demo-gemm/s.json" in [r.rel for r in c.status(EXAMPLE).static]
     assert c.index.unmatched == []
+
+
+def test_raw_timing_samples_cannot_back_a_figure():
+    from kernelplan.kb.citations import numeric_leaves
+
+    rec = {"timing": {"median_us": 186.1, "samples_us": [183.3, 324.2, 186.0]}, "n": 3}
+    leaves = numeric_leaves(rec)
+    assert 186.1 in leaves and 3 in leaves
+    assert 324.2 not in leaves and 183.3 not in leaves

@@ -13,6 +13,7 @@ from .errors import KernelPlanError
 from .plan import (
     PROF_TYPES,
     KernelPlan,
+    ShapeError,
     config_label,
     die,
     parse_config_overrides,
@@ -111,9 +112,18 @@ def run_kernel(plan: KernelPlan, args: argparse.Namespace, *, log=print) -> int:
 
     problem = plan.problem_from_args(args)
     plan.validate(problem)
-    config = {**plan.default_config(problem), **parse_config_overrides(args.config)}
+    overrides = parse_config_overrides(args.config)
+    unknown = sorted(set(overrides) - plan.known_config_keys(problem))
+    if unknown:
+        known = ", ".join(sorted(plan.known_config_keys(problem)))
+        raise ShapeError(f"{plan.name}: unknown config key(s) {', '.join(unknown)}; known: {known}")
+    config = {**plan.default_config(problem), **overrides}
     plan.validate_config(problem, config)
     record_dir = args.results_dir
+    if not args.no_record:
+        from .records import ensure_writable
+
+        ensure_writable(record_dir)  # before any work: a result must never be lost at the end
 
     def save(rec):
         if args.no_record:
@@ -204,6 +214,8 @@ def run_kernel_cli(
         return run_kernel(plan, args)
     except KernelPlanError as e:
         return die(str(e))
+    except NotImplementedError as e:  # a scaffolded adapter whose TODOs are still open
+        return die(f"{plan.name} is not finished: {str(e).splitlines()[0] if str(e) else e!r}")
 
 
 def package_main(package: str, argv: Sequence[str] | None = None) -> int:

@@ -136,6 +136,14 @@ def load_example(relpath: str) -> ModuleType:
         if relpath in _loaded:
             return _loaded[relpath]
         root = examples_dir()
+        got = source_commit()
+        if got and got != PINNED_COMMIT:
+            print(
+                f"warning: CUTLASS sources at {got[:9]}, the project pins {PINNED_COMMIT[:9]}: "
+                "results may differ from the committed records (git -C third_party/cutlass "
+                f"checkout {PINNED_COMMIT[:9]})",
+                file=sys.stderr,
+            )
         for d in (path.parent, root / "cute", root):
             s = str(d)
             if s not in sys.path:

@@ -102,6 +102,15 @@ class KernelPlan(abc.ABC):
     def default_config(self, problem: Mapping[str, Any]) -> dict[str, Any]:
         return {}
 
+    def known_config_keys(self, problem: Mapping[str, Any]) -> set[str]:
+        """Config keys ``--config`` may set: those of the default and autotune configs, plus
+        ``sm_count`` (the SM count a compile-time cluster count is derived from when no GPU
+        is present)."""
+        keys = set(self.default_config(problem)) | {"sm_count"}
+        for cfg in self._autotune_configs(problem):
+            keys |= set(cfg)
+        return keys
+
     def _autotune_configs(self, problem: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Candidate configs (tile shape, cluster shape, ...) for ``--autotune``."""
         return [self.default_config(problem)]
@@ -228,6 +237,11 @@ class KernelPlan(abc.ABC):
         if not arch:
             raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
         devmod.parse_sm(arch)
+        if self.target_sm and not any(devmod.runs_on(t, arch) for t in self.target_sm):
+            raise KernelPlanError(
+                f"{self.name} targets {' or '.join(self.target_sm)}; --arch {arch} is not one "
+                "of its targets (its code uses that SM's instructions)"
+            )
         self.validate_config(problem, config)
         label = f"{self.package}/{self.name}"
         store = cachemod.StaticCache() if use_cache else None

@@ -62,6 +62,27 @@ def environment(device: Any = None) -> dict[str, Any]:
     }
 
 
+def ensure_writable(root: Path | str | None = None) -> Path:
+    """Create the results folder if needed and prove a file can be made in it.
+
+    Raises:
+        KernelPlanError: it cannot (the message names the folder and the OS error).
+    """
+    root = Path(root) if root is not None else results_root()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".write-probe-{secrets.token_hex(4)}"
+        with open(probe, "x", encoding="utf-8"):
+            pass
+        probe.unlink()
+    except OSError as e:
+        raise KernelPlanError(
+            f"cannot write result records under {root}: {e.strerror or e}; choose another "
+            "--results-dir (or KERNELPLAN_RESULTS), or pass --no-record"
+        ) from None
+    return root
+
+
 def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower()[:40] or "x"
 
@@ -84,7 +105,10 @@ def write_record(record: dict[str, Any], root: Path | None = None) -> Path:
     rec = {"schema": SCHEMA_VERSION, "created_utc": now.isoformat(timespec="seconds"), **record}
     dev = (rec.get("device") or {}).get("name") or "cpu"
     folder = root / _slug(rec["package"]) / _slug(rec["kernel"])
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise KernelPlanError(f"cannot create the record folder {folder}: {e}") from None
     stamp = now.strftime("%Y-%m-%dT%H-%M-%SZ")
     text = json.dumps(rec, indent=1, sort_keys=False, default=_json_default) + "\n"
     for _ in range(8):
@@ -125,7 +149,11 @@ def load_records(
     for p in sorted(base.rglob("*.json")) if base.is_dir() else []:
         try:
             rec = json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            print(f"warning: skipping unreadable record {p}: {e}", file=sys.stderr)
+            continue
+        if not isinstance(rec, dict):
+            print(f"warning: skipping {p}: not a JSON object", file=sys.stderr)
             continue
         if kind and rec.get("kind") != kind:
             continue

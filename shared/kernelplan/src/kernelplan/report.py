@@ -202,6 +202,11 @@ class Side:
         sm, mem = sm or 0.0, mem or 0.0
         if max(sm, mem) < 60:
             return f"latency-bound (SM {sm:.0f}%, memory {mem:.0f}% of peak)"
+        if abs(sm - mem) < 5:
+            return (
+                f"both compute and memory near their limits by ncu's Speed Of Light (SM "
+                f"{sm:.0f}%, memory {mem:.0f}%, which counts L1/SMEM and L2 as well as DRAM)"
+            )
         if sm >= mem:
             return f"compute-bound by ncu's Speed Of Light (SM {sm:.0f}% >= memory {mem:.0f}%)"
         # ncu's memory throughput counts L1/SMEM and L2 as well as DRAM
@@ -895,7 +900,7 @@ def render_report(
         f"# {package}: report",
         "",
         f"Generated {_now()} from {len(records)} records under "
-        f"`{root}`; device(s): {', '.join(devices) or '?'}.",
+        f"`{_display_path(root)}`; device(s): {', '.join(devices) or '?'}.",
         "",
     ]
     plots = []
@@ -1088,6 +1093,17 @@ def _cmd_fidelity(a: argparse.Namespace, root: Path | None) -> int:
             }
             print(f"record: {write_record(rec, root)}")
     return 1 if any(r["verdict"] == "FAIL" for r in rows) else 0
+
+
+def _display_path(p: Path) -> str:
+    """``p`` relative to the checkout when it lies inside it (reports are committed: no
+    machine-specific absolute paths), else as given."""
+    from .cutlass_src import repo_root
+
+    try:
+        return str(Path(p).resolve().relative_to(repo_root()))
+    except ValueError:
+        return str(p)
 
 
 if __name__ == "__main__":

@@ -88,14 +88,17 @@ def check_package(
             elif plan.target_sm:
                 try:
                     st = plan.run_static(prob, config)
-                    rec = plan.record_base("static", prob, config)
-                    rec["static"] = st
-                    path = write_record(rec, results_dir) if record else None
+                    path = static_record(plan, prob, config, st, results_dir)[0] if record else None
                     rows.append(
                         {
                             "kernel": plan.name,
                             "problem": _short(prob),
-                            "result": f"static ({st.get('arch', plan.target_sm[0])})",
+                            "result": (
+                                f"static ({st.get('arch', plan.target_sm[0])}): "
+                                f"{st.get('registers')} regs/thread, "
+                                f"{st.get('dynamic_smem_bytes')} B dynamic SMEM, "
+                                f"{(st.get('categories') or {}).get('mma', 0)} MMA instr"
+                            ),
                             "rel_norm": "-",
                             "record": path.name if path else "-",
                         }
@@ -235,6 +238,36 @@ def profile_package(
     return 1 if ncu_opts is not None and ncu_failed else 0
 
 
+def static_record(plan, prob, config, st, results_dir=None, store=None):
+    """Record a static result unless a committed record already holds the same numbers.
+
+    Returns ``(path, reused)``: the existing record (found through the compile cache's note,
+    or by comparing the numbers) or the newly written one. Re-running an analysis therefore
+    leaves the results folder as it was.
+    """
+    from pathlib import Path
+
+    from .cache import StaticCache, matching_static_record
+    from .records import results_root
+
+    store = store if store is not None else StaticCache()
+    root = Path(results_dir) if results_dir is not None else results_root()
+    cache = st.get("cache") or {}
+    path = store.record_under(cache["key"], root) if cache.get("hit") else None
+    if path is None:  # the same numbers may already be recorded (e.g. after a harness edit)
+        path = matching_static_record(root, plan, prob, config, st)
+        if path is not None and cache.get("key"):
+            store.note_record(cache["key"], path)
+    if path is not None:
+        return path, True
+    rec = plan.record_base("static", prob, config)
+    rec["static"] = st
+    path = write_record(rec, results_dir)
+    if cache.get("key"):
+        store.note_record(cache["key"], path)
+    return path, False
+
+
 def analyze_package(
     package: str, kernel: str | None = None, *, results_dir=None, record: bool = True, log=print
 ) -> int:
@@ -249,15 +282,12 @@ def analyze_package(
     in, and how long it took.
     """
     import time
-    from pathlib import Path
 
     from . import static
-    from .cache import StaticCache, matching_static_record, run_static_many
-    from .records import results_root
+    from .cache import StaticCache, run_static_many
 
     t0 = time.perf_counter()
     store = StaticCache()
-    root = Path(results_dir) if results_dir is not None else results_root()
     items = []
     for plan in _plans(package, kernel):
         if not plan.target_sm:
@@ -283,20 +313,8 @@ def analyze_package(
             else f"compiled in {st.get('compile_seconds') or 0:.1f} s (ready after {seconds:.1f} s)"
         )
         if record:
-            path = store.record_under(cache["key"], root) if cache.get("hit") else None
-            if path is None:  # the same numbers may already be recorded (e.g. after a
-                path = matching_static_record(root, plan, prob, config, st)  # harness edit)
-                if path is not None and cache.get("key"):
-                    store.note_record(cache["key"], path)
-            if path is None:
-                rec = plan.record_base("static", prob, config)
-                rec["static"] = st
-                path = write_record(rec, results_dir)
-                if cache.get("key"):
-                    store.note_record(cache["key"], path)
-                log(f"{plan.name}: {how}; record: {path}")
-            else:
-                log(f"{plan.name}: {how}; record (unchanged): {path}")
+            path, reused = static_record(plan, prob, config, st, results_dir, store)
+            log(f"{plan.name}: {how}; record{' (unchanged)' if reused else ''}: {path}")
         else:
             log(f"{plan.name}: {how}")
         reports.append(st)

@@ -120,8 +120,15 @@ def figures(cell: str) -> list[Figure]:
     return out
 
 
+#: Keys whose values are raw per-launch samples or sample series: a figure must be a summary
+#: (median, p10, a count, ...), never "some sample that happens to equal it", so the figure
+#: check does not look inside them.
+RAW_SAMPLE_KEYS = frozenset({"samples_us", "samples", "sm_mhz_samples", "samples_mhz"})
+
+
 def numeric_leaves(obj: object) -> list[float]:
-    """Every number in a JSON value (booleans and NaN excluded)."""
+    """Every number in a JSON value (booleans and NaN excluded), except inside raw-sample
+    arrays (:data:`RAW_SAMPLE_KEYS`)."""
     out: list[float] = []
     stack = [obj]
     while stack:
@@ -132,7 +139,7 @@ def numeric_leaves(obj: object) -> list[float]:
             if not (isinstance(cur, float) and math.isnan(cur)):
                 out.append(float(cur))
         elif isinstance(cur, dict):
-            stack.extend(cur.values())
+            stack.extend(v for k, v in cur.items() if k not in RAW_SAMPLE_KEYS)
         elif isinstance(cur, list):
             stack.extend(cur)
     return out
