@@ -130,3 +130,15 @@ def test_unreadable_record_is_skipped_with_a_warning(tmp_path, capsys):
     bad.write_text('{"kind": "che')
     assert [p for p, _ in load_records(tmp_path)] == [good]
     assert f"skipping unreadable record {bad}" in capsys.readouterr().err
+
+
+def test_missing_ncu_is_reported_before_the_device_check(
+    capsys, results_dir, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("PATH", str(tmp_path / "nobin"))
+    monkeypatch.setenv("KERNELPLAN_NCU_ROOTS", str(tmp_path / "none"))
+    monkeypatch.delenv("KERNELPLAN_NCU", raising=False)
+    rc, err = _run(capsys, ["hopper_dense_gemm", "--prof_type", "ncu"])
+    assert rc == 2 and err.startswith("error: ") and "\n" not in err
+    assert "ncu" in err.lower() and "GPU" not in err.split("ncu")[0]
+    assert not results_dir.exists() or not any(results_dir.rglob("*.json"))

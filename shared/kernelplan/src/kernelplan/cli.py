@@ -139,6 +139,10 @@ def run_kernel(plan: KernelPlan, args: argparse.Namespace, *, log=print) -> int:
         save(rec)
         return 0
 
+    if args.prof_type == "ncu":  # a missing profiler is a setup error: say so before anything
+        from .ncu import find_ncu
+
+        find_ncu()
     dev = devmod.current_device()
     devmod.require_runs_on(plan.name, plan.target_sm, dev)
     rc = 0
