@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelplan import ShapeError
 from kernelplan import scaffold as S
-from kernelplan.cli import build_parser
+from kernelplan.cli import build_parser, run_kernel_cli
 from kernelplan.cutlass_src import examples_dir
 
 from .conftest import needs_sources
@@ -29,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 HOPPER = "cute/hopper/kernel/dense_gemm/dense_gemm.py"
 BLACKWELL = "cute/blackwell/tutorial/tutorial_gemm/fp16_gemm_0.py"
 AMPERE_ADD = "cute/ampere/kernel/elementwise/elementwise_add.py"
+HOPPER_FMHA = "cute/hopper/kernel/attention/fmha.py"
 
 
 @pytest.fixture
@@ -161,6 +163,11 @@ def test_new_package_files_registration_lint_and_import(workspace, capsys, monke
         "cluster_shape_mn": [1, 1],
     }
     assert plan.check_problems() == [problem]
+    # problem sizes (the integer flags) are validated; the generated test says how to get sources
+    plan.validate(problem)
+    with pytest.raises(ShapeError, match=r"--mnkl takes positive integers.*\[4096, 0, 4096, 1\]"):
+        plan.validate({**problem, "mnkl": [4096, 0, 4096, 1]})
+    assert "(or set CUTLASS_DIR)" in (pkg / "tests" / "test_hopper_gemm.py").read_text()
     # what a person must write is not pretended: each raises, saying so
     assert S.unfinished(cls) == ["tensor_specs", "reference_fn", "_algorithmic_flops_bytes"]
     for call in (
@@ -469,3 +476,144 @@ def test_filled_reference_compiles_statically(
     assert report["registers"] and report["registers"] > 0
     assert report["cubin_bytes"] > 0
     assert report["label"] == f"{package}/{kernel}"
+
+
+@needs_sources
+@pytest.mark.parametrize("size", ["0", "-4"])
+def test_filled_adapter_refuses_non_positive_sizes(workspace, capsys, monkeypatch, size):
+    rc, _, err = _scaffold(workspace, capsys, "sizes", "ew_add", "--from", AMPERE_ADD)
+    assert rc == 0, err
+    path = workspace / "packages/sizes/src/cute_sizes/ew_add/ew_add.py"
+    text = path.read_text()
+    assert 'SIZES: dict[str, str] = {\n    "M": "--M",\n    "N": "--N",\n}' in text
+    assert "Add the kernel's own constraints here" in text and "divisibility" in text
+    _fill(path, ELEMENTWISE_FILL)
+    _, cls = _import_plan(workspace, monkeypatch, "sizes", "ew_add")
+    assert S.unfinished(cls) == []
+    plan = cls()
+    plan.validate(plan.check_problems()[0])  # the example's defaults pass
+    rc = run_kernel_cli(plan, ["--prof_type", "static", "--no-record", "--M", size])
+    out = capsys.readouterr()
+    assert rc == 2
+    assert out.err.startswith("error: ") and out.err.strip().count("\n") == 0, out.err
+    assert f"ew_add: --M takes positive integers (a problem size), got {size}" in out.err
+    assert out.out == ""
+
+
+# --------------------------------------------------------------------------- values run() computes
+
+
+def _upstream_line(relpath: str, code: str) -> int:
+    lines = (examples_dir() / relpath).read_text().splitlines()
+    return next(i for i, ln in enumerate(lines, 1) if ln.strip() == code)
+
+
+@needs_sources
+def test_values_upstream_computes_are_listed_and_cited(workspace, capsys, monkeypatch):
+    ws = workspace
+    rc, out, err = _scaffold(ws, capsys, "attn", "fmha", "--from", HOPPER_FMHA)
+    assert rc == 0, err
+    kdir = ws / "packages/attn/src/cute_attn/fmha"
+    _, cls = _import_plan(ws, monkeypatch, "attn", "fmha")
+    unset = [
+        "mma_tiler",
+        "mask_type",
+        "scale_softmax_log2",
+        "scale_softmax",
+        "scale_output",
+        "window_size_left",
+        "window_size_right",
+    ]
+    methods = ["tensor_specs", "reference_fn", "_algorithmic_flops_bytes"]
+    assert S.unfinished(cls) == methods + [f'default_config["{k}"]' for k in unset]
+
+    # each cites the lines of upstream's run() that compute it; scale_softmax, which upstream
+    # derives from the problem (1/sqrt(...) when 0, times scale_q * scale_k), is not passed raw
+    text = (kdir / "fmha.py").read_text()
+    comments = {}
+    for block in (
+        text.split("def default_config", 1)[1]
+        .split("# -- what only")[0]
+        .split("# TODO(scaffold): ")[1:]
+    ):
+        note, _, rest = block.partition('\n            "')
+        comments[rest.split('"', 1)[0]] = " ".join(note.replace("#", " ").split())
+    assert set(comments) == set(unset)
+    mirror = "upstream derives this from the problem: mirror its formula ("
+    assert all(c.startswith(mirror) and "`run()` L" in c for c in comments.values()), comments
+    assert "it passes `window_size_left if window_size_left is None" in comments["window_size_left"]
+    zero = _upstream_line(HOPPER_FMHA, "if scale_softmax == 0.0:  # default to 1/sqrt(d)")
+    scaled = _upstream_line(HOPPER_FMHA, "scale_softmax = scale_q * scale_k * scale_softmax")
+    assert f"L{zero + 1}, L{scaled}:" in comments["scale_softmax"]
+    assert "scale_softmax = scale_q * scale_k * scale_softmax" in comments["scale_softmax"]
+    tiler = _upstream_line(HOPPER_FMHA, "mma_tiler = (*mma_tiler_mn, d)")
+    assert f"L{tiler}: `mma_tiler = (*mma_tiler_mn, d)`" in comments["mma_tiler"]
+    assert 'v["scale_softmax"]' in text and "scale_softmax" in text.split("REQUIRED")[1]
+    plan = cls()
+    problem = plan.check_problems()[0]
+    assert problem["window_size"] == [-1, -1]
+    plan.validate(problem)  # a -1 default is no size: not refused
+    with pytest.raises(NotImplementedError, match=r"needs a value for .*scale_softmax"):
+        plan.plan(problem, plan.default_config(problem))
+    assert "default_config values: " + ", ".join(unset[:3]) in out
+
+    # filled in (here by hand), a value leaves the list
+    filled = {k: 1 for k in unset if k != "mask_type"}
+    monkeypatch.setattr(cls, "default_config", lambda self, problem: dict(filled))
+    assert S.unfinished(cls) == methods + ['default_config["mask_type"]']
+
+    # the generated test skips, naming every value still to fill
+    test = ws / "packages/attn/tests/test_fmha.py"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(test)],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ws / "packages/attn/src")},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed, 1 skipped" in run.stdout
+    reason = " ".join(run.stdout.split("scaffold TODOs still open in ", 1)[1].split())
+    assert 'default_config["scale_softmax"]' in reason and 'default_config["mma_tiler"]' in reason
+
+
+# --------------------------------------------------------------------------- devlogs
+
+
+@needs_sources
+def test_devlog_of_a_second_kernel_with_the_same_name(workspace, capsys):
+    ws = workspace
+    kernels = ws / "knowledge" / "kernels"
+    rc, out, err = _scaffold(ws, capsys, "elementwise", "foo", "--from", AMPERE_ADD)
+    assert rc == 0, err
+    assert "devlog      knowledge/kernels/foo.md (new stub)" in out
+    first = (kernels / "foo.md").read_text()
+    rc, out, err = _scaffold(ws, capsys, "attention", "foo", "--from", HOPPER_FMHA)
+    assert rc == 0, err
+    assert (kernels / "foo.md").read_text() == first  # the first kernel's, untouched
+    assert "devlog      knowledge/kernels/attention-foo.md (new stub)" in out
+    assert "knowledge/kernels/foo.md is another kernel's devlog" in out
+    second = (kernels / "attention-foo.md").read_text()
+    assert second.startswith("# attention/foo ")
+    assert "Imported: `packages/attention/src/cute_attention/foo/`" in second
+    assert f"Original: `{HOPPER_FMHA}`" in second
+
+
+def test_devlog_path_never_reuses_another_kernels(tmp_path):
+    kernels = tmp_path / "knowledge" / "kernels"
+    kernels.mkdir(parents=True)
+    mine = "packages/b/src/cute_b/foo/"
+
+    def devlog(name: str, imported: str) -> Path:
+        p = kernels / name
+        p.write_text(f"# x\n\n## Source\nOriginal: `x.py`\nImported: `{imported}`\n")
+        return p
+
+    assert S.devlog_path(tmp_path, "b", "foo", mine) == (kernels / "foo.md", None, [])
+    other = devlog("foo.md", "packages/a/src/cute_a/foo/")
+    assert S.devlog_path(tmp_path, "b", "foo", mine) == (kernels / "b-foo.md", None, [other])
+    also = devlog("b-foo.md", "packages/c/src/cute_c/foo/")
+    path, kept, taken = S.devlog_path(tmp_path, "b", "foo", mine)
+    assert (path, kept, taken) == (kernels / "b-foo-2.md", None, [other, also])
+    own = devlog("b-foo-2.md", mine.rstrip("/"))  # this kernel's own: kept, not duplicated
+    assert S.devlog_path(tmp_path, "b", "foo", mine) == (own, own, [other, also])

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from kernelplan import CuteKernel, KernelPlan, KernelPlanError, ShapeError, TensorSpec
 from kernelplan.cutlass_src import load_example
+from kernelplan.device import max_active_clusters
 from kernelplan.kernel import Const, cutlass_dtype
 
 TUTORIAL_DIR = "cute/blackwell/tutorial/tutorial_gemm"
@@ -88,31 +89,12 @@ class TutorialTensor(TensorSpec):
 def tutorial_max_active_clusters(
     cluster_size: int, config: Mapping[str, Any]
 ) -> tuple[int, int | None, str]:
-    """(max_active_clusters, SM count assumed or None, where the number came from).
-
-    On a compute-capability 10.0 GPU (seen through NVML, no torch import):
-    ``cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)``, as the tutorials'
-    ``run_dense_gemm`` does. Elsewhere (a CPU, the H200) the kernel cannot run and the number
-    only shapes the code: ``config["sm_count"]`` (default 148, a B200) // cluster size.
-    """
-    if "sm_count" not in config and _sm100_present():
-        import cutlass.utils
-
-        n = cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)
-        return int(n), None, "cutlass.utils.HardwareInfo on this sm_100 GPU"
-    sms = int(config.get("sm_count", B200_SM_COUNT))
-    return sms // cluster_size, sms, f"assumed {sms} SMs / cluster size {cluster_size}"
-
-
-def _sm100_present() -> bool:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
-        return tuple(pynvml.nvmlDeviceGetCudaComputeCapability(h)) == (10, 0)
-    except Exception:
-        return False
+    """(max_active_clusters, SM count assumed or None, where the number came from): see
+    :func:`kernelplan.device.max_active_clusters` (sm_100 GPU: HardwareInfo; elsewhere
+    ``config["sm_count"]``, default 148, a B200, divided by the cluster size)."""
+    return max_active_clusters(
+        cluster_size, config, capability=(10, 0), default_sm_count=B200_SM_COUNT
+    )
 
 
 class TutorialGemmPlan(KernelPlan):

@@ -193,3 +193,49 @@ def require_runs_on(kernel: str, targets: tuple[str, ...], device: DeviceInfo | 
             f"{kernel} targets {need}; this device is {device.name} ({device.sm}): not run "
             "(use --prof_type=static to compile and analyse it for its own SM)"
         )
+
+
+def gpu_has_capability(major: int, minor: int, index: int = 0) -> bool:
+    """Whether GPU ``index`` has compute capability (major, minor), asked of NVML (no torch
+    import, no CUDA context); False where NVML or a GPU is absent."""
+    nv, h = _nvml_handle(index)
+    if h is None:
+        return False
+    try:
+        return tuple(nv.nvmlDeviceGetCudaComputeCapability(h)) == (major, minor)
+    except Exception:
+        return False
+
+
+def max_active_clusters(
+    cluster_size: int,
+    config: dict[str, Any] | Any,
+    *,
+    capability: tuple[int, int],
+    default_sm_count: int,
+) -> tuple[int, int | None, str]:
+    """The ``max_active_clusters`` a persistent CuTe DSL kernel bakes in as a Constexpr.
+
+    On a GPU of the kernel's own compute ``capability`` (and no ``sm_count`` in ``config``):
+    ``cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)``, as the CUTLASS
+    examples' ``run()`` does, after making sure torch's CUDA context exists (HardwareInfo asks
+    the driver in the current context). Anywhere else the kernel cannot run and the number only
+    shapes the compiled code: ``config["sm_count"]`` (default ``default_sm_count``) divided by
+    the cluster size.
+
+    Returns:
+        (max_active_clusters, the SM count assumed or None, where the number came from).
+    """
+    if "sm_count" not in config and gpu_has_capability(*capability):
+        import cutlass.utils
+        import torch
+
+        torch.ones(1, device="cuda")  # the primary context HardwareInfo needs
+        n = cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)
+        return (
+            int(n),
+            None,
+            f"cutlass.utils.HardwareInfo on this sm_{capability[0]}{capability[1]} GPU",
+        )
+    sms = int(config.get("sm_count", default_sm_count))
+    return sms // cluster_size, sms, f"assumed {sms} SMs / cluster size {cluster_size}"

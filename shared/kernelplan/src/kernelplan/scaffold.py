@@ -14,11 +14,16 @@ What it writes (never overwriting anything that exists):
   imported or run here): the target SM from the instructions it uses, with the evidence; the
   entry point (a class with a ``@cute.jit`` ``__call__``, or a ``@cute.jit`` host function) and
   its signature; the constructor parameters; the example's CLI and its defaults; how upstream
-  compiles it. What only a person can write (tensor specs, the PyTorch reference, FLOPs and
-  bytes) raises ``NotImplementedError("TODO(scaffold): ...")`` saying what to fill in;
+  compiles it; a ``validate`` that refuses non-positive problem sizes (the integer flags).
+  What only a person can write (tensor specs, the PyTorch reference, FLOPs and bytes) raises
+  ``NotImplementedError("TODO(scaffold): ...")`` saying what to fill in; a config value
+  upstream computes before the call (in ``run()``) is None in ``default_config``, with a
+  comment citing the lines that compute it (and, when they read the problem, "mirror its
+  formula");
 - the kernel's row in the package's ``KERNELS`` table, a test that compiles the kernel for its
-  SM on the CPU (skipped, with the reason, while the TODOs are open), and a devlog stub
-  ``knowledge/kernels/<kernel-slug>.md`` (the request's devlog template).
+  SM on the CPU (skipped, with the reason, while anything :func:`unfinished` lists is open),
+  and a devlog stub ``knowledge/kernels/<kernel-slug>.md``, or ``<package>-<kernel>.md`` when
+  that name is another kernel's devlog (the request's devlog template).
 
 It refuses, with one ``error:`` line and exit status 2: an example path that is not a file of
 the sources, a module with no ``__main__`` block or no ``@cute.jit`` entry (a helper library),
@@ -161,8 +166,10 @@ def upstream_default(fn: Any, name: str) -> Any:
 
 
 def unfinished(plan_cls: type) -> list[str]:
-    """Methods of a scaffolded plan class whose body is still the scaffold's
-    ``raise NotImplementedError("TODO(scaffold): ...")``."""
+    """What a person still has to write in a scaffolded plan class: the methods whose body is
+    still the scaffold's ``raise NotImplementedError("TODO(scaffold): ...")``, then each config
+    value the scaffold could not derive (a key of the module's ``REQUIRED`` that
+    ``default_config`` still sets to None), as ``default_config["key"]``."""
     out = []
     for name in ("tensor_specs", "reference_fn", "_algorithmic_flops_bytes", "plan"):
         fn = getattr(plan_cls, name, None)
@@ -178,7 +185,38 @@ def unfinished(plan_cls: type) -> list[str]:
             body = body[1:]
         if len(body) == 1 and _is_todo_raise(body[0]):
             out.append(name)
-    return out
+    return out + [f'default_config["{k}"]' for k in _unset_config(plan_cls)]
+
+
+def _unset_config(plan_cls: type) -> list[str]:
+    """Keys of the adapter module's ``REQUIRED`` that ``default_config`` leaves None, for the
+    first check problem; when that cannot be called, those it writes as a literal None."""
+    required = tuple(getattr(inspect.getmodule(plan_cls), "REQUIRED", ()) or ())
+    if not required:
+        return []
+    try:
+        plan = plan_cls()
+        problems = plan.check_problems()
+        config = plan.default_config(problems[0] if problems else {})
+        return [k for k in required if config.get(k) is None]
+    except Exception:  # a half-written adapter: read the source instead
+        return _literal_none_keys(plan_cls, required)
+
+
+def _literal_none_keys(plan_cls: type, required: tuple[str, ...]) -> list[str]:
+    try:
+        src = textwrap.dedent(inspect.getsource(plan_cls.default_config))
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError):
+        return list(required)
+    unset = {
+        k.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Dict)
+        for k, v in zip(node.keys, node.values, strict=True)
+        if isinstance(k, ast.Constant) and isinstance(v, ast.Constant) and v.value is None
+    }
+    return [k for k in required if k in unset]
 
 
 def _is_todo_raise(stmt: ast.stmt) -> bool:
@@ -321,6 +359,7 @@ class Example:
     cli_line: int | None
     hardware_info_lines: list[int]
     reference_hints: list[tuple[str, int]]
+    checks: list[tuple[str, int]] = field(default_factory=list)  # upstream's can_implement etc.
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -907,6 +946,19 @@ def _reference_hints(tree: ast.Module) -> list[tuple[str, int]]:
     return out[:4]
 
 
+_CHECK_RE = re.compile(r"^(can_implement|is_valid\w*|check_\w*support\w*)$")
+
+
+def _upstream_checks(tree: ast.Module) -> list[tuple[str, int]]:
+    """Upstream's own problem checks (``can_implement``, ``is_valid_*``): (name, line)."""
+    out = [
+        (n.name, n.lineno)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and _CHECK_RE.match(n.name)
+    ]
+    return sorted(out, key=lambda h: h[1])
+
+
 def analyze_example(path: Path, relpath: str, entry: str | None = None) -> Example:
     """Read one example with :mod:`ast`.
 
@@ -949,6 +1001,7 @@ def analyze_example(path: Path, relpath: str, entry: str | None = None) -> Examp
         cli_line,
         hw,
         _reference_hints(tree),
+        _upstream_checks(tree),
     )
 
 
@@ -1067,6 +1120,167 @@ class _Plan:
     call_args: list[str]  # argument expressions of the entry call
     tensors: list[tuple[str, str | None, bool]]  # (name, annotation, optional)
     clusters: list[str]  # values that are upstream's HardwareInfo max_active_clusters
+    sizes: dict[str, str] = field(default_factory=dict)  # problem size key -> its flag
+
+
+def _is_size(f: CliFlag) -> bool:
+    """An integer flag (or integer list) whose default is positive: a problem size (a
+    ``-1`` default, ``--window_size -1,-1``, is not one)."""
+    if f.kwargs.get("type") not in ("int", "int_list") or "action" in f.kwargs:
+        return False
+    values = f.default if isinstance(f.default, list) else [f.default]
+    return bool(values) and all(
+        isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in values
+    )
+
+
+def _read_names(node: ast.AST | None) -> list[str]:
+    """Names an expression reads (``args.x`` reads ``x``, the CLI value), in order."""
+    out: list[str] = []
+    for n in ast.walk(node) if node is not None else ():
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.append(n.id)
+        elif (
+            isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "args"
+        ):
+            out.append(n.attr)
+    return list(dict.fromkeys(out))
+
+
+def _bound_names(target: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def _bindings(scope: ast.FunctionDef) -> dict[str, list[ast.stmt]]:
+    """Name -> the statements of ``scope`` (not of functions nested in it) that assign it."""
+    out: dict[str, list[ast.stmt]] = {}
+    todo: list[ast.AST] = list(scope.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor)) or (
+            isinstance(node, ast.AnnAssign) and node.value is not None
+        ):
+            targets = [node.target]
+        for t in targets:
+            for name in _bound_names(t):
+                out.setdefault(name, []).append(node)  # type: ignore[arg-type]
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _guarded(stmt: ast.stmt, scope: ast.AST) -> tuple[ast.expr | None, list[ast.expr]]:
+    """(the condition of the innermost ``if`` of ``scope`` holding ``stmt``, negated in its
+    ``else``, or None; every test above it)."""
+    guard, tests = None, []
+    prev, cur = stmt, getattr(stmt, "_parent", None)
+    while cur is not None and cur is not scope:
+        if isinstance(cur, ast.If):
+            if not tests:
+                guard = cur.test
+                if prev in cur.orelse:
+                    guard = ast.UnaryOp(op=ast.Not(), operand=cur.test)
+            tests.append(cur.test)
+        prev, cur = cur, getattr(cur, "_parent", None)
+    return guard, tests
+
+
+def _stmt_text(stmt: ast.stmt, scope: ast.AST, n: int = 70) -> str:
+    """One line for a statement, with the ``if`` that guards it (``if x == 0: y = 1``)."""
+    text = ast.unparse(stmt) if isinstance(stmt, (ast.Assign, ast.AugAssign)) else None
+    if text is None:
+        text = ast.unparse(stmt).splitlines()[0].rstrip(":")
+    guard, _ = _guarded(stmt, scope)
+    if guard is not None:
+        text = f"if {ast.unparse(guard)}: {text}"
+    return "`" + _clip(text, n).replace("`", "'") + "`"
+
+
+_CONVERSIONS = {"tuple", "list", "int", "float", "str", "bool", "isinstance"}
+
+
+def _is_conversion(stmt: ast.stmt, name: str, local: set[str]) -> bool:
+    """``x = cutlass.dtype(x)``, ``x = getattr(cutlass, x) if isinstance(x, str) else x``,
+    ``x = tuple(x)``: the same value in another type (what :func:`dsl_value` does), not a
+    value computed from others."""
+    value = getattr(stmt, "value", None)
+    if not isinstance(stmt, ast.Assign) or value is None:
+        return False
+    if [n for n in _read_names(value) if n != name and n in local] or name not in _read_names(
+        value
+    ):
+        return False
+    for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+        fn = _dotted(call.func) or ""
+        if fn == "getattr":
+            if not (call.args and _dotted(call.args[0]) in ("cutlass", "cute")):
+                return False
+        elif fn not in _CONVERSIONS and fn.split(".")[0] not in ("cutlass", "cute"):
+            return False
+    return True
+
+
+@dataclass
+class _Derivation:
+    """How upstream computes a value in the function that passes it (``run()``)."""
+
+    scope: str
+    stmts: list[ast.stmt]  # the statements that assign the names it reads, before the use
+    from_problem: bool  # they read a CLI value or a parameter of that function (the problem)
+    node: ast.AST
+
+    def text(self, arg: ast.expr) -> str:
+        """The comment: where upstream computes the value passed as ``arg``."""
+        lines = ", ".join(f"L{s.lineno}" for s in self.stmts)
+        shown = "; ".join(_stmt_text(s, self.node) for s in self.stmts[:3])
+        more = "; ..." if len(self.stmts) > 3 else ""
+        where = f"`{self.scope}()` {lines}: {shown}{more}"
+        passes = "" if isinstance(arg, ast.Name) else f"it passes `{_clip(ast.unparse(arg), 50)}`; "
+        if self.from_problem:
+            return f"upstream derives this from the problem: mirror its formula ({passes}{where})"
+        return f"upstream computes it ({passes}{where})"
+
+
+def _derivation(arg: ast.expr, cli: Mapping[str, CliFlag]) -> _Derivation | None:
+    """What upstream's enclosing function does to the names ``arg`` reads before passing it:
+    None when it assigns none of them there."""
+    scope = _enclosing_function(arg)
+    if not isinstance(scope, ast.FunctionDef):
+        return None
+    a = scope.args
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    binds = _bindings(scope)
+    local = set(binds) | params | set(cli)
+    direct: dict[int, ast.stmt] = {}
+    from_problem = False
+    seen: set[str] = set()
+    todo = [(name, arg.lineno, True) for name in _read_names(arg)]
+    while todo:
+        name, before, first = todo.pop()
+        if name in params or name in cli:
+            from_problem = True
+        if name in seen:
+            continue
+        seen.add(name)
+        for stmt in binds.get(name, []):
+            if stmt.lineno >= before or _is_conversion(stmt, name, local):
+                continue
+            if first:
+                direct[stmt.lineno] = stmt
+            reads = _read_names(getattr(stmt, "value", None) or getattr(stmt, "iter", None))
+            if isinstance(stmt, ast.AugAssign):
+                reads.append(name)
+            for test in _guarded(stmt, scope)[1]:
+                reads += _read_names(test)
+            todo += [(r, stmt.lineno, False) for r in reads]
+    if not direct:
+        return None
+    return _Derivation(scope.name, [direct[k] for k in sorted(direct)], from_problem, scope)
 
 
 def _resolve(
@@ -1075,8 +1289,27 @@ def _resolve(
     default: Any,
     cli: dict[str, CliFlag],
 ) -> tuple[str | None, Any, str]:
-    """(CLI dest it comes from or None, literal default or _NO, note) for one value."""
+    """(CLI dest it comes from or None, literal default or _NO, note) for one value. A value
+    that upstream computes before passing it (from the CLI values or not) has no default: the
+    note says where upstream computes it."""
     if upstream_arg is not None:
+        derived = _derivation(upstream_arg, cli)
+        if derived is not None:
+            only = derived.stmts[0] if len(derived.stmts) == 1 else None
+            if (
+                isinstance(only, ast.Assign)
+                and isinstance(upstream_arg, ast.Name)
+                and not derived.from_problem
+                and _guarded(only, derived.node)[0] is None
+                and _literal(only.value) is not _NO
+            ):  # `scale_factor = 2.33` just before the call: that value
+                lit = _literal(only.value)
+                return (
+                    None,
+                    lit,
+                    f"upstream sets `{upstream_arg.id}` to {_pyrepr(lit)} (L{only.lineno})",
+                )
+            return None, _NO, derived.text(upstream_arg)
         if isinstance(upstream_arg, ast.Name) and upstream_arg.id in cli:
             return upstream_arg.id, cli[upstream_arg.id].default, ""
         dotted = _dotted(upstream_arg) or ""
@@ -1169,8 +1402,23 @@ def _decide(ex: Example) -> _Plan:
         if f.dest not in to_config:
             problem.setdefault(f.dest, f.default)
     problem_flags = [f for f in ex.cli if f.dest not in to_config]
+    sizes: dict[str, str] = {}
+    for f in problem_flags:
+        if _is_size(f) and problem.get(f.dest) == f.default:
+            sizes.setdefault(
+                f.dest, next((o for o in f.options if o.startswith("--")), f.options[0])
+            )
     return _Plan(
-        problem, problem_flags, config, notes, required, ctor_kwargs, call_args, tensors, clusters
+        problem,
+        problem_flags,
+        config,
+        notes,
+        required,
+        ctor_kwargs,
+        call_args,
+        tensors,
+        clusters,
+        sizes,
     )
 
 
@@ -1220,7 +1468,9 @@ def render_plan_module(ex: Example, package: str, kernel: str, cls: str) -> str:
         "Scaffolded by ``kernelplan.scaffold`` from the example's source, read with ``ast`` "
         "(never run). Derived: the target SM (see ``target_sm``), the entry point and its "
         "signature, the constructor parameters, the example's CLI defaults. Still to write: "
-        'every method that raises ``NotImplementedError("TODO(scaffold): ...")``.',
+        'every method that raises ``NotImplementedError("TODO(scaffold): ...")`` and every '
+        "``default_config`` value left None (``REQUIRED``); ``kernelplan.scaffold.unfinished`` "
+        "lists them.",
         0,
     )
     doc.append("")
@@ -1256,6 +1506,15 @@ def render_plan_module(ex: Example, package: str, kernel: str, cls: str) -> str:
         L.append("}")
     else:
         L.append("PROBLEM_DEFAULTS: dict[str, Any] = {}")
+    if d.sizes:
+        L.append(
+            "#: Problem sizes (integer flags with positive defaults) -> their flag; validate()"
+        )
+        L.append("#: refuses one that is not a positive integer.")
+        L.append("SIZES: dict[str, str] = {")
+        for k, flag in d.sizes.items():
+            L.append(f"    {_pyrepr(k)}: {_pyrepr(flag)},")
+        L.append("}")
     L.append("#: Config keys with no value in the example (plan() refuses while any is None).")
     L += _value_lines("REQUIRED: tuple[str, ...] = ", tuple(d.required), "", 0)
     L.append("")
@@ -1308,6 +1567,8 @@ def render_plan_module(ex: Example, package: str, kernel: str, cls: str) -> str:
     L.append("        self.validate(problem)")
     L.append("        return problem")
     L.append("")
+    L += _validate_method(ex, d)
+    L.append("")
     L.append("    def check_problems(self) -> list[dict[str, Any]]:")
     L.append(
         '        """The example\'s defaults. Add a shape that is not a multiple of the tile and,'
@@ -1347,7 +1608,11 @@ def render_plan_module(ex: Example, package: str, kernel: str, cls: str) -> str:
         std.append("import json")
     std += ["from collections.abc import Mapping", "from typing import Any, ClassVar"]
     imports += std + [""]
-    core = [n for n in ("STREAM", "CuteKernel", "KernelPlan", "TensorSpec") if _uses(body, n)]
+    core = [
+        n
+        for n in ("STREAM", "CuteKernel", "KernelPlan", "ShapeError", "TensorSpec")
+        if _uses(body, n) and (n != "ShapeError" or d.sizes)  # else only in a comment
+    ]
     imports.append(f"from kernelplan import {', '.join(core)}")
     if _uses(body, "load_example"):
         imports.append("from kernelplan.cutlass_src import load_example")
@@ -1361,6 +1626,32 @@ def render_plan_module(ex: Example, package: str, kernel: str, cls: str) -> str:
     if helpers:
         imports.append(f"from kernelplan.scaffold import {', '.join(helpers)}")
     return "\n".join(doc + [""] + imports + [""] + L) + "\n"
+
+
+def _validate_method(ex: Example, d: _Plan) -> list[str]:
+    L = ["    def validate(self, problem: Mapping[str, Any]) -> None:"]
+    L.append('        """Refuse a problem the kernel cannot take: ShapeError, one line."""')
+    if d.sizes:
+        L.append("        for key, flag in SIZES.items():")
+        L.append("            value = problem.get(key)")
+        L.append("            values = value if isinstance(value, list) else [value]")
+        L.append("            if not values or any(type(x) is not int or x <= 0 for x in values):")
+        L.append("                raise ShapeError(")
+        L.append(
+            '                    f"{self.name}: {flag} takes positive integers (a problem size), '
+            'got {value}"'
+        )
+        L.append("                )")
+    checks = ", ".join(f"`{n}` (L{line})" for n, line in ex.checks[:3])
+    L += _comment(
+        "Add the kernel's own constraints here, each a ShapeError with one line saying what to "
+        "pass instead: alignment (contiguous extents a multiple of 16 bytes), divisibility by "
+        "the tile, supported dtypes and layouts"
+        + (f"; upstream checks them in {checks}" if checks else "")
+        + ".",
+        8,
+    )
+    return L
 
 
 def _todo_methods(ex: Example, d: _Plan) -> list[str]:
@@ -1474,7 +1765,9 @@ def _plan_method(ex: Example, d: _Plan) -> list[str]:
     L.append("        specs = self.tensor_specs(problem)")
     L.append("")
     L.append("        def args(t: Mapping[str, Any]) -> tuple:")
-    if d.call_args:
+    if len(d.call_args) == 1 and len(f"            return ({d.call_args[0]},)") <= LINE:
+        L.append(f"            return ({d.call_args[0]},)")
+    elif d.call_args:
         L.append("            return (")
         for a in d.call_args:
             L.append(f"                {a},")
@@ -1525,8 +1818,9 @@ def render_test(package: str, kernel: str, cls: str, module: str) -> str:
         head
         + f'''
 
-The compile test is skipped, with the reason, while the adapter still has scaffold TODOs or
-the CUTLASS sources are absent; once they are filled in it must pass on any machine.
+The compile test is skipped, with the reason, while the adapter still has scaffold TODOs (the
+methods that raise and the config values default_config leaves None) or the CUTLASS sources
+are absent; once they are filled in it must pass on any machine.
 """
 
 from __future__ import annotations
@@ -1553,7 +1847,10 @@ def test_registered():
 @pytest.mark.cutlass_sources
 def test_static_compile_for_target_sm():
     if not have_sources():
-        pytest.skip("CUTLASS sources absent: git submodule update --init third_party/cutlass")
+        pytest.skip(
+            "CUTLASS sources absent: git submodule update --init third_party/cutlass "
+            "(or set CUTLASS_DIR)"
+        )
     todo = unfinished(adapter.{cls})
     if todo:
         pytest.skip(f"scaffold TODOs still open in {{', '.join(todo)}}: fill them in")
@@ -1891,6 +2188,50 @@ class Result:
     new_package: bool
     devlog_kept: Path | None
     messages: list[str]
+    devlog: Path | None = None  # the kernel's devlog, written or kept
+
+
+_IMPORTED_RE = re.compile(r"^Imported:(.*)$", re.M)
+
+
+def _devlog_imports(path: Path) -> set[str]:
+    """The paths a devlog's ``Imported:`` lines name, without a trailing "/"."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return {
+        p.strip().rstrip("/")
+        for m in _IMPORTED_RE.finditer(text)
+        for p in re.findall(r"`([^`]+)`", m.group(1))
+    }
+
+
+def devlog_path(
+    root: Path, package: str, kernel: str, imported: str
+) -> tuple[Path, Path | None, list[Path]]:
+    """The devlog of ``package/kernel``: ``knowledge/kernels/<kernel-slug>.md`` when free,
+    else ``<package>-<kernel>.md`` (then ``-2``, ``-3``, ...). A file whose ``Imported:``
+    line names this kernel's folder is this kernel's own and is kept; any other file is another
+    kernel's and is never reused.
+
+    Returns:
+        (the path, the same path when it exists and is kept else None, other kernels' devlogs
+        passed over).
+    """
+    folder = root / "knowledge" / "kernels"
+    own = imported.rstrip("/")
+    base = slug(f"{package}-{kernel}")
+    names = [slug(kernel), base] + [f"{base}-{i}" for i in range(2, 100)]
+    taken: list[Path] = []
+    for name in names:
+        path = folder / f"{name}.md"
+        if not path.exists():
+            return path, None, taken
+        if own in _devlog_imports(path):
+            return path, path, taken
+        taken.append(path)
+    raise ScaffoldError(f"no free devlog name for {package}/{kernel} under knowledge/kernels")
 
 
 def scaffold(
@@ -1958,6 +2299,9 @@ def scaffold(
         root_py = root / "pyproject.toml"
         root_text = register_in_root(root_py.read_text(encoding="utf-8"), f"cute-{package}")
 
+    imported = kdir.relative_to(root).as_posix() + "/"
+    devlog, kept, taken = devlog_path(root, package, kernel, imported)
+
     created: list[Path] = []
     edited: list[Path] = []
     messages: list[str] = []
@@ -1984,13 +2328,13 @@ def scaffold(
     write(kdir / "__main__.py", render_kernel_main(kernel, cls))
     write(kdir / f"{kernel}.py", plan_text)
     write(test_path, render_test(package, kernel, cls, module))
-    devlog = root / "knowledge" / "kernels" / f"{slug(kernel)}.md"
-    kept = None
-    if devlog.exists():
-        kept = devlog
-        messages.append(f"kept the existing devlog {devlog.relative_to(root)}")
+    for other in taken:
+        messages.append(
+            f"{other.relative_to(root).as_posix()} is another kernel's devlog: left as it is"
+        )
+    if kept is not None:
+        messages.append(f"kept the existing devlog {devlog.relative_to(root).as_posix()}")
     else:
-        imported = kdir.relative_to(root).as_posix() + "/"
         write(devlog, render_devlog(ex, package, kernel, imported))
 
     py_files = [p for p in created if p.suffix == ".py"]
@@ -2000,7 +2344,7 @@ def scaffold(
         _uv_lock(root, messages)
     if catalog and kept is None:
         _kb_catalog(root, messages)
-    return Result(created, edited, ex, new_package, kept, messages)
+    return Result(created, edited, ex, new_package, kept, messages, devlog)
 
 
 def _ruff_format(root: Path, files: list[Path], messages: list[str]) -> None:
@@ -2066,6 +2410,9 @@ def _report(res: Result, root: Path, package: str, kernel: str, log: Callable) -
         log(f"  created     {rel(p)}")
     for p in res.edited:
         log(f"  edited      {rel(p)}")
+    if res.devlog is not None:
+        how = "kept, this kernel's" if res.devlog_kept else "new stub"
+        log(f"  devlog      {rel(res.devlog)} ({how})")
     for m in res.messages:
         log(f"  note        {m}")
     todo = ["tensor_specs", "reference_fn", "_algorithmic_flops_bytes"]

@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 
 from kernelplan import STREAM, CuteKernel, KernelPlan, ShapeError, TensorSpec
 from kernelplan.cutlass_src import load_example
+from kernelplan.device import max_active_clusters
 from kernelplan.kernel import Const
 
 #: The example's CLI defaults for the workload (``DenseGemmEFC.CLIParser``,
@@ -358,22 +359,8 @@ def _max_active_clusters(
     cluster_size: int, config: Mapping[str, Any]
 ) -> tuple[int, int | None, str]:
     """(max_active_clusters, SMs assumed or None, where from): ``HardwareInfo`` on an sm_100
-    GPU, as upstream's ``run()`` (L509); anywhere else (a CPU, an H200) the kernel cannot run
-    and the number only shapes the compiled code: ``config["sm_count"]`` (default 148, a
-    B200) over the cluster size."""
-    if "sm_count" not in config and _sm100_present():
-        import cutlass.utils
-
-        n = cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)
-        return int(n), None, "cutlass.utils.HardwareInfo on this sm_100 GPU"
-    sms = int(config.get("sm_count", B200_SM_COUNT))
-    return max(1, sms // cluster_size), sms, f"assumed {sms} SMs / cluster size {cluster_size}"
-
-
-def _sm100_present() -> bool:
-    try:
-        import torch
-
-        return torch.cuda.is_available() and torch.cuda.get_device_capability() == (10, 0)
-    except Exception:
-        return False
+    GPU, as upstream's ``run()`` (L509); anywhere else the number only shapes the compiled
+    code (see :func:`kernelplan.device.max_active_clusters`)."""
+    return max_active_clusters(
+        cluster_size, config, capability=(10, 0), default_sm_count=B200_SM_COUNT
+    )

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from kernelplan import STREAM, CuteKernel
 from kernelplan.cutlass_src import load_example
+from kernelplan.device import max_active_clusters
 from kernelplan.kernel import Const
 
 from ..common import GemmPlan
@@ -49,22 +50,6 @@ class HopperDenseGemmPersistent(GemmPlan):
     def _autotune_configs(self, problem: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [{**c, "swizzle_size": 1, "raster_along_m": True} for c in hopper_autotune_space()]
 
-    @staticmethod
-    def max_active_clusters(cluster_size: int, config: Mapping[str, Any]) -> tuple[int, str]:
-        import torch
-
-        if torch.cuda.is_available():
-            import cutlass.utils
-
-            # HardwareInfo queries the driver in the current context: make sure torch has
-            # created it (a plan built before any tensor would otherwise see no context:
-            # CUDA_ERROR_INVALID_CONTEXT).
-            torch.ones(1, device="cuda")
-            n = cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)
-            return int(n), "cutlass.utils.HardwareInfo on this GPU"
-        sms = int(config.get("sm_count", H100_H200_SM_COUNT))
-        return sms // cluster_size, f"no GPU: assumed {sms} SMs / cluster size {cluster_size}"
-
     def validate_config(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> None:
         validate_hopper_config(self.name, config)
 
@@ -78,7 +63,12 @@ class HopperDenseGemmPersistent(GemmPlan):
         gemm = mod.HopperWgmmaGemmPersistentKernel(
             cutlass.Float32, tile, cluster, swizzle, raster_m
         )
-        n_clusters, why = self.max_active_clusters(cluster[0] * cluster[1], config)
+        n_clusters, sms, why = max_active_clusters(
+            cluster[0] * cluster[1],
+            config,
+            capability=(9, 0),
+            default_sm_count=H100_H200_SM_COUNT,
+        )
         specs = self.tensor_specs(problem)
         key = (
             self.name,
