@@ -124,9 +124,11 @@ class TensorSpec:
 
         shape, stride = self.view_shape(), self.view_stride()
         if self.leading_dim is not None:
+            # as from_dlpack(...).mark_layout_dynamic() presents a real tensor: 32-bit dynamic
+            # extents, 64-bit dynamic strides, the leading stride static 1
             shape = tuple(cute.sym_int() for _ in shape)
             stride = tuple(
-                1 if i == self.leading_dim else cute.sym_int() for i in range(len(stride))
+                1 if i == self.leading_dim else cute.sym_int64() for i in range(len(stride))
             )
         return make_fake_tensor(cutlass_dtype(self.dtype), shape, stride, assumed_align=self.align)
 
