@@ -401,16 +401,16 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def parse_config_overrides(items: Sequence[str]) -> dict[str, Any]:
+def parse_config_overrides(items: Sequence[str], option: str = "--config") -> dict[str, Any]:
     """``["tile_mn=128x256", "cluster_mn=1x2"]`` -> ``{"tile_mn": [128, 256], ...}``.
 
     Raises:
-        KernelPlanError: an item is not ``key=value``.
+        KernelPlanError: an item is not ``key=value`` (the message names ``option``).
     """
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise KernelPlanError(f"--config expects key=value, got {item!r}")
+            raise KernelPlanError(f"{option} expects key=value, got {item!r}")
         k, v = item.split("=", 1)
         if "x" in v and all(p.isdigit() for p in v.split("x")):
             out[k] = [int(p) for p in v.split("x")]

@@ -971,7 +971,7 @@ def _parse_problem(items: Sequence[str] | None) -> dict[str, Any] | None:
         return None
     from .plan import parse_config_overrides
 
-    return parse_config_overrides(items)
+    return parse_config_overrides(items, option="--problem")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1052,6 +1052,10 @@ def _cmd_compare(a: argparse.Namespace, root: Path | None) -> int:
                 "usage: compare <package> <kernel A> <kernel B> [--problem k=v ...] | "
                 "compare <record A.json> <record B.json>"
             )
+        from .registry import load_plan_class
+
+        for k in (ka, kb):  # a name the package does not have is a typo, not a missing profile
+            load_plan_class(pkg, k)
         sa, sb = compare_kernels(_load(root, pkg), ka, kb, _parse_problem(a.problem))
     text = compare_table(sa, sb)
     print(text)
