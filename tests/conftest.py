@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernelplan.cutlass_src import have_sources
+from kernelplan.testing import needs_sources
 
-needs_sources = pytest.mark.skipif(
-    not have_sources(),
-    reason="CUTLASS sources absent: git submodule update --init third_party/cutlass "
-    "(or set CUTLASS_DIR)",
-)
+__all__ = ["needs_sources"]
 
 
 @pytest.fixture

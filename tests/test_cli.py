@@ -142,3 +142,36 @@ def test_missing_ncu_is_reported_before_the_device_check(
     assert rc == 2 and err.startswith("error: ") and "\n" not in err
     assert "ncu" in err.lower() and "GPU" not in err.split("ncu")[0]
     assert not results_dir.exists() or not any(results_dir.rglob("*.json"))
+
+
+def test_benchmark_record_holds_timing_roofline_clocks_and_throttle(monkeypatch):
+    """The one place a timed run becomes a record (CLI, profile and the ncu pair use it)."""
+    from kernelplan import device as devmod
+    from kernelplan.registry import load_plan_class
+    from kernelplan.timing import summarize
+
+    plan = load_plan_class("gemm", "torch_matmul")()
+    prob = plan.problem(4096, 4096, 4096)
+    h200 = devmod.DeviceInfo(
+        name="NVIDIA H200",
+        sm="sm_90",
+        sm_count=132,
+        memory_bytes=1,
+        l2_bytes=1,
+        clocks_max={"sm_mhz": 1980, "mem_mhz": 3201},
+    )
+    clocks = iter([{"sm_mhz": 1980}, {"sm_mhz": 1400, "throttle_reasons": 4}])
+    monkeypatch.setattr(devmod, "current_device", lambda: h200)
+    monkeypatch.setattr(devmod, "clocks_now", lambda: next(clocks))
+    stats = summarize([180.0, 182.0, 181.0], warmup=1, workspaces=2, cuda_graph=False)
+    monkeypatch.setattr(type(plan), "run_benchmark", lambda self, *a, **k: stats)
+    lines = []
+    rec, st, roof = plan.benchmark_record(prob, {}, log=lines.append)
+    assert st is stats and rec["kind"] == "benchmark" and rec["kernel"] == "torch_matmul"
+    assert rec["timing"]["median_us"] == 181.0
+    assert rec["roofline"]["tflops"] == pytest.approx(2 * 4096**3 / 181e-6 / 1e12)
+    assert rec["clocks"] == {
+        "before": {"sm_mhz": 1980},
+        "after": {"sm_mhz": 1400, "throttle_reasons": 4},
+    }
+    assert rec["throttle"]["throttled"] is True and lines and lines[0].startswith("warning:")

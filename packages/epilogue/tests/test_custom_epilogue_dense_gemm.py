@@ -12,6 +12,7 @@ import pytest
 
 from kernelplan.cutlass_src import have_sources
 from kernelplan.scaffold import unfinished
+from kernelplan.testing import SOURCES_ABSENT
 
 adapter = pytest.importorskip(
     "cute_epilogue.custom_epilogue_dense_gemm.custom_epilogue_dense_gemm",
@@ -30,7 +31,7 @@ def test_registered():
 @pytest.mark.cutlass_sources
 def test_static_compile_for_target_sm():
     if not have_sources():
-        pytest.skip("CUTLASS sources absent: git submodule update --init third_party/cutlass")
+        pytest.skip(SOURCES_ABSENT)
     todo = unfinished(adapter.CustomEpilogueDenseGemm)
     if todo:
         pytest.skip(f"scaffold TODOs still open in {', '.join(todo)}: fill them in")
@@ -68,7 +69,7 @@ def test_epilogue_is_upstreams():
     from kernelplan.cutlass_src import example_path
 
     if not have_sources():
-        pytest.skip("CUTLASS sources absent")
+        pytest.skip(SOURCES_ABSENT)
     tree = ast.parse(example_path(adapter.CustomEpilogueDenseGemm.source).read_text())
     run = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run")
     up = next(n for n in ast.walk(run) if isinstance(n, ast.FunctionDef) and n.name == "epilogue")
@@ -110,7 +111,7 @@ def test_config_upstream_rejects_is_a_shape_error():
     from kernelplan import ShapeError
 
     if not have_sources():
-        pytest.skip("CUTLASS sources absent")
+        pytest.skip(SOURCES_ABSENT)
     plan = adapter.CustomEpilogueDenseGemm()
     problem = plan.check_problems()[0]
     with pytest.raises(ShapeError, match="MMA tile M"):

@@ -12,20 +12,12 @@ so it really compiles. Skipped, with the reason, when the CUTLASS sources are ab
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from kernelplan import ShapeError
-from kernelplan.cutlass_src import have_sources
 from kernelplan.registry import kernel_names, load_plan_class
+from kernelplan.testing import compile_params, needs_sources
 
-needs_sources = pytest.mark.skipif(
-    not have_sources(),
-    reason="CUTLASS sources absent: git submodule update --init third_party/cutlass "
-    "(or set CUTLASS_DIR)",
-)
-ALL = os.environ.get("KERNELPLAN_TEST_ALL_KERNELS", "") not in ("", "0")
 KERNELS = [
     "fp16_gemm_0",
     "fp16_gemm_1",
@@ -128,15 +120,7 @@ def test_references_on_the_cpu():
 
 
 def _compile_params():
-    return [
-        pytest.param(
-            name,
-            marks=()
-            if ALL or name in DEFAULT_COMPILED
-            else pytest.mark.skip(reason="set KERNELPLAN_TEST_ALL_KERNELS=1 to compile it"),
-        )
-        for name in KERNELS
-    ]
+    return compile_params(KERNELS, DEFAULT_COMPILED)
 
 
 @needs_sources

@@ -9,21 +9,13 @@ sources are absent.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from kernelplan import ShapeError
 from kernelplan import device as devmod
-from kernelplan.cutlass_src import have_sources
 from kernelplan.registry import load_plan_class
+from kernelplan.testing import compile_params, needs_sources
 
-needs_sources = pytest.mark.skipif(
-    not have_sources(),
-    reason="CUTLASS sources absent: git submodule update --init third_party/cutlass "
-    "(or set CUTLASS_DIR)",
-)
-ALL = os.environ.get("KERNELPLAN_TEST_ALL_KERNELS", "") not in ("", "0")
 BLACKWELL = [
     "dense_gemm",
     "dense_gemm_software_pipeline",
@@ -83,15 +75,7 @@ def test_refused_on_the_h200_with_one_line():
 
 
 def _compile_params():
-    return [
-        pytest.param(
-            name,
-            marks=()
-            if ALL or name in DEFAULT_COMPILED
-            else pytest.mark.skip(reason="set KERNELPLAN_TEST_ALL_KERNELS=1 to compile it"),
-        )
-        for name in BLACKWELL
-    ]
+    return compile_params(BLACKWELL, DEFAULT_COMPILED)
 
 
 @needs_sources

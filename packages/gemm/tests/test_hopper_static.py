@@ -2,13 +2,9 @@
 
 import pytest
 
-from kernelplan.cutlass_src import have_sources
+from kernelplan.testing import needs_sources
 
-pytestmark = pytest.mark.skipif(
-    not have_sources(),
-    reason="CUTLASS sources absent: git submodule update --init third_party/cutlass "
-    "(or set CUTLASS_DIR)",
-)
+pytestmark = needs_sources
 
 
 @pytest.mark.parametrize("kernel", ["hopper_dense_gemm", "hopper_dense_gemm_persistent"])

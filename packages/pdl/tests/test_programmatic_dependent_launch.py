@@ -10,6 +10,7 @@ import pytest
 
 from kernelplan.cutlass_src import have_sources
 from kernelplan.scaffold import unfinished
+from kernelplan.testing import SOURCES_ABSENT
 
 adapter = pytest.importorskip(
     "cute_pdl.programmatic_dependent_launch.programmatic_dependent_launch",
@@ -28,7 +29,7 @@ def test_registered():
 @pytest.mark.cutlass_sources
 def test_static_compile_for_target_sm():
     if not have_sources():
-        pytest.skip("CUTLASS sources absent: git submodule update --init third_party/cutlass")
+        pytest.skip(SOURCES_ABSENT)
     todo = unfinished(adapter.ProgrammaticDependentLaunch)
     if todo:
         pytest.skip(f"scaffold TODOs still open in {', '.join(todo)}: fill them in")
@@ -72,7 +73,7 @@ def test_check_on_gpu(use_pdl):
     if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("needs a CUDA GPU of SM 90 or newer")
     if not have_sources():
-        pytest.skip("CUTLASS sources absent")
+        pytest.skip(SOURCES_ABSENT)
     plan = adapter.ProgrammaticDependentLaunch()
     for problem in plan.check_problems():
         config = {**plan.default_config(problem), "use_pdl": use_pdl}

@@ -179,29 +179,16 @@ def run_kernel(plan: KernelPlan, args: argparse.Namespace, *, log=print) -> int:
         log(f"{plan.name}: ran once (prof_type=disabled: no timing)")
         return rc
 
-    clocks_before = devmod.clocks_now()
-    st = plan.run_benchmark(
+    rec, st, roof = plan.benchmark_record(
         problem,
         config,
         warmup=args.warmup,
         reps=args.reps,
         cold_l2=not args.warm_l2,
         cuda_graph=args.cuda_graph,
-        annotate=True,
+        log=log,
     )
-    clocks_after = devmod.clocks_now()
-    roof = plan.roofline_for(problem, st.median_us, dev.name if dev else None)
-    rec = plan.record_base("benchmark", problem, config)
-    rec.update(
-        timing=st.to_dict(),
-        roofline=roof.to_dict(),
-        check=check_part,
-        clocks={"before": clocks_before, "after": clocks_after},
-        autotune=tune_rows,
-    )
-    from .clocks import record_throttle
-
-    record_throttle(rec, dev, clocks_before, clocks_after, st, log)
+    rec.update(check=check_part, autotune=tune_rows)
     _print_table(
         [timing_row(plan, problem, config, st, roof, dev.name if dev else None)],
         f"{plan.package}: {problem}",

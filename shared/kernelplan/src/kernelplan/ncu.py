@@ -1012,35 +1012,18 @@ def _harness_pair(
     plan, problem, config, pair_id, root, record, warmup, reps, cold_l2, cuda_graph, log
 ) -> None:
     """The harness timing of the same (problem, config), in this process, after ncu."""
-    from . import device as devmod
-    from .clocks import throttle_flag
     from .records import write_record
 
-    dev = devmod.current_device()
-    before = devmod.clocks_now()
-    st = plan.run_benchmark(
+    rec, st, _roof = plan.benchmark_record(
         problem,
         config,
         warmup=warmup,
         reps=reps,
         cold_l2=cold_l2,
         cuda_graph=cuda_graph,
-        annotate=True,
+        log=log,
     )
-    after = devmod.clocks_now()
-    roof = plan.roofline_for(problem, st.median_us, dev.name if dev else None)
-    max_sm = (dev.clocks_max or {}).get("sm_mhz") if dev else None
-    thr = throttle_flag(before, after, st.clocks_during, max_sm)
-    if thr.get("throttled"):
-        log(f"warning: {thr['message']}")
-    rec = plan.record_base("benchmark", problem, config)
-    rec.update(
-        timing=st.to_dict(),
-        roofline=roof.to_dict(),
-        clocks={"before": before, "after": after},
-        throttle=thr,
-        pair_id=pair_id,
-    )
+    rec["pair_id"] = pair_id
     log(f"harness (pair {pair_id}): median {st.median_us:.1f} us, spread {st.spread_pct:.2f}%")
     if record:
         log(f"record: {write_record(rec, root)}")

@@ -355,6 +355,43 @@ class KernelPlan(abc.ABC):
         best = min(ok, key=lambda r: r["median_us"])
         return dict(best["config"]), rows
 
+    def benchmark_record(
+        self,
+        problem: Mapping[str, Any],
+        config: Mapping[str, Any],
+        *,
+        warmup: int = 10,
+        reps: int = 100,
+        cold_l2: bool = True,
+        cuda_graph: bool = False,
+        log=print,
+    ) -> tuple[dict[str, Any], TimingStats, Any]:
+        """One timed run (:meth:`run_benchmark`, NVTX-annotated) as a ``benchmark`` record,
+        not yet written: the timings, the roofline against the device's peaks, the clocks
+        NVML reported before and after, and the throttle flag (a warning line is logged when
+        the clock fell). Returns ``(record, stats, roofline)``."""
+        from .clocks import record_throttle
+
+        dev = devmod.current_device()
+        before = devmod.clocks_now()
+        st = self.run_benchmark(
+            problem,
+            config,
+            warmup=warmup,
+            reps=reps,
+            cold_l2=cold_l2,
+            cuda_graph=cuda_graph,
+            annotate=True,
+        )
+        after = devmod.clocks_now()
+        roof = self.roofline_for(problem, st.median_us, dev.name if dev else None)
+        rec = self.record_base("benchmark", problem, config)
+        rec.update(
+            timing=st.to_dict(), roofline=roof.to_dict(), clocks={"before": before, "after": after}
+        )
+        record_throttle(rec, dev, before, after, st, log)
+        return rec, st, roof
+
     def roofline_for(self, problem: Mapping[str, Any], time_us: float, device_name: str | None):
         flops, nbytes = self._algorithmic_flops_bytes(problem)
         return roofline(flops, nbytes, time_us, device_name, self.compute_dtype(problem))

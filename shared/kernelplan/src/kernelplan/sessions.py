@@ -203,28 +203,16 @@ def profile_package(
                 if prog:
                     prog[0].advance(prog[1])
                 continue
-            clocks_before = devmod.clocks_now()
-            st = plan.run_benchmark(
+            rec, st, roof = plan.benchmark_record(
                 prob,
                 config,
                 warmup=warmup,
                 reps=reps,
                 cold_l2=cold_l2,
                 cuda_graph=cuda_graph,
-                annotate=True,
+                log=log,
             )
-            clocks_after = devmod.clocks_now()
-            roof = plan.roofline_for(prob, st.median_us, dev.name)
-            rec = plan.record_base("benchmark", prob, config)
-            rec.update(
-                timing=st.to_dict(),
-                roofline=roof.to_dict(),
-                autotune=tune,
-                clocks={"before": clocks_before, "after": clocks_after},
-            )
-            from .clocks import record_throttle
-
-            record_throttle(rec, dev, clocks_before, clocks_after, st, log)
+            rec["autotune"] = tune
             path = write_record(rec, results_dir) if record else None
             row = {"problem": _short(prob), **timing_row(plan, prob, config, st, roof, dev.name)}
             row["record"] = path.name if path else "-"
