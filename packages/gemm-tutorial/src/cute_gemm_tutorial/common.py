@@ -31,8 +31,6 @@ from kernelplan.device import max_active_clusters
 from kernelplan.kernel import Const, cutlass_dtype
 
 TUTORIAL_DIR = "cute/blackwell/tutorial/tutorial_gemm"
-#: SMs of a B200 (sm_100a): what a compile without one assumes for max_active_clusters.
-B200_SM_COUNT = 148
 DTYPE_BYTES = {"float16": 2, "int8": 1}
 #: Module constants of a tutorial recorded with its kernel (the ones it defines).
 MODULE_CONSTANTS = (
@@ -84,17 +82,6 @@ class TutorialTensor(TensorSpec):
         shape = (cute.sym_int(), cute.sym_int(divisibility=d))
         stride = (cute.sym_int64(divisibility=d), 1)
         return make_fake_tensor(cutlass_dtype(self.dtype), shape, stride, assumed_align=self.align)
-
-
-def tutorial_max_active_clusters(
-    cluster_size: int, config: Mapping[str, Any]
-) -> tuple[int, int | None, str]:
-    """(max_active_clusters, SM count assumed or None, where the number came from): see
-    :func:`kernelplan.device.max_active_clusters` (sm_100 GPU: HardwareInfo; elsewhere
-    ``config["sm_count"]``, default 148, a B200, divided by the cluster size)."""
-    return max_active_clusters(
-        cluster_size, config, capability=(10, 0), default_sm_count=B200_SM_COUNT
-    )
 
 
 class TutorialGemmPlan(KernelPlan):
@@ -224,7 +211,9 @@ class TutorialGemmPlan(KernelPlan):
         consts, meta = [], {}
         for i, cname in enumerate(self.cluster_constants):
             shape = getattr(mod, cname)
-            n, sms, why = tutorial_max_active_clusters(shape[0] * shape[1] * shape[2], config)
+            n, sms, why = max_active_clusters(
+                shape[0] * shape[1] * shape[2], config, target_sm=self.target_sm[0]
+            )
             consts.append(Const(n))
             prefix = "" if i == 0 else cname.split("_cluster")[0] + "_"
             meta[f"{prefix}max_active_clusters"] = n

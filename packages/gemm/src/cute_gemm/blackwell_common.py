@@ -35,23 +35,9 @@ from kernelplan.kernel import Const
 
 from .common import GemmPlan
 
-#: SMs of a B200 (sm_100a): what a compile without the GPU assumes for max_active_clusters.
-B200_SM_COUNT = 148
-
 
 def _pow2(x: int) -> bool:
     return x > 0 and (x & (x - 1)) == 0
-
-
-def blackwell_max_active_clusters(
-    cluster_size: int, config: Mapping[str, Any]
-) -> tuple[int, int | None, str]:
-    """(max_active_clusters, SM count assumed or None, where the number came from): see
-    :func:`kernelplan.device.max_active_clusters` (sm_100 GPU: HardwareInfo; elsewhere
-    ``config["sm_count"]``, default 148, a B200, divided by the cluster size)."""
-    return max_active_clusters(
-        cluster_size, config, capability=(10, 0), default_sm_count=B200_SM_COUNT
-    )
 
 
 class BlackwellDenseGemmPlan(GemmPlan):
@@ -177,7 +163,7 @@ class BlackwellDenseGemmPlan(GemmPlan):
             return CuteKernel(
                 self.name, gemm, lambda t: (t["a"], t["b"], t["c"], STREAM), specs, key=key
             )
-        n, sms, why = blackwell_max_active_clusters(cluster[0] * cluster[1], cfg)
+        n, sms, why = max_active_clusters(cluster[0] * cluster[1], cfg, target_sm=self.target_sm[0])
         meta = {"max_active_clusters": n, "sm_count": sms, "max_active_clusters_from": why}
         return CuteKernel(
             self.name,

@@ -207,35 +207,34 @@ def gpu_has_capability(major: int, minor: int, index: int = 0) -> bool:
         return False
 
 
+#: SM count of the usual part for each target (A100 SXM, H100 SXM/H200, B200/B300, RTX 5090):
+#: what a compile without that GPU assumes where a kernel bakes in ``max_active_clusters``.
+SM_COUNTS = {"sm_80": 108, "sm_90a": 132, "sm_100a": 148, "sm_103a": 148, "sm_120a": 170}
+
+
 def max_active_clusters(
-    cluster_size: int,
-    config: dict[str, Any] | Any,
-    *,
-    capability: tuple[int, int],
-    default_sm_count: int,
+    cluster_size: int, config: dict[str, Any] | Any, *, target_sm: str
 ) -> tuple[int, int | None, str]:
     """The ``max_active_clusters`` a persistent CuTe DSL kernel bakes in as a Constexpr.
 
-    On a GPU of the kernel's own compute ``capability`` (and no ``sm_count`` in ``config``):
-    ``cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)``, as the CUTLASS
-    examples' ``run()`` does, after making sure torch's CUDA context exists (HardwareInfo asks
-    the driver in the current context). Anywhere else the kernel cannot run and the number only
-    shapes the compiled code: ``config["sm_count"]`` (default ``default_sm_count``) divided by
-    the cluster size.
+    On a GPU of the kernel's own SM (``target_sm``, e.g. "sm_100a" -> compute capability
+    10.0; and no ``sm_count`` in ``config``): ``cutlass.utils.HardwareInfo()
+    .get_max_active_clusters(cluster_size)``, as the CUTLASS examples' ``run()`` does, after
+    making sure torch's CUDA context exists (HardwareInfo asks the driver in the current
+    context). Anywhere else the kernel cannot run and the number only shapes the compiled
+    code: ``config["sm_count"]`` (default :data:`SM_COUNTS` of the target) divided by the
+    cluster size, at least 1.
 
     Returns:
         (max_active_clusters, the SM count assumed or None, where the number came from).
     """
-    if "sm_count" not in config and gpu_has_capability(*capability):
+    num, _ = parse_sm(target_sm)
+    if "sm_count" not in config and gpu_has_capability(num // 10, num % 10):
         import cutlass.utils
         import torch
 
         torch.ones(1, device="cuda")  # the primary context HardwareInfo needs
         n = cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)
-        return (
-            int(n),
-            None,
-            f"cutlass.utils.HardwareInfo on this sm_{capability[0]}{capability[1]} GPU",
-        )
-    sms = int(config.get("sm_count", default_sm_count))
-    return sms // cluster_size, sms, f"assumed {sms} SMs / cluster size {cluster_size}"
+        return int(n), None, f"cutlass.utils.HardwareInfo on this sm_{num} GPU"
+    sms = int(config.get("sm_count", SM_COUNTS.get(target_sm, 132)))
+    return max(1, sms // cluster_size), sms, f"assumed {sms} SMs / cluster size {cluster_size}"

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .device import max_active_clusters
 from .errors import KernelPlanError
 
 LINE = 100
@@ -83,7 +84,6 @@ TORCH_DTYPES = {
 
 #: SM count of the usual part of each target, for compile-time ``max_active_clusters`` when
 #: there is no GPU to ask (override with ``config["sm_count"]``).
-SM_COUNTS = {"sm_80": 108, "sm_90a": 132, "sm_100a": 148, "sm_103a": 148, "sm_120a": 170}
 
 
 def dsl_value(value: Any) -> Any:
@@ -121,30 +121,19 @@ def torch_dtype(name: str) -> str:
 
 
 def active_clusters(config: Mapping[str, Any], target_sm: str) -> tuple[int, str]:
-    """``max_active_clusters`` for a kernel that bakes it in: asked of the GPU through
-    ``cutlass.utils.HardwareInfo`` as upstream does when there is one, else ``sm_count``
-    (``config["sm_count"]`` or the target's usual part) divided by the cluster size (the
-    product of the first config value whose key holds "cluster"). Returns (value, where from).
-    """
+    """``max_active_clusters`` for a kernel that bakes it in
+    (:func:`kernelplan.device.max_active_clusters`: HardwareInfo on a GPU of the target's
+    SM, else ``config["sm_count"]`` or the target's usual part), for the cluster size given
+    by the product of the first config value whose key holds "cluster". Returns (value,
+    where from)."""
     size = 1
     for k, v in config.items():
         if "cluster" in k and isinstance(v, (list, tuple)) and v:
             for x in v:
                 size *= int(x)
             break
-    try:
-        import torch
-
-        gpu = torch.cuda.is_available()
-    except ImportError:  # pragma: no cover - torch is a kernelplan dependency
-        gpu = False
-    if gpu and "sm_count" not in config:
-        import cutlass.utils
-
-        n = cutlass.utils.HardwareInfo().get_max_active_clusters(size)
-        return int(n), f"cutlass.utils.HardwareInfo on this GPU, cluster size {size}"
-    sms = int(config.get("sm_count", SM_COUNTS.get(target_sm, 132)))
-    return max(1, sms // size), f"assumed {sms} SMs / cluster size {size} (no GPU asked)"
+    n, _sms, why = max_active_clusters(size, config, target_sm=target_sm)
+    return n, why
 
 
 def upstream_default(fn: Any, name: str) -> Any:

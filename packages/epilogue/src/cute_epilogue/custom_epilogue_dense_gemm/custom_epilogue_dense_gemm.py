@@ -90,8 +90,6 @@ STORAGE = {
     "Float16": "float16",
     "BFloat16": "bfloat16",
 }
-#: SMs of a B200: what a compile without an sm_100 GPU assumes for max_active_clusters.
-B200_SM_COUNT = 148
 
 
 def epilogue(efc_config, C, D, alpha, beta, X, x_factor, Y):  # noqa: N803 - upstream's names
@@ -336,7 +334,9 @@ class CustomEpilogueDenseGemm(KernelPlan):
 
         # Step 1 of gemm.compile: the EFC parameter analysis (plain Python).
         gemm.efc.compile(supplemental({n: s.to_fake_cute() for n, s in specs.items()}))
-        mac, sms, why = _max_active_clusters(cluster[0] * cluster[1], cfg)
+        mac, sms, why = max_active_clusters(
+            cluster[0] * cluster[1], cfg, target_sm=self.target_sm[0]
+        )
 
         def args(t: Mapping[str, Any]) -> tuple:
             return (t["a"], t["b"], Const(mac), STREAM, supplemental(t))
@@ -353,14 +353,3 @@ def _inverse(perm: tuple[int, ...] | None) -> tuple[int, ...]:
     for i, p in enumerate(perm):
         inv[p] = i
     return tuple(inv)
-
-
-def _max_active_clusters(
-    cluster_size: int, config: Mapping[str, Any]
-) -> tuple[int, int | None, str]:
-    """(max_active_clusters, SMs assumed or None, where from): ``HardwareInfo`` on an sm_100
-    GPU, as upstream's ``run()`` (L509); anywhere else the number only shapes the compiled
-    code (see :func:`kernelplan.device.max_active_clusters`)."""
-    return max_active_clusters(
-        cluster_size, config, capability=(10, 0), default_sm_count=B200_SM_COUNT
-    )

@@ -8,7 +8,7 @@ use_tma_store)``. Upstream compiles it through its module-level ``bmm`` wrapper,
 permutes (L, M, K)-style views to (M, K, L) and calls the object; this adapter calls the object
 directly with the (M, K, L) views: ``(a, b, c, max_active_clusters, stream)``, where
 ``max_active_clusters`` is a compile-time constant (see
-:func:`..blackwell_common.blackwell_max_active_clusters`; the record says which value was used).
+:func:`kernelplan.device.max_active_clusters`; the record says which value was used).
 """
 
 from __future__ import annotations

@@ -25,8 +25,6 @@ from kernelplan.kernel import Const
 from ..common import GemmPlan
 from ..hopper_config import hopper_autotune_space, validate_hopper_config
 
-H100_H200_SM_COUNT = 132
-
 
 class HopperDenseGemmPersistent(GemmPlan):
     """Persistent warp-specialised Hopper GEMM, fp32 accumulate; fp16 and bf16 (see
@@ -63,11 +61,8 @@ class HopperDenseGemmPersistent(GemmPlan):
         gemm = mod.HopperWgmmaGemmPersistentKernel(
             cutlass.Float32, tile, cluster, swizzle, raster_m
         )
-        n_clusters, sms, why = max_active_clusters(
-            cluster[0] * cluster[1],
-            config,
-            capability=(9, 0),
-            default_sm_count=H100_H200_SM_COUNT,
+        n_clusters, _sms, why = max_active_clusters(
+            cluster[0] * cluster[1], config, target_sm=self.target_sm[0]
         )
         specs = self.tensor_specs(problem)
         key = (
