@@ -8,37 +8,54 @@ at most 4 CTAs); checking them here turns a trace-time ValueError into one clear
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
-from kernelplan import ShapeError
+from kernelplan import Config, ShapeError
 
 TILE_M = (64, 128)
 TILE_N = (64, 128, 256)
 
 
-def validate_hopper_config(name: str, config: Mapping[str, Any]) -> tuple[tuple, tuple]:
-    """Returns (tile_mn, cluster_mn) as tuples.
+@dataclass(frozen=True)
+class HopperGemmConfig(Config):
+    """CTA tile (M, N) and cluster shape (M, N) of the Hopper dense GEMM.
 
     Raises:
         ShapeError: a tile or cluster shape the upstream kernel rejects.
     """
-    tile = tuple(config["tile_mn"])
-    cluster = tuple(config["cluster_mn"])
-    if len(tile) != 2 or tile[0] not in TILE_M or tile[1] not in TILE_N:
-        raise ShapeError(f"{name}: tile_mn {tile} unsupported; M in {TILE_M}, N in {TILE_N}")
-    if (
-        len(cluster) != 2
-        or any(c <= 0 or c & (c - 1) for c in cluster)
-        or cluster[0] * cluster[1] > 4
-    ):
-        raise ShapeError(f"{name}: cluster_mn {cluster} unsupported; powers of two, <= 4 CTAs")
-    return tile, cluster
+
+    tile_mn: tuple[int, int] = (128, 256)
+    cluster_mn: tuple[int, int] = (1, 1)
+
+    def validate(self) -> None:
+        t, c = self.tile_mn, self.cluster_mn
+        if len(t) != 2 or t[0] not in TILE_M or t[1] not in TILE_N:
+            raise ShapeError(f"tile_mn {_x(t)} unsupported: M in {TILE_M}, N in {TILE_N}")
+        if len(c) != 2 or any(v <= 0 or v & (v - 1) for v in c) or c[0] * c[1] > 4:
+            raise ShapeError(f"cluster_mn {_x(c)} unsupported: powers of two, at most 4 CTAs")
 
 
-def hopper_autotune_space() -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class HopperPersistentGemmConfig(HopperGemmConfig):
+    """:class:`HopperGemmConfig` plus the persistent tile scheduler's raster swizzle and
+    order."""
+
+    swizzle_size: int = 1
+    raster_along_m: bool = True
+
+    def validate(self) -> None:
+        super().validate()
+        if self.swizzle_size <= 0:
+            raise ShapeError(f"swizzle_size must be a positive integer (got {self.swizzle_size})")
+
+
+def _x(v) -> str:
+    return "x".join(str(i) for i in v)
+
+
+def hopper_autotune_space(config_type: type[HopperGemmConfig] = HopperGemmConfig) -> list:
     """Tile and cluster shapes worth timing on an H100/H200 (all accepted upstream)."""
     tiles = [(128, 256), (128, 128)]
     clusters = [(1, 1), (2, 1), (1, 2)]
-    space = [{"tile_mn": list(t), "cluster_mn": list(c)} for t in tiles for c in clusters]
-    return space + [{"tile_mn": [64, 256], "cluster_mn": [1, 1]}]
+    space = [config_type(tile_mn=t, cluster_mn=c) for t in tiles for c in clusters]
+    return space + [config_type(tile_mn=(64, 256), cluster_mn=(1, 1))]

@@ -1,21 +1,32 @@
 """kernelplan: the learn-cute-dsl core.
 
-``KernelPlan`` (one imported CuTe DSL kernel or a peer), ``CuteKernel`` / ``TorchKernel``
-(what a plan hands the harness), ``TensorSpec`` (one tensor argument), and the shared runs:
-checking (``check``), timing (``timing``), roofline (``roofline``), records (``records``),
-static analysis (``static``), and the command lines (``cli``, ``sessions``).
+A *workload* (:mod:`kernelplan.workloads`: GEMM, MLA decode, ...) is defined once; its
+*implementations* (``KernelPlan`` subclasses in the packages) register against it. What a
+plan hands the harness: ``CuteKernel`` (a CuTe DSL host function) or ``TorchKernel`` (a peer);
+``TensorSpec`` describes one tensor argument; ``Target`` is the SM and SM count compiled for.
+The shared runs: checking (``check``), timing (``timing``), roofline (``roofline``), records
+(``records``), static analysis (``static``); the command lines: ``cli`` (one kernel) and
+``sessions`` (a package or a workload).
 """
 
+from .device import Target
 from .errors import KernelPlanError
-from .kernel import STREAM, CuteKernel, TensorSpec, TorchKernel
-from .plan import KernelPlan, ShapeError
+from .kernel import STREAM, Const, CuteKernel, TensorSpec, TorchKernel
+from .plan import KernelPlan
+from .workload import Config, NoConfig, Problem, ShapeError, Workload
 
 __all__ = [
     "STREAM",
+    "Config",
+    "Const",
     "CuteKernel",
     "KernelPlan",
     "KernelPlanError",
+    "NoConfig",
+    "Problem",
     "ShapeError",
+    "Target",
     "TensorSpec",
     "TorchKernel",
+    "Workload",
 ]

@@ -328,10 +328,9 @@ def _plain(v: Any) -> Any:
     return repr(v)
 
 
-def static_key(
-    plan: Any, problem: Mapping[str, Any], config: Mapping[str, Any], arch: str
-) -> tuple[str, dict[str, Any]]:
-    """(key, components) for the static analysis of ``plan`` at (problem, config, arch).
+def static_key(plan: Any, problem: Any, config: Any, target: Any) -> tuple[str, dict[str, Any]]:
+    """(key, components) for the static analysis of ``plan`` at (problem, config, target):
+    the workload's problem, the implementation's config, a :class:`kernelplan.device.Target`.
 
     Needs no DSL and no torch; reads the example and adapter files (digests memoised).
 
@@ -355,9 +354,10 @@ def static_key(
             "package": plan.package,
             "name": plan.name,
             "target_sm": list(plan.target_sm),
-            "arch": arch,
-            "problem": _plain(problem),
-            "config": _plain(config),
+            "arch": target.sm,
+            "sm_count": target.sm_count,
+            "problem": _plain(problem.to_dict()),
+            "config": _plain(config.to_dict()),
             "specs": _plain(plan.tensor_specs(problem)),
         },
         "devices": device_fingerprint(),
@@ -595,14 +595,19 @@ def default_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, 4))
 
 
-def _static_job(package: str, kernel: str, problem: dict, config: dict) -> dict:
+def _static_job(package: str, kernel: str, problem: dict, config: dict, target: dict) -> dict:
+    from .device import Target
     from .registry import load_plan_class
 
-    return load_plan_class(package, kernel)().run_static(problem, config)
+    plan = load_plan_class(package, kernel)()
+    return plan.run_static(
+        plan.problem(problem), plan.config_type.from_dict(config), Target(**target)
+    )
 
 
-def run_static_many(items: list[tuple[Any, dict, dict]], *, jobs: int | None = None):
-    """``plan.run_static(problem, config)`` for each ``(plan, problem, config)``, yielding
+def run_static_many(items: list[tuple[Any, Any, Any, Any]], *, jobs: int | None = None):
+    """``plan.run_static(problem, config, target)`` for each ``(plan, problem, config,
+    target)``, yielding
     ``(index, result or KernelPlanError, seconds)`` in order.
 
     Cache hits are answered here at once. Misses are compiled in up to ``jobs`` worker
@@ -619,10 +624,10 @@ def run_static_many(items: list[tuple[Any, dict, dict]], *, jobs: int | None = N
     jobs = default_jobs() if jobs is None else max(1, jobs)
     store = StaticCache()
     hits: dict[int, bool] = {}
-    for i, (plan, prob, cfg) in enumerate(items):
+    for i, (plan, prob, cfg, tgt) in enumerate(items):
         try:
             if store.enabled and plan.target_sm:
-                key, comps = static_key(plan, prob, cfg, plan.target_sm[0])
+                key, comps = static_key(plan, prob, cfg, tgt)
                 hits[i] = store.get(key, comps) is not None
         except KernelPlanError:
             hits[i] = False
@@ -643,18 +648,20 @@ def run_static_many(items: list[tuple[Any, dict, dict]], *, jobs: int | None = N
         workers = min(jobs, len(misses))
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
         for i in misses:
-            plan, prob, cfg = items[i]
-            fut = pool.submit(_static_job, plan.package, plan.name, dict(prob), dict(cfg))
+            plan, prob, cfg, tgt = items[i]
+            fut = pool.submit(
+                _static_job, plan.package, plan.name, prob.to_dict(), cfg.to_dict(), tgt.to_dict()
+            )
             futures[i] = (time.perf_counter(), fut)
     try:
-        for i, (plan, prob, cfg) in enumerate(items):
+        for i, (plan, prob, cfg, tgt) in enumerate(items):
             t0 = time.perf_counter()
             try:
                 if i in futures:
                     t0, fut = futures[i]
                     res = fut.result()
                 else:
-                    res = plan.run_static(prob, cfg)
+                    res = plan.run_static(prob, cfg, tgt)
             except KernelPlanError as e:
                 yield i, e, time.perf_counter() - t0
                 continue

@@ -212,29 +212,77 @@ def gpu_has_capability(major: int, minor: int, index: int = 0) -> bool:
 SM_COUNTS = {"sm_80": 108, "sm_90a": 132, "sm_100a": 148, "sm_103a": 148, "sm_120a": 170}
 
 
-def max_active_clusters(
-    cluster_size: int, config: dict[str, Any] | Any, *, target_sm: str
-) -> tuple[int, int | None, str]:
+@dataclass(frozen=True)
+class Target:
+    """What a kernel is compiled for: the SM (``"sm_90a"``) and the SM count a persistent
+    kernel sizes its grid for, with where that count came from.
+
+    Build it with :meth:`resolve`; constructing one validates it.
+
+    Raises:
+        KernelPlanError: an SM name nvcc does not use, or an SM count that is not a positive
+            integer (``--sm_count``).
+    """
+
+    sm: str
+    sm_count: int
+    sm_count_from: str = "table"
+
+    def __post_init__(self) -> None:
+        parse_sm(self.sm)
+        n = self.sm_count
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            raise KernelPlanError(f"--sm_count must be a positive integer (got {n!r})")
+
+    @classmethod
+    def resolve(cls, sm: str, sm_count: Any = None) -> Target:
+        """The target for ``sm``: ``sm_count`` when given (a positive integer, or its
+        decimal string), else the GPU's own count when one of that SM is present, else
+        :data:`SM_COUNTS` (132 where the SM is not listed)."""
+        if sm_count is not None:
+            if isinstance(sm_count, str):
+                if not sm_count.strip().isdigit():
+                    raise KernelPlanError(
+                        f"--sm_count must be a positive integer (got {sm_count!r})"
+                    )
+                sm_count = int(sm_count)
+            return cls(sm, sm_count, "--sm_count")
+        num, _ = parse_sm(sm)
+        if gpu_has_capability(num // 10, num % 10):
+            nv, h = _nvml_handle(0)
+            try:
+                import torch
+
+                count = torch.cuda.get_device_properties(0).multi_processor_count
+                return cls(sm, int(count), "this GPU")
+            except Exception:
+                pass
+        return cls(sm, SM_COUNTS.get(sm, 132), "table")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def max_active_clusters(cluster_size: int, target: Target) -> tuple[int, str]:
     """The ``max_active_clusters`` a persistent CuTe DSL kernel bakes in as a Constexpr.
 
-    On a GPU of the kernel's own SM (``target_sm``, e.g. "sm_100a" -> compute capability
-    10.0; and no ``sm_count`` in ``config``): ``cutlass.utils.HardwareInfo()
-    .get_max_active_clusters(cluster_size)``, as the CUTLASS examples' ``run()`` does, after
-    making sure torch's CUDA context exists (HardwareInfo asks the driver in the current
-    context). Anywhere else the kernel cannot run and the number only shapes the compiled
-    code: ``config["sm_count"]`` (default :data:`SM_COUNTS` of the target) divided by the
-    cluster size, at least 1.
+    On a GPU of the target's own SM whose count was not overridden: ``cutlass.utils.
+    HardwareInfo().get_max_active_clusters(cluster_size)``, as the CUTLASS examples' ``run()``
+    does (after making sure torch's CUDA context exists: HardwareInfo asks the driver in the
+    current context). Anywhere else the kernel cannot run and the number only shapes the
+    compiled code: ``target.sm_count // cluster_size``, at least 1.
 
     Returns:
-        (max_active_clusters, the SM count assumed or None, where the number came from).
+        (max_active_clusters, where the number came from).
     """
-    num, _ = parse_sm(target_sm)
-    if "sm_count" not in config and gpu_has_capability(num // 10, num % 10):
+    if target.sm_count_from == "this GPU":
         import cutlass.utils
         import torch
 
         torch.ones(1, device="cuda")  # the primary context HardwareInfo needs
         n = cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size)
-        return int(n), None, f"cutlass.utils.HardwareInfo on this sm_{num} GPU"
-    sms = int(config.get("sm_count", SM_COUNTS.get(target_sm, 132)))
-    return max(1, sms // cluster_size), sms, f"assumed {sms} SMs / cluster size {cluster_size}"
+        return int(n), f"cutlass.utils.HardwareInfo on this {target.sm} GPU"
+    sms = target.sm_count
+    return max(1, sms // cluster_size), (
+        f"{sms} SMs ({target.sm_count_from}) / cluster size {cluster_size}"
+    )

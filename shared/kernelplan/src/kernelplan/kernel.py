@@ -40,18 +40,26 @@ class TensorSpec:
     Attributes:
         shape: the storage shape, allocated row-major contiguous (e.g. GEMM A as (L, M, K)).
         dtype: torch dtype name of the storage ("float16", "bfloat16", "float32", "int32",
-            "float8_e4m3fn", ...).
+            "float8_e4m3fn", "uint8", ...).
         perm: the kernel sees ``storage.permute(perm)`` (e.g. (1, 2, 0) turns (L, M, K) into
             the CUTLASS (M, K, L) view); None keeps the storage order.
         role: "input" or "output" (outputs are poisoned before a checked run).
         init: "randn" (normal * scale), "uniform" (U(-scale, scale)), "randint" (integers
             drawn uniformly from [-scale, scale], as the CUTLASS examples' own runs use; such
-            values have few mantissa bits set, which lowers the tensor cores' power draw),
-            "zeros" or "empty".
+            values have few mantissa bits set, which lowers the tensor cores' power draw; for
+            an integer dtype, integers in [0, scale]), "zeros" or "empty". Tensors whose values
+            must agree with each other (page tables, sequence lengths, pointer arrays of a
+            grouped GEMM) are filled by the workload's ``prepare_inputs``.
         scale: see init.
         leading_dim: mode of the kernel's view with stride 1, marked dynamic as
             ``mark_layout_dynamic(leading_dim=...)`` does; None keeps the layout static.
         align: bytes the base pointer is assumed aligned to (``assumed_align``).
+        element: the CuTe element type when it differs from the storage's (``"TFloat32"``
+            stored as float32): set on the CuTe tensor as upstream's ``cute_tensor_like``
+            does.
+        divisibility: with ``leading_dim``, the contiguous extent (and every other stride) is
+            marked divisible by it (``mark_compact_shape_dynamic(mode=leading_dim,
+            divisibility=...)``): the compiled code may assume it, so a problem must honour it.
     """
 
     shape: tuple[int, ...]
@@ -62,6 +70,8 @@ class TensorSpec:
     scale: float = 1.0
     leading_dim: int | None = None
     align: int = 16
+    element: str | None = None
+    divisibility: int = 1
 
     def view_shape(self) -> tuple[int, ...]:
         return tuple(self.shape[i] for i in self.perm) if self.perm else tuple(self.shape)
@@ -74,12 +84,23 @@ class TensorSpec:
         return tuple(strides[i] for i in self.perm) if self.perm else tuple(strides)
 
     def nbytes(self) -> int:
-        import torch
+        from .dtypes import nbytes
 
         n = 1
         for s in self.shape:
             n *= s
-        return n * torch.empty((), dtype=getattr(torch, self.dtype)).element_size()
+        return int(n * nbytes(self.dtype))
+
+    def signature(self) -> tuple:
+        """What compiled code specialises on: element and storage types, the view's rank,
+        its static shape and strides unless the layout is dynamic, the dynamic marks and the
+        alignment. Part of every compile key."""
+        layout: tuple = (
+            ("dynamic", len(self.shape), self.leading_dim, self.divisibility)
+            if self.leading_dim is not None
+            else ("static", self.view_shape(), self.view_stride())
+        )
+        return (self.dtype, self.element, layout, self.align)
 
     # -- materialisation -------------------------------------------------------------------
     def allocate(self, generator=None, device: str = "cuda"):
@@ -87,9 +108,13 @@ class TensorSpec:
         import torch
 
         dt = getattr(torch, self.dtype)
-        if self.init in ("zeros", "empty") or not (dt.is_floating_point or dt == torch.int8):
-            t = torch.zeros(self.shape, dtype=dt, device=device)
-            return t
+        if self.init in ("zeros", "empty"):
+            return torch.zeros(self.shape, dtype=dt, device=device)
+        if not dt.is_floating_point:
+            if self.init != "randint":
+                return torch.zeros(self.shape, dtype=dt, device=device)
+            hi = int(self.scale) + 1
+            return torch.randint(0, hi, self.shape, device=device, generator=generator).to(dt)
         base = torch.float32
         if self.init == "randn":
             t = torch.randn(self.shape, dtype=base, device=device, generator=generator)
@@ -115,52 +140,56 @@ class TensorSpec:
         t = from_dlpack(self.kernel_view(storage), assumed_align=self.align)
         if self.leading_dim is not None:
             t = t.mark_layout_dynamic(leading_dim=self.leading_dim)
+            if self.divisibility > 1:
+                t = t.mark_compact_shape_dynamic(
+                    mode=self.leading_dim, divisibility=self.divisibility
+                )
+        if self.element:
+            from .dtypes import cute_type
+
+            t.element_type = cute_type(self.element)
         return t
 
     def to_fake_cute(self):
-        """A fake CuTe tensor (no memory) with this spec's dtype, view and dynamic marks."""
+        """A fake CuTe tensor (no memory) with this spec's types, view and dynamic marks."""
         import cutlass.cute as cute
         from cutlass.cute.runtime import make_fake_tensor
+
+        from .dtypes import cute_type
 
         shape, stride = self.view_shape(), self.view_stride()
         if self.leading_dim is not None:
             # as from_dlpack(...).mark_layout_dynamic() presents a real tensor: 32-bit dynamic
-            # extents, 64-bit dynamic strides, the leading stride static 1
-            shape = tuple(cute.sym_int() for _ in shape)
-            stride = tuple(
-                1 if i == self.leading_dim else cute.sym_int64() for i in range(len(stride))
+            # extents, 64-bit dynamic strides, the leading stride static 1; a divisibility
+            # mark applies to the contiguous extent and to the other strides
+            d = self.divisibility
+            lead = self.leading_dim
+            shape = tuple(
+                cute.sym_int(divisibility=d) if i == lead and d > 1 else cute.sym_int()
+                for i in range(len(shape))
             )
-        return make_fake_tensor(cutlass_dtype(self.dtype), shape, stride, assumed_align=self.align)
+            stride = tuple(
+                1 if i == lead else (cute.sym_int64(divisibility=d) if d > 1 else cute.sym_int64())
+                for i in range(len(stride))
+            )
+        element = cute_type(self.element or self.dtype)
+        return make_fake_tensor(element, shape, stride, assumed_align=self.align)
 
 
 def cutlass_dtype(torch_name: str):
-    """torch dtype name -> CuTe DSL numeric type.
+    """torch dtype name -> CuTe DSL numeric type (see :mod:`kernelplan.dtypes`).
 
     Raises:
         KernelPlanError: a dtype the DSL has no type for.
     """
-    import cutlass
+    from .dtypes import cute_type
 
-    table = {
-        "float16": cutlass.Float16,
-        "bfloat16": cutlass.BFloat16,
-        "float32": cutlass.Float32,
-        "float8_e4m3fn": cutlass.Float8E4M3FN,
-        "float8_e5m2": cutlass.Float8E5M2,
-        "int8": cutlass.Int8,
-        "uint8": cutlass.Uint8,
-        "int32": cutlass.Int32,
-        "int64": cutlass.Int64,
-    }
-    try:
-        return table[torch_name]
-    except KeyError:
-        raise KernelPlanError(f"no CuTe DSL type for torch dtype {torch_name}") from None
+    return cute_type(torch_name)
 
 
 class CuteKernel:
     """A CuTe DSL host function (``@cute.jit`` function or object with a ``@cute.jit``
-    ``__call__``), compiled once per ``key`` and launched on the current torch stream.
+    ``__call__``), compiled once per compile key and launched on the current torch stream.
 
     Args:
         name: for messages and records.
@@ -169,11 +198,18 @@ class CuteKernel:
             put :data:`STREAM` where the CUDA stream goes and wrap compile-time values in
             :class:`Const`.
         specs: the tensor arguments, by name.
-        key: everything the compiled code depends on besides the DSL/CUTLASS versions
-            (config, static shapes, dtypes); with the arch it indexes the compile cache.
         options: ``cute.compile(..., options=...)`` string, if any.
         meta: facts to record with the kernel (e.g. a ``max_active_clusters`` baked into the
             code, and where its value came from).
+        tvm_ffi: compile with ``--enable-tvm-ffi`` from the fake arguments (dynamic layouts:
+            one compile for every shape) and launch with the torch tensors themselves, the
+            DSL's TVM-FFI calling path (a TVM-FFI function rejects ``from_dlpack`` CuTe
+            tensors made without ``enable_tvm_ffi=True``).
+
+    The compile key is set by :meth:`kernelplan.KernelPlan.kernel` from (implementation,
+    config, the problem fields the code specialises on, target SM, every tensor's
+    :meth:`TensorSpec.signature`, the :class:`Const` values, options); nothing in an
+    adapter builds it by hand.
     """
 
     _cache: dict[tuple, Any] = {}
@@ -185,14 +221,25 @@ class CuteKernel:
         fn: Any,
         args: Callable[[Mapping[str, Any]], tuple],
         specs: Mapping[str, TensorSpec],
-        key: tuple,
         options: str | None = None,
         meta: Mapping[str, Any] | None = None,
+        *,
+        tvm_ffi: bool = False,
     ):
         self.name, self.fn, self.args_fn, self.specs = name, fn, args, dict(specs)
-        self.key, self.options = key, options
+        self.tvm_ffi = tvm_ffi
+        if tvm_ffi:
+            options = " ".join(o for o in (options, "--enable-tvm-ffi") if o)
+        self.options = options
         self.meta = dict(meta or {})
+        self.key: tuple = (name,)
         self.compile_seconds: float | None = None
+        self.compile_cache: dict[str, Any] | None = None
+
+    def const_values(self) -> tuple:
+        """The compile-time (:class:`Const`) values of the argument tuple, in order."""
+        placeholders = {n: n for n in self.specs}
+        return tuple(a.value for a in self.args_fn(placeholders) if isinstance(a, Const))
 
     # -- arguments --------------------------------------------------------------------------
     def cute_args(self, inputs: Mapping[str, Any]) -> tuple:
@@ -222,7 +269,8 @@ class CuteKernel:
 
     # -- compile and launch ----------------------------------------------------------------
     def compile(self, args: tuple) -> Any:
-        """Compile for the current device (once per key); returns the compiled function."""
+        """Compile for the current device (once per key in this process); returns the
+        compiled function."""
         import cutlass.cute as cute
 
         ckey = (self.key, "device")
@@ -240,8 +288,13 @@ class CuteKernel:
         """A zero-argument launcher of the compiled kernel over ``inputs`` (torch tensors on
         the GPU, by spec name). Compiles on first use; conversions happen here, not per launch.
         """
-        args = self.cute_args(inputs)
-        compiled = self.compile(self.compile_args(args, self.current_stream()))
+        if self.tvm_ffi:
+            compiled = self.compile(self.fake_args())
+            views = {n: s.kernel_view(inputs[n]) for n, s in self.specs.items()}
+            args = tuple(self.args_fn(views))
+        else:
+            args = self.cute_args(inputs)
+            compiled = self.compile(self.compile_args(args, self.current_stream()))
         runtime = [a for a in args if not isinstance(a, Const)]
         stream_at = [i for i, a in enumerate(runtime) if a is STREAM]
         current_stream = self.current_stream

@@ -1,15 +1,16 @@
-"""``KernelPlan``: everything specific to one kernel, and the runs every kernel gets for free.
+"""``KernelPlan``: one implementation of a workload, and the runs every implementation gets.
 
-A subclass states its workload (problem arguments, tensors, reference, FLOPs and bytes), its
-target SM, its upstream example, its tunable configs, and how to reach the upstream entry
-point (``plan``). Checking, timing, autotuning, static analysis, records and the command line
-live here once.
+A subclass names its workload (:mod:`kernelplan.workloads`), its target SM, its upstream
+example or peer library, its typed config (:class:`kernelplan.workload.Config`), which
+problems it takes (:meth:`KernelPlan.supports`) and how to reach the entry point
+(:meth:`KernelPlan.plan`). The problem, tensors, reference, FLOPs and bytes are the
+workload's, written once. Checking, timing, autotuning, static analysis and records are here
+once; the command lines are in :mod:`kernelplan.cli` and :mod:`kernelplan.sessions`.
 """
 
 from __future__ import annotations
 
 import abc
-import argparse
 import dataclasses
 import json
 import secrets
@@ -21,121 +22,169 @@ from typing import Any, ClassVar
 
 from . import device as devmod
 from .check import CheckResult, compare, poison
+from .device import Target
 from .errors import KernelPlanError
 from .kernel import CuteKernel, TensorSpec, TorchKernel
 from .roofline import roofline
 from .timing import TimingStats, benchmark, workspaces_for_cold_l2
+from .workload import Config, NoConfig, Problem, ShapeError, Workload
 
 PROF_TYPES = ("disabled", "annotation", "static", "ncu")
 
-
-class ShapeError(KernelPlanError):
-    """A problem the kernel cannot take (zero sizes, misalignment, unsupported dtype)."""
+__all__ = ["PROF_TYPES", "KernelPlan", "ShapeError", "config_label"]
 
 
 class KernelPlan(abc.ABC):
-    """One imported kernel (or a peer) of a package.
+    """One implementation of a workload: an imported CUTLASS example, a kernel of this
+    project, a peer library or PyTorch.
 
     Class attributes a subclass sets:
         name: CLI name (``uv run <package> <name>``), also the sub-package name.
         package: the package's CLI name ("gemm").
-        source: path of the upstream example under ``examples/python/CuTeDSL`` (None for peers).
+        workload: the workload instance it implements (``kernelplan.workloads.gemm.GEMM``).
+        source: path of the upstream example under ``examples/python/CuTeDSL`` (None for
+            peers and for this project's own kernels).
         target_sm: SMs the kernel is built for (``("sm_90a",)``); empty for peers that run on
             any CUDA GPU.
+        config_type: its typed config (a frozen :class:`~kernelplan.workload.Config`).
+        runtime_problem_fields: problem fields the compiled code does NOT specialise on
+            (extents of dynamic-layout tensors): left out of the compile key, so one compile
+            serves every value. The default, none, recompiles per problem (always correct).
         description: one line.
     """
 
     name: ClassVar[str]
     package: ClassVar[str]
+    workload: ClassVar[Workload]
     source: ClassVar[str | None] = None
     target_sm: ClassVar[tuple[str, ...]] = ()
+    config_type: ClassVar[type[Config]] = NoConfig
+    runtime_problem_fields: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
 
-    # -- the workload ----------------------------------------------------------------------
-    @abc.abstractmethod
-    def add_problem_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Add the workload's CLI arguments (``--m --n --k --l --dtype`` for a GEMM)."""
+    # -- the problem (the workload's) -------------------------------------------------------
+    def problem(self, value: Problem | Mapping[str, Any] | None = None, **kw: Any) -> Problem:
+        """The workload's problem, checked against what this implementation takes.
 
-    @abc.abstractmethod
-    def problem_from_args(self, args: argparse.Namespace) -> dict[str, Any]:
-        """The problem as a JSON-ready dict, validated (raise ShapeError)."""
+        Raises:
+            ShapeError: the workload or this implementation rejects it (one line).
+        """
+        p = self.workload.problem(value, **kw)
+        self.supports(p)
+        return p
 
-    def validate(self, problem: Mapping[str, Any]) -> None:  # noqa: B027 - optional hook
-        """Raise :class:`ShapeError` for a problem this kernel cannot take."""
+    def supports(self, problem: Problem) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`ShapeError` for a problem this implementation cannot take (a dtype,
+        an alignment, a head count), saying what it takes."""
 
-    def validate_config(  # noqa: B027 - optional hook
-        self, problem: Mapping[str, Any], config: Mapping[str, Any]
-    ) -> None:
-        """Raise :class:`ShapeError` for a config the kernel rejects, before anything is
-        loaded or compiled (so a bad ``--config`` is one line even without the sources)."""
+    def check_problems(self) -> list[Problem]:
+        """The workload's check problems that this implementation takes."""
+        return [p for p in self.workload.check_problems() if self.takes(p)]
 
-    @abc.abstractmethod
-    def tensor_specs(self, problem: Mapping[str, Any]) -> dict[str, TensorSpec]:
-        """Every tensor argument, by name (inputs and outputs)."""
+    def profile_problems(self) -> list[Problem]:
+        return [p for p in self.workload.profile_problems() if self.takes(p)]
 
-    def prepare_inputs(
-        self, problem: Mapping[str, Any], seed: int, device: str = "cuda"
-    ) -> dict[str, Any]:
+    def takes(self, problem: Problem) -> bool:
+        try:
+            self.supports(problem)
+        except ShapeError:
+            return False
+        return True
+
+    def tensor_specs(self, problem: Problem) -> dict[str, TensorSpec]:
+        """Every tensor argument (the workload's; an implementation whose example takes other
+        views overrides this and says why)."""
+        return self.workload.tensor_specs(problem)
+
+    def prepare_inputs(self, problem: Problem, seed: int, device: str = "cuda") -> dict[str, Any]:
         """Fresh tensors for one run, drawn from ``seed``."""
-        import torch
+        return self.workload.prepare_inputs(problem, self.tensor_specs(problem), seed, device)
 
-        gen = torch.Generator(device=device)
-        gen.manual_seed(seed)
-        return {n: s.allocate(gen, device) for n, s in self.tensor_specs(problem).items()}
-
-    def output_names(self, problem: Mapping[str, Any]) -> list[str]:
+    def output_names(self, problem: Problem) -> list[str]:
         return [n for n, s in self.tensor_specs(problem).items() if s.role == "output"]
 
-    @abc.abstractmethod
-    def reference_fn(self, problem: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The expected outputs (by name, float32 or wider), computed with PyTorch."""
+    def reference(self, problem: Problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        return self.workload.reference(problem, inputs)
 
-    @abc.abstractmethod
-    def _algorithmic_flops_bytes(self, problem: Mapping[str, Any]) -> tuple[float, float]:
-        """(FLOPs, minimum DRAM bytes) of the workload, independent of the implementation."""
+    def reference_lowp(self, problem: Problem, inputs: Mapping[str, Any]) -> dict[str, Any] | None:
+        return self.workload.reference_lowp(problem, inputs)
 
-    def compute_dtype(self, problem: Mapping[str, Any]) -> str:
-        """The dtype that picks the device's compute peak (torch spelling)."""
-        return str(problem.get("dtype", "float16"))
+    def flops_bytes(self, problem: Problem) -> tuple[float, float]:
+        return self.workload.flops_bytes(problem)
+
+    def compute_dtype(self, problem: Problem) -> str:
+        return self.workload.compute_dtype(problem)
 
     # -- configs ---------------------------------------------------------------------------
-    def default_config(self, problem: Mapping[str, Any]) -> dict[str, Any]:
-        return {}
+    def default_config(self, problem: Problem) -> Config:
+        return self.config_type()
 
-    def known_config_keys(self, problem: Mapping[str, Any]) -> set[str]:
-        """Config keys ``--config`` may set: those of the default and autotune configs, plus
-        ``sm_count`` (the SM count a compile-time cluster count is derived from when no GPU
-        is present)."""
-        keys = set(self.default_config(problem)) | {"sm_count"}
-        for cfg in self._autotune_configs(problem):
-            keys |= set(cfg)
-        return keys
-
-    def _autotune_configs(self, problem: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def autotune_configs(self, problem: Problem) -> list[Config]:
         """Candidate configs (tile shape, cluster shape, ...) for ``--autotune``."""
         return [self.default_config(problem)]
 
+    def config(self, problem: Problem, overrides: Mapping[str, str] | None = None) -> Config:
+        """The default config with ``--config`` items applied (parsed by field type).
+
+        Raises:
+            ShapeError: an unknown key or a value the config rejects.
+        """
+        base = self.default_config(problem)
+        if not overrides:
+            return base
+        return self.config_type.from_overrides(base, overrides)
+
+    def target(self, arch: str | None = None, sm_count: Any = None) -> Target:
+        """The :class:`~kernelplan.device.Target` to compile for: ``arch`` or the first
+        target SM, with ``sm_count`` when given.
+
+        Raises:
+            KernelPlanError: not a CuTe DSL kernel and no arch given, an unknown SM, an arch
+                outside the targets, or a bad ``--sm_count``.
+        """
+        arch = (arch or (self.target_sm[0] if self.target_sm else "")).strip()
+        if not arch:
+            dev = devmod.current_device()
+            arch = dev.sm if dev else "sm_90a"
+        num, _ = devmod.parse_sm(arch)
+        # an SM nobody ships (sm_42) is left to the DSL's own, more precise refusal
+        if num in devmod.SM_FAMILY and self.target_sm:
+            if not any(devmod.runs_on(t, arch) for t in self.target_sm):
+                raise KernelPlanError(
+                    f"{self.name} targets {' or '.join(self.target_sm)}; --arch {arch} is not "
+                    "one of its targets (its code uses that SM's instructions)"
+                )
+        return Target.resolve(arch, sm_count)
+
     @abc.abstractmethod
-    def plan(
-        self, problem: Mapping[str, Any], config: Mapping[str, Any]
-    ) -> CuteKernel | TorchKernel:
-        """The kernel for one (problem, config): reaches the upstream entry point."""
+    def plan(self, problem: Problem, config: Config, target: Target) -> CuteKernel | TorchKernel:
+        """The kernel for one (problem, config, target): reaches the entry point."""
 
-    # -- sweeps used by the package sessions ---------------------------------------------------
-    def check_problems(self) -> list[dict[str, Any]]:
-        """Problems ``check-<package>`` runs (override; default: none)."""
-        return []
-
-    def profile_problems(self) -> list[dict[str, Any]]:
-        """Problems ``profile`` runs (override; default: the check problems)."""
-        return self.check_problems()
+    def kernel(self, problem: Problem, config: Config, target: Target) -> CuteKernel | TorchKernel:
+        """:meth:`plan`, with the compile key derived (see :class:`CuteKernel`)."""
+        k = self.plan(problem, config, target)
+        if isinstance(k, CuteKernel):
+            fixed = tuple(
+                (f, v) for f, v in problem.to_dict().items() if f not in self.runtime_problem_fields
+            )
+            k.key = (
+                f"{type(self).__module__}:{type(self).__qualname__}",
+                json.dumps(config.to_dict(), sort_keys=True, default=str),
+                json.dumps(fixed, default=str),
+                target.sm,
+                tuple(sorted((n, s.signature()) for n, s in k.specs.items())),
+                repr(k.const_values()),
+                k.options,
+            )
+        return k
 
     # -- what the harness does with it -------------------------------------------------------
     def run_check(
         self,
-        problem: Mapping[str, Any],
-        config: Mapping[str, Any],
+        problem: Problem,
+        config: Config,
         *,
+        target: Target | None = None,
         seed: int | None = None,
         fault: str = "none",
     ) -> tuple[bool, list[CheckResult], dict[str, Any]]:
@@ -150,31 +199,36 @@ class KernelPlan(abc.ABC):
         """
         import torch
 
+        target = target or self.target()
         seed = secrets.randbelow(2**31) if seed is None else seed
         inputs = self.prepare_inputs(problem, seed)
         outs = self.output_names(problem)
         for n in outs:
             poison(inputs[n])
-        kernel = self.plan(problem, config)
+        kernel = self.kernel(problem, config, target)
         launch = kernel.bind(inputs)
         if fault != "skip-launch":
             launch()
         torch.cuda.synchronize()
-        ref = self.reference_fn(problem, inputs)
+        ref = self.reference(problem, inputs)
+        lowp = self.reference_lowp(problem, inputs)
         if fault == "perturb":
             t = inputs[outs[0]]
             flat = t.view(-1)
             bump = 0.01 * float(ref[outs[0]].abs().max())
             flat[flat.numel() // 2] += bump
-        results = [compare(n, inputs[n], ref[n]) for n in outs]
+        results = [
+            compare(n, inputs[n], ref[n], baseline=lowp.get(n) if lowp else None) for n in outs
+        ]
         info = {"seed": seed, "fault": fault, "compile_seconds": kernel.compile_seconds}
         return all(r.passed for r in results), results, info
 
     def run_benchmark(
         self,
-        problem: Mapping[str, Any],
-        config: Mapping[str, Any],
+        problem: Problem,
+        config: Config,
         *,
+        target: Target | None = None,
         warmup: int = 10,
         reps: int = 100,
         cold_l2: bool = True,
@@ -186,8 +240,9 @@ class KernelPlan(abc.ABC):
         launch finds its operands in L2."""
         import torch
 
+        target = target or self.target()
         specs = self.tensor_specs(problem)
-        kernel = self.plan(problem, config)
+        kernel = self.kernel(problem, config, target)
         n_ws = 1
         if cold_l2:
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -197,20 +252,20 @@ class KernelPlan(abc.ABC):
             free, _ = torch.cuda.mem_get_info()
             n_ws = max(1, min(n_ws, int(0.6 * free // max(per_ws, 1))))
         launchers = [kernel.bind(self.prepare_inputs(problem, seed + i)) for i in range(n_ws)]
-        name = f"{self.package}/{self.name} {config_label(config)}" if annotate else None
+        name = f"{self.package}/{self.name} {config.label()}" if annotate else None
         return benchmark(
             launchers, warmup=warmup, reps=reps, cuda_graph=cuda_graph, range_name=name
         )
 
     def run_static(
         self,
-        problem: Mapping[str, Any],
-        config: Mapping[str, Any],
-        arch: str | None = None,
+        problem: Problem,
+        config: Config,
+        target: Target | None = None,
         *,
         use_cache: bool = True,
     ) -> dict[str, Any]:
-        """Compile for ``arch`` (default: the first target SM) with fake tensors and analyse
+        """Compile for ``target`` (default: the first target SM) with fake tensors and analyse
         the cubin; works on any machine.
 
         Returns the main kernel's :class:`kernelplan.static.StaticReport` as a dict (the main
@@ -219,8 +274,8 @@ class KernelPlan(abc.ABC):
         came from), ``max_active_clusters`` and ``sm_count`` (the values compiled in; None
         when the kernel takes none), ``functions`` (the module's other kernels),
         ``res_usage_check`` (the main kernel's registers re-read by a separate
-        ``cuobjdump -res-usage`` run on the same cubin) and ``cache`` (hit or miss, key,
-        entry folder).
+        ``cuobjdump -res-usage`` run on the same cubin), ``tools`` (the DSL, ptxas and
+        cuobjdump versions that produced it) and ``cache`` (hit or miss, key, entry folder).
 
         With ``use_cache`` (and ``KERNELPLAN_CACHE`` not ``off``) the result comes from the
         persistent cache (:mod:`kernelplan.cache`) when no input it depends on changed; a
@@ -233,23 +288,15 @@ class KernelPlan(abc.ABC):
         """
         from . import cache as cachemod
 
-        arch = (arch or (self.target_sm[0] if self.target_sm else "")).strip()
-        if not arch:
+        if not self.target_sm:
             raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
-        arch_num, _ = devmod.parse_sm(arch)
-        # an SM nobody ships (sm_42) is left to the DSL's own, more precise refusal below
-        known_sm = arch_num in devmod.SM_FAMILY
-        if known_sm and self.target_sm and not any(devmod.runs_on(t, arch) for t in self.target_sm):
-            raise KernelPlanError(
-                f"{self.name} targets {' or '.join(self.target_sm)}; --arch {arch} is not one "
-                "of its targets (its code uses that SM's instructions)"
-            )
-        self.validate_config(problem, config)
+        target = target or self.target()
+        arch = target.sm
         label = f"{self.package}/{self.name}"
         store = cachemod.StaticCache() if use_cache else None
         key = comps = None
         if store is not None and store.enabled:
-            key, comps = cachemod.static_key(self, problem, config, arch)
+            key, comps = cachemod.static_key(self, problem, config, target)
             hit = store.get(key, comps)
             if hit is not None:
                 entry = str(store.entry_dir(key))
@@ -260,7 +307,7 @@ class KernelPlan(abc.ABC):
         # Fail before planning and compiling: an SM the DSL does not know, a missing tool.
         arch = static._normalize_arch(arch)
         static.find_tool("cuobjdump")
-        kernel = self.plan(problem, config)
+        kernel = self.kernel(problem, config, target)
         if not isinstance(kernel, CuteKernel):
             raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
         from .cutlass_src import repo_root
@@ -308,7 +355,7 @@ class KernelPlan(abc.ABC):
             "label": label,
             "meta": meta,
             "max_active_clusters": meta.get("max_active_clusters"),
-            "sm_count": meta.get("sm_count"),
+            "sm_count": meta.get("sm_count", target.sm_count if "max_active_clusters" in meta else None),
             "functions": others,
             "res_usage_check": independent_registers(),
         }
@@ -327,25 +374,31 @@ class KernelPlan(abc.ABC):
 
     def autotune(
         self,
-        problem: Mapping[str, Any],
+        problem: Problem,
         *,
+        target: Target | None = None,
         warmup: int = 5,
         reps: int = 30,
         cold_l2: bool = True,
         log=print,
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[Config, list[dict[str, Any]]]:
         """Time every candidate config; the best median wins. Configs that fail to compile or
         launch are listed with the error, not fatal (unless none works)."""
         rows: list[dict[str, Any]] = []
-        for cfg in self._autotune_configs(problem):
+        target = target or self.target()
+        for cfg in self.autotune_configs(problem):
             try:
-                st = self.run_benchmark(problem, cfg, warmup=warmup, reps=reps, cold_l2=cold_l2)
-                rows.append({"config": cfg, "median_us": st.median_us, "spread_pct": st.spread_pct})
-                log(f"  autotune {config_label(cfg)}: {st.median_us:.1f} us")
+                st = self.run_benchmark(
+                    problem, cfg, target=target, warmup=warmup, reps=reps, cold_l2=cold_l2
+                )
+                rows.append(
+                    {"config": cfg.to_dict(), "median_us": st.median_us, "spread_pct": st.spread_pct}
+                )
+                log(f"  autotune {cfg.label()}: {st.median_us:.1f} us")
             except Exception as e:  # a config the upstream rejects is data, not a crash
                 msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-                rows.append({"config": cfg, "error": msg})
-                log(f"  autotune {config_label(cfg)}: rejected ({msg})")
+                rows.append({"config": cfg.to_dict(), "error": msg})
+                log(f"  autotune {cfg.label()}: rejected ({msg})")
         ok = [r for r in rows if "median_us" in r]
         if not ok:
             raise KernelPlanError(
@@ -353,13 +406,14 @@ class KernelPlan(abc.ABC):
                 f"{rows[0].get('error') if rows else 'no configs'}"
             )
         best = min(ok, key=lambda r: r["median_us"])
-        return dict(best["config"]), rows
+        return self.config_type.from_dict(best["config"]), rows
 
     def benchmark_record(
         self,
-        problem: Mapping[str, Any],
-        config: Mapping[str, Any],
+        problem: Problem,
+        config: Config,
         *,
+        target: Target | None = None,
         warmup: int = 10,
         reps: int = 100,
         cold_l2: bool = True,
@@ -372,11 +426,13 @@ class KernelPlan(abc.ABC):
         the clock fell). Returns ``(record, stats, roofline)``."""
         from .clocks import record_throttle
 
+        target = target or self.target()
         dev = devmod.current_device()
         before = devmod.clocks_now()
         st = self.run_benchmark(
             problem,
             config,
+            target=target,
             warmup=warmup,
             reps=reps,
             cold_l2=cold_l2,
@@ -385,83 +441,51 @@ class KernelPlan(abc.ABC):
         )
         after = devmod.clocks_now()
         roof = self.roofline_for(problem, st.median_us, dev.name if dev else None)
-        rec = self.record_base("benchmark", problem, config)
+        rec = self.record_base("benchmark", problem, config, target)
         rec.update(
             timing=st.to_dict(), roofline=roof.to_dict(), clocks={"before": before, "after": after}
         )
         record_throttle(rec, dev, before, after, st, log)
         return rec, st, roof
 
-    def roofline_for(self, problem: Mapping[str, Any], time_us: float, device_name: str | None):
-        flops, nbytes = self._algorithmic_flops_bytes(problem)
+    def roofline_for(self, problem: Problem, time_us: float, device_name: str | None):
+        flops, nbytes = self.flops_bytes(problem)
         return roofline(flops, nbytes, time_us, device_name, self.compute_dtype(problem))
 
     def record_base(
-        self, kind: str, problem: Mapping[str, Any], config: Mapping[str, Any]
+        self, kind: str, problem: Problem, config: Config, target: Target | None = None
     ) -> dict[str, Any]:
+        """The fields every record of this implementation carries (the workload, the
+        problem and config as dicts, the target, the device and the environment)."""
         from .records import environment
 
         dev = devmod.current_device() if kind != "static" else None
         return {
             "kind": kind,
+            "workload": self.workload.name,
             "package": self.package,
             "kernel": self.name,
             "source": self.source,
             "target_sm": list(self.target_sm),
-            "problem": dict(problem),
-            "config": dict(config),
+            "target": target.to_dict() if target is not None else None,
+            "problem": problem.to_dict(),
+            "config": config.to_dict(),
             "device": dev.to_dict() if dev else None,
             "env": environment(),
         }
 
-    # -- command line ----------------------------------------------------------------------
-    def benchmark_kernel_argparse(self, argv: Sequence[str] | None = None) -> int:
-        """The per-kernel CLI (``python -m <pkg>.<kernel>`` and ``uv run <pkg> <kernel>``).
 
-        Returns the process exit code: 0 ok, 1 a check failed, 2 bad input or a kernel that
-        cannot run here (one ``error:`` line on stderr).
-        """
-        from .cli import run_kernel_cli
-
-        return run_kernel_cli(self, argv)
-
-
-def config_label(config: Mapping[str, Any]) -> str:
-    if not config:
-        return "default"
-    return " ".join(f"{k}={_fmt(v)}" for k, v in config.items())
+def config_label(config: Config | Mapping[str, Any]) -> str:
+    """``tile_mn=128x256 cluster_mn=1x1`` (``default`` for an empty config)."""
+    if isinstance(config, Config):
+        return config.label()
+    return " ".join(f"{k}={_fmt(v)}" for k, v in config.items()) or "default"
 
 
 def _fmt(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "x".join(str(x) for x in v)
     return str(v)
-
-
-def parse_config_overrides(items: Sequence[str], option: str = "--config") -> dict[str, Any]:
-    """``["tile_mn=128x256", "cluster_mn=1x2"]`` -> ``{"tile_mn": [128, 256], ...}``.
-
-    Raises:
-        KernelPlanError: an item is not ``key=value`` (the message names ``option``).
-    """
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise KernelPlanError(f"{option} expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        if "x" in v and all(p.isdigit() for p in v.split("x")):
-            out[k] = [int(p) for p in v.split("x")]
-        else:
-            try:
-                out[k] = json.loads(v)
-            except json.JSONDecodeError:
-                out[k] = v
-    return out
-
-
-def die(msg: str, code: int = 2) -> int:
-    print(f"error: {msg}", file=sys.stderr)
-    return code
 
 
 def static_table(static_dicts: Sequence[Mapping[str, Any]]) -> str:

@@ -8,22 +8,21 @@ persistent tile scheduler over ``max_active_clusters`` clusters.
 
 ``max_active_clusters`` is a compile-time constant. On a GPU it comes from
 ``cutlass.utils.HardwareInfo().get_max_active_clusters(cluster size)`` as upstream does; with
-no GPU (static analysis) it is ``config["sm_count"]`` (default 132, the SM count of H100 SXM
-and H200) divided by the cluster size, and the record says so.
+no GPU of its SM (static analysis) it is the target's SM count (``--sm_count``, default 132,
+the SM count of H100 SXM and H200) divided by the cluster size, and the record says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from kernelplan import STREAM, CuteKernel
+from kernelplan import STREAM, Const, CuteKernel, Target
 from kernelplan.cutlass_src import load_example
 from kernelplan.device import max_active_clusters
-from kernelplan.kernel import Const
+from kernelplan.workloads.gemm import GemmProblem
 
 from ..common import GemmPlan
-from ..hopper_config import hopper_autotune_space, validate_hopper_config
+from ..hopper_config import HopperPersistentGemmConfig, hopper_autotune_space
 
 
 class HopperDenseGemmPersistent(GemmPlan):
@@ -37,49 +36,26 @@ class HopperDenseGemmPersistent(GemmPlan):
         "CUTLASS CuTe DSL Hopper persistent warp-specialised GEMM (TMA + WGMMA), sm_90a"
     )
 
-    def default_config(self, problem: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "tile_mn": [128, 256],
-            "cluster_mn": [1, 1],
-            "swizzle_size": 1,
-            "raster_along_m": True,
-        }
+    config_type = HopperPersistentGemmConfig
 
-    def _autotune_configs(self, problem: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return [{**c, "swizzle_size": 1, "raster_along_m": True} for c in hopper_autotune_space()]
+    def autotune_configs(self, problem: GemmProblem) -> list[HopperPersistentGemmConfig]:
+        return hopper_autotune_space(HopperPersistentGemmConfig)
 
-    def validate_config(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> None:
-        validate_hopper_config(self.name, config)
-
-    def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> CuteKernel:
+    def plan(
+        self, problem: GemmProblem, config: HopperPersistentGemmConfig, target: Target
+    ) -> CuteKernel:
         import cutlass
 
-        tile, cluster = validate_hopper_config(self.name, config)
-        swizzle = int(config.get("swizzle_size", 1))
-        raster_m = bool(config.get("raster_along_m", True))
+        tile, cluster = config.tile_mn, config.cluster_mn
         mod = load_example(self.source)
         gemm = mod.HopperWgmmaGemmPersistentKernel(
-            cutlass.Float32, tile, cluster, swizzle, raster_m
+            cutlass.Float32, tile, cluster, config.swizzle_size, config.raster_along_m
         )
-        n_clusters, _sms, why = max_active_clusters(
-            cluster[0] * cluster[1], config, target_sm=self.target_sm[0]
-        )
-        specs = self.tensor_specs(problem)
-        key = (
-            self.name,
-            tile,
-            cluster,
-            swizzle,
-            raster_m,
-            n_clusters,
-            problem["dtype"],
-            problem["c_dtype"],
-        )
+        n_clusters, why = max_active_clusters(cluster[0] * cluster[1], target)
         return CuteKernel(
             self.name,
             gemm,
             lambda t: (t["a"], t["b"], t["c"], Const(n_clusters), STREAM),
-            specs,
-            key=key,
+            self.tensor_specs(problem),
             meta={"max_active_clusters": n_clusters, "max_active_clusters_from": why},
         )

@@ -1,38 +1,62 @@
-"""Peer: the same GEMM through PyTorch (cuBLAS / cuBLASLt), ``torch.bmm(A, B^T, out=C)``."""
+"""Peer: the same GEMM through PyTorch (cuBLAS / cuBLASLt), ``torch.matmul(A, B^T, out=C)``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
-from kernelplan import TorchKernel
+from kernelplan import Config, Target, TorchKernel
+from kernelplan.workloads.gemm import GemmProblem
 
 from ..common import GemmPlan
 
 
+@dataclass(frozen=True)
+class TorchMatmulConfig(Config):
+    """torch's reduced-precision-reduction switches, recorded with every run (the defaults
+    are torch's own; they are set for the run and restored after)."""
+
+    fp16_reduced_precision_reduction: bool = True
+    bf16_reduced_precision_reduction: bool = True
+
+
 class TorchMatmul(GemmPlan):
     """cuBLAS GEMM as the like-for-like peer: same tensors, same C layout, fp32 accumulate
-    (``allow_fp16_reduced_precision_reduction`` is left at torch's default and recorded)."""
+    unless the config allows reduced-precision reductions (torch's defaults allow them for
+    fp16 and bf16: recorded)."""
 
     name: ClassVar[str] = "torch_matmul"
-    source: ClassVar[str | None] = None
     target_sm: ClassVar[tuple[str, ...]] = ()
     dtypes: ClassVar[tuple[str, ...]] = ("float16", "bfloat16", "float32")
-    description: ClassVar[str] = "torch.bmm (cuBLAS) peer of the CuTe DSL GEMMs"
+    config_type = TorchMatmulConfig
+    description: ClassVar[str] = "torch.matmul (cuBLAS) peer of the CuTe DSL GEMMs"
 
-    def default_config(self, problem: Mapping[str, Any]) -> dict[str, Any]:
+    def default_config(self, problem: GemmProblem) -> TorchMatmulConfig:
         import torch
 
         mm = torch.backends.cuda.matmul
-        return {
-            "fp16_reduced_precision_reduction": mm.allow_fp16_reduced_precision_reduction,
-            "bf16_reduced_precision_reduction": mm.allow_bf16_reduced_precision_reduction,
-        }
+        return TorchMatmulConfig(
+            mm.allow_fp16_reduced_precision_reduction, mm.allow_bf16_reduced_precision_reduction
+        )
 
-    def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> TorchKernel:
+    def plan(self, problem: GemmProblem, config: TorchMatmulConfig, target: Target) -> TorchKernel:
         import torch
 
+        mm = torch.backends.cuda.matmul
+
         def run(t):
-            torch.bmm(t["a"], t["b"].transpose(1, 2), out=t["c"])
+            saved = (
+                mm.allow_fp16_reduced_precision_reduction,
+                mm.allow_bf16_reduced_precision_reduction,
+            )
+            mm.allow_fp16_reduced_precision_reduction = config.fp16_reduced_precision_reduction
+            mm.allow_bf16_reduced_precision_reduction = config.bf16_reduced_precision_reduction
+            try:
+                torch.matmul(t["a"], t["b"].transpose(-1, -2), out=t["c"])
+            finally:
+                (
+                    mm.allow_fp16_reduced_precision_reduction,
+                    mm.allow_bf16_reduced_precision_reduction,
+                ) = saved
 
         return TorchKernel(self.name, run)

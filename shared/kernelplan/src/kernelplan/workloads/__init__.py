@@ -1,0 +1,25 @@
+"""The workloads, one module each; ``WORKLOADS`` maps a workload's name to its instance's
+import path (imported lazily: listing needs neither torch nor the DSL)."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import KernelPlanError
+
+WORKLOADS = {
+    "gemm": "kernelplan.workloads.gemm:GEMM",
+}
+
+
+def get(name: str):
+    """The workload instance called ``name``.
+
+    Raises:
+        KernelPlanError: no such workload (the message lists the known ones).
+    """
+    target = WORKLOADS.get(name)
+    if target is None:
+        raise KernelPlanError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})")
+    mod, _, attr = target.partition(":")
+    return getattr(importlib.import_module(mod), attr)
