@@ -540,27 +540,26 @@ _SAME_FIELDS = (
 def matching_static_record(
     results_root: str | os.PathLike,
     plan: Any,
-    problem: Mapping[str, Any],
-    config: Mapping[str, Any],
+    problem: Any,
+    config: Any,
     result: Mapping[str, Any],
 ) -> Path | None:
     """An existing ``static`` record under ``results_root`` of the same kernel, problem,
     config, DSL version and CUTLASS commit whose footprint equals ``result`` (compile time and
     file paths aside): the same measurement, so a fresh compile need not be recorded again.
-    The newest such record, or None."""
-    from .records import load_records
+    The newest such record, or None. Records of every schema are read
+    (:func:`kernelplan.records.record_problem_config`)."""
+    from .records import load_records, record_problem_config
 
     want = {k: result.get(k) for k in _SAME_FIELDS}
     want_fns = [{k: f.get(k) for k in _SAME_FIELDS} for f in result.get("functions") or []]
-    norm = json.loads(json.dumps({"p": dict(problem), "c": dict(config)}, default=str))
     for path, rec in reversed(
         load_records(results_root, package=plan.package, kernel=plan.name, kind="static")
     ):
         st = rec.get("static") or {}
         env = rec.get("env") or {}
         if (
-            rec.get("problem") == norm["p"]
-            and rec.get("config") == norm["c"]
+            record_problem_config(plan, rec) == (problem, config)
             and rec.get("source") == plan.source
             and env.get("nvidia_cutlass_dsl") == _dist_version("nvidia-cutlass-dsl")
             and env.get("cutlass_commit_sources") in (_cutlass_commit(), None)

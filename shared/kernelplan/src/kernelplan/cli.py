@@ -1,27 +1,44 @@
-"""Command lines: one kernel (``uv run gemm <kernel> ...``), and package-wide sessions
-(``python -m kernelplan check|profile|analyze <package> [kernel]``) that Nox drives."""
+"""The single-kernel command: ``uv run <package> <kernel> [options]``,
+``python -m <package>.<kernel> [options]`` and ``python -m kernelplan.cli <package> <kernel>``.
+
+The problem flags are derived from the workload's problem dataclass by jsonargparse (an
+argparse-compatible library that builds options from type hints and docstrings, and reports
+a bad value as one message we print as one line); the config is ``--config key=value ...``
+parsed against the implementation's typed config (``tile_mn=128,256`` or ``128x256``). One
+runner (:func:`run`) serves this command, the package sessions (:mod:`kernelplan.sessions`)
+and the Nsight Compute child, which re-runs this same command (:func:`child_argv`).
+
+Exit codes: 0 ok, 1 a check failed, 2 bad input or a kernel that cannot run here (one
+``error:`` line on stderr, nothing recorded).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import device as devmod
 from .errors import KernelPlanError
-from .plan import (
-    PROF_TYPES,
-    KernelPlan,
-    ShapeError,
-    config_label,
-    die,
-    parse_config_overrides,
-    static_table,
-)
+from .plan import PROF_TYPES, KernelPlan
+from .tables import show, static_table
+from .workload import Config, Problem
+
+FAULTS = ("none", "skip-launch", "perturb")
+#: printed by the Nsight Compute child before its JSON summary line
+CHILD_MARK = "KERNELPLAN-NCU-CHILD "
 
 
-def _common_run_args(p: argparse.ArgumentParser) -> None:
+def die(msg: str, code: int = 2) -> int:
+    """Print one ``error:`` line and return ``code``."""
+    print(f"error: {msg}", file=sys.stderr)
+    return code
+
+
+def _run_options(p) -> None:
     g = p.add_argument_group("run")
     g.add_argument("--check", action="store_true", help="check against the PyTorch reference")
     g.add_argument(
@@ -39,64 +56,192 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
         nargs="*",
         default=[],
         metavar="KEY=VALUE",
-        help="config overrides, e.g. tile_mn=128x256 cluster_mn=1x1",
+        help="config items, e.g. tile_mn=128,256 cluster_mn=1x1",
     )
     g.add_argument("--warmup", type=int, default=10)
     g.add_argument("--reps", type=int, default=100)
     g.add_argument(
-        "--warm-l2",
-        action="store_true",
-        help="reuse one input set (default: rotate copies so L2 is cold)",
+        "--warm-l2", action="store_true", help="reuse one input set (default: rotate copies)"
     )
     g.add_argument("--cuda-graph", action="store_true", help="time CUDA-graph replays")
+    g.add_argument("--seed", type=int, default=None, help="input seed for --check")
     g.add_argument(
-        "--seed", type=int, default=None, help="input seed for --check (default: fresh random)"
+        "--inject-fault", choices=FAULTS, default="none", help="plant a defect: --check fails"
     )
+    g.add_argument("--arch", default=None, help="SM to compile for (default: the target)")
     g.add_argument(
-        "--inject-fault",
-        choices=("none", "skip-launch", "perturb"),
-        default="none",
-        help="plant a defect to show --check fails",
+        "--sm_count",
+        "--sm-count",
+        default=None,
+        help="SM count a persistent kernel sizes its grid for (default: this GPU's when its SM "
+        "matches, else the target's usual part)",
     )
-    g.add_argument("--arch", default=None, help="SM for --prof_type=static (default: target)")
     g.add_argument("--no-record", action="store_true", help="do not write a result record")
     g.add_argument("--results-dir", default=None, help="where records go (default: results/)")
+    g.add_argument("--ncu-child", default=None, help=argparse.SUPPRESS)
     from .ncu import add_arguments as add_ncu_arguments
 
     add_ncu_arguments(p)
 
 
-def build_parser(plan: KernelPlan, prog: str | None = None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def build_parser(plan: KernelPlan, prog: str | None = None):
+    """The parser: the workload's problem fields as flags (``--m``, ``--b``, ...), then the
+    run options."""
+    from jsonargparse import ArgumentParser
+
+    p = ArgumentParser(
         prog=prog or f"{plan.package} {plan.name}",
-        description=plan.description or plan.name,
+        description=f"{plan.description or plan.name} [workload {plan.workload.name}]",
+        exit_on_error=False,
+        env_prefix="KERNELPLAN_CLI",
+        default_env=False,
     )
-    plan.add_problem_arguments(p)
-    _common_run_args(p)
+    p.add_class_arguments(plan.workload.problem_type, nested_key=None, as_group=True)
+    _run_options(p)
     return p
 
 
-def _print_table(rows: list[dict[str, Any]], title: str) -> None:
+def _one_line(e: BaseException) -> str:
+    """jsonargparse's multi-line message as one line (``--b: Expected a <class 'int'>...``)."""
+    text = " ".join(ln.strip() for ln in str(e).splitlines() if ln.strip())
+    text = text.replace('Parser key "', "--").replace('":', ":", 1)
+    return text
+
+
+def parse(plan: KernelPlan, argv: Sequence[str], prog: str | None = None):
+    """(problem, config items, run options) from ``argv``.
+
+    Raises:
+        KernelPlanError: a flag or value the parser rejects (one line).
+        SystemExit: ``--help`` (exit 0).
+    """
+    from jsonargparse import ArgumentError
+
+    parser = build_parser(plan, prog)
     try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:  # plain text where rich is absent
-        print(title)
-        for r in rows:
-            print("  " + "  ".join(f"{k}={v}" for k, v in r.items()))
-        return
-    t = Table(title=title)
-    for k in rows[0]:
-        t.add_column(k, justify="right" if k not in ("kernel", "config", "device") else "left")
-    for r in rows:
-        t.add_row(*[str(v) for v in r.values()])
-    Console().print(t)
+        ns = parser.parse_args(list(argv))
+    except ArgumentError as e:
+        raise KernelPlanError(_one_line(e)) from None
+    fields = plan.workload.problem_type.field_names()
+    values = {f: ns[f] for f in fields if f in ns}
+    problem = plan.problem(values)
+    items: dict[str, str] = {}
+    for item in ns["config"] or []:
+        for part in [item] if item.count("=") <= 1 else _split_items(item):
+            if "=" not in part:
+                raise KernelPlanError(f"--config expects key=value, got {part!r}")
+            k, v = part.split("=", 1)
+            items[k.strip()] = v.strip()
+    run = argparse.Namespace(**{k.replace("-", "_"): ns[k] for k in ns.keys() if k not in fields})
+    return problem, items, run
 
 
-def timing_row(plan: KernelPlan, problem, config, st, roof, device_name) -> dict[str, Any]:
+def _split_items(item: str) -> list[str]:
+    """``a=1 b=2`` passed as one quoted string."""
+    return item.split()
+
+
+def run(
+    plan: KernelPlan,
+    problem: Problem,
+    items: Mapping[str, str],
+    opts: argparse.Namespace,
+    *,
+    log=print,
+) -> int:
+    """One implementation at one problem, as the options say. The runner every command uses.
+
+    Returns the exit code (0 ok, 1 a failed check); raises KernelPlanError for bad input or a
+    kernel that cannot run here, before anything is recorded.
+    """
+    from .records import ensure_writable, write_record
+
+    config = plan.config(problem, items)
+    target = plan.target(opts.arch, opts.sm_count)
+    record = not opts.no_record and not opts.ncu_child
+    if record:
+        ensure_writable(opts.results_dir)  # before any work: a result must never be lost
+
+    def save(rec: dict[str, Any]) -> None:
+        if record:
+            log(f"record: {write_record(rec, opts.results_dir)}")
+
+    if opts.prof_type == "static":
+        from .sessions import static_record
+
+        st = plan.run_static(problem, config, target)
+        log(static_table([st]))
+        cache = st.get("cache") or {}
+        if cache.get("hit"):
+            log(f"{plan.name}: served from the compile cache ({cache.get('entry')})")
+        if record:
+            path, reused = static_record(plan, problem, config, target, st, opts.results_dir)
+            log(f"record{' (unchanged: the same numbers are already recorded)' if reused else ''}: {path}")
+        return 0
+
+    if opts.prof_type == "ncu":  # a missing profiler is a setup error: say so before anything
+        from .ncu import find_ncu
+
+        find_ncu()
+    dev = devmod.current_device()
+    devmod.require_runs_on(plan.name, plan.target_sm, dev)
+    if opts.ncu_child:
+        return _child(plan, problem, config, target, opts)
+    rc = 0
+    tune_rows = None
+    if opts.autotune:
+        log(f"{plan.name}: autotuning {len(plan.autotune_configs(problem))} configs")
+        config, tune_rows = plan.autotune(
+            problem, target=target, cold_l2=not opts.warm_l2, log=log
+        )
+
+    check_part = None
+    if opts.check or opts.inject_fault != "none":
+        ok, results, info = plan.run_check(
+            problem, config, target=target, seed=opts.seed, fault=opts.inject_fault
+        )
+        for r in results:
+            log(f"{plan.name} {config.label()}: {r.line()}")
+        check_part = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}
+        rc = 0 if ok else 1
+        if opts.prof_type == "disabled":
+            rec = plan.record_base("check", problem, config, target)
+            rec["check"] = check_part
+            save(rec)
+            return rc
+
+    if opts.prof_type == "ncu":
+        from . import ncu
+
+        return ncu.run_under_ncu(plan, problem, config, target, opts, log=log) or rc
+    if opts.prof_type == "disabled":
+        import torch
+
+        plan.kernel(problem, config, target).bind(plan.prepare_inputs(problem, seed=0))()
+        torch.cuda.synchronize()
+        log(f"{plan.name}: ran once (prof_type=disabled: no timing)")
+        return rc
+
+    rec, st, roof = plan.benchmark_record(
+        problem,
+        config,
+        target=target,
+        warmup=opts.warmup,
+        reps=opts.reps,
+        cold_l2=not opts.warm_l2,
+        cuda_graph=opts.cuda_graph,
+        log=log,
+    )
+    rec.update(check=check_part, autotune=tune_rows)
+    show([timing_row(plan, config, st, roof, dev.name if dev else None)], problem.label())
+    save(rec)
+    return rc
+
+
+def timing_row(plan: KernelPlan, config: Config, st, roof, device_name) -> dict[str, Any]:
     return {
         "kernel": plan.name,
-        "config": config_label(config),
+        "config": config.label(),
         "median_us": f"{st.median_us:.1f}",
         "p10-p90_us": f"{st.p10_us:.1f}-{st.p90_us:.1f}",
         "TFLOP/s": f"{roof.tflops:.1f}",
@@ -106,111 +251,104 @@ def timing_row(plan: KernelPlan, problem, config, st, roof, device_name) -> dict
     }
 
 
-def run_kernel(plan: KernelPlan, args: argparse.Namespace, *, log=print) -> int:
-    """One kernel, as the CLI flags say. Returns the exit code (see benchmark_kernel_argparse)."""
-    from .records import write_record
-
-    problem = plan.problem_from_args(args)
-    plan.validate(problem)
-    overrides = parse_config_overrides(args.config)
-    unknown = sorted(set(overrides) - plan.known_config_keys(problem))
-    if unknown:
-        known = ", ".join(sorted(plan.known_config_keys(problem)))
-        raise ShapeError(f"{plan.name}: unknown config key(s) {', '.join(unknown)}; known: {known}")
-    config = {**plan.default_config(problem), **overrides}
-    plan.validate_config(problem, config)
-    record_dir = args.results_dir
-    if not args.no_record:
-        from .records import ensure_writable
-
-        ensure_writable(record_dir)  # before any work: a result must never be lost at the end
-
-    def save(rec):
-        if args.no_record:
-            return None
-        path = write_record(rec, record_dir)
-        log(f"record: {path}")
-        return path
-
-    if args.prof_type == "static":
-        rec = plan.record_base("static", problem, config)
-        rec["static"] = plan.run_static(problem, config, args.arch)
-        log(static_table([rec["static"]]))
-        save(rec)
-        return 0
-
-    if args.prof_type == "ncu":  # a missing profiler is a setup error: say so before anything
-        from .ncu import find_ncu
-
-        find_ncu()
-    dev = devmod.current_device()
-    devmod.require_runs_on(plan.name, plan.target_sm, dev)
-    rc = 0
-    if args.autotune:
-        log(f"{plan.name}: autotuning {len(plan._autotune_configs(problem))} configs")
-        config, tune_rows = plan.autotune(problem, cold_l2=not args.warm_l2, log=log)
+# -- the Nsight Compute child: this same command, a few launches ----------------------------
+def child_argv(
+    plan: KernelPlan,
+    problem: Problem,
+    config: Config,
+    target,
+    *,
+    reps: int,
+    cold_l2: bool = True,
+    range_mode: str = "nvtx",
+) -> list[str]:
+    """The command ncu launches: this CLI for the same implementation, problem, config and
+    target, with ``--ncu-child`` (warm-up 1, ``reps`` launches, no record)."""
+    cls = type(plan)
+    head = [sys.executable, "-m", "kernelplan.cli"]
+    if _registered(plan):
+        head += [plan.package, plan.name]
     else:
-        tune_rows = None
+        head += ["--plan", f"{cls.__module__}:{cls.__qualname__}"]
+    args = [f"--{k}={_flag_value(v)}" for k, v in problem.to_dict().items()]
+    if config.to_dict():
+        args += ["--config", *(f"{k}={_flag_value(v)}" for k, v in config.to_dict().items())]
+    args += ["--arch", target.sm, "--sm_count", str(target.sm_count)]
+    args += ["--warmup", "1", "--reps", str(reps), "--ncu-child", range_mode]
+    if not cold_l2:
+        args.append("--warm-l2")
+    return head + args
 
-    check_part = None
-    if args.check or args.inject_fault != "none":
-        ok, results, info = plan.run_check(problem, config, seed=args.seed, fault=args.inject_fault)
-        for r in results:
-            log(f"{plan.name} {config_label(config)}: {r.line()}")
-        check_part = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}
-        if not ok:
-            rc = 1
-        if args.prof_type == "disabled":
-            rec = plan.record_base("check", problem, config)
-            rec["check"] = check_part
-            save(rec)
-            return rc
 
-    if args.prof_type == "ncu":
-        from . import ncu
+def _flag_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, (list, tuple)):
+        return json.dumps(list(v))
+    if hasattr(v, "name") and hasattr(v, "value"):  # an enum member
+        return v.name
+    return str(v)
 
-        return ncu.run_under_ncu(plan, problem, config, args, log=log) or rc
-    if args.prof_type == "disabled":
-        kernel = plan.plan(problem, config)
-        kernel.bind(plan.prepare_inputs(problem, seed=0))()
-        import torch
 
-        torch.cuda.synchronize()
-        log(f"{plan.name}: ran once (prof_type=disabled: no timing)")
-        return rc
+def _registered(plan: KernelPlan) -> bool:
+    from .registry import load_plan_class
 
-    rec, st, roof = plan.benchmark_record(
+    try:
+        return load_plan_class(plan.package, plan.name) is type(plan)
+    except Exception:
+        return False
+
+
+def _child(plan, problem, config, target, opts) -> int:
+    """Under ncu: the harness's timed region for a few launches; prints one summary line."""
+    from . import annotate
+    from .ncu import profiler_range
+
+    os.environ["KERNELPLAN_CLOCK_SAMPLER"] = "0"
+    if opts.ncu_child == "profiler":
+        orig = annotate.nvtx_range
+
+        def ranged(name, *args, **kwargs):
+            return profiler_range(orig, name, *args, **kwargs)
+
+        annotate.nvtx_range = ranged
+    st = plan.run_benchmark(
         problem,
         config,
-        warmup=args.warmup,
-        reps=args.reps,
-        cold_l2=not args.warm_l2,
-        cuda_graph=args.cuda_graph,
-        log=log,
+        target=target,
+        warmup=opts.warmup,
+        reps=opts.reps,
+        cold_l2=not opts.warm_l2,
+        cuda_graph=False,
+        annotate=True,
     )
-    rec.update(check=check_part, autotune=tune_rows)
-    _print_table(
-        [timing_row(plan, problem, config, st, roof, dev.name if dev else None)],
-        f"{plan.package}: {problem}",
-    )
-    save(rec)
-    return rc
+    print(CHILD_MARK + json.dumps({"reps": st.reps, "workspaces": st.workspaces}))
+    return 0
 
 
-def run_kernel_cli(
-    plan: KernelPlan, argv: Sequence[str] | None = None, prog: str | None = None
-) -> int:
-    args = build_parser(plan, prog).parse_args(argv)
+# -- entry points -----------------------------------------------------------------------------
+def run_argv(plan: KernelPlan, argv: Sequence[str], prog: str | None = None, *, log=print) -> int:
+    """Parse ``argv`` for ``plan`` and :func:`run` it; every error is one line, exit 2."""
     try:
-        return run_kernel(plan, args)
+        problem, items, opts = parse(plan, argv, prog)
+        return run(plan, problem, items, opts, log=log)
     except KernelPlanError as e:
         return die(str(e))
     except NotImplementedError as e:  # a scaffolded adapter whose TODOs are still open
-        return die(f"{plan.name} is not finished: {str(e).splitlines()[0] if str(e) else e!r}")
+        first = str(e).splitlines()[0] if str(e) else repr(e)
+        return die(f"{plan.name} is not finished: {first}")
+
+
+def kernel_main(cls: type[KernelPlan], argv: Sequence[str] | None = None) -> int:
+    """``python -m <package>.<kernel> [options]``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return run_argv(cls(), argv, prog=f"python -m {cls.__module__.rsplit('.', 1)[0]}")
 
 
 def package_main(package: str, argv: Sequence[str] | None = None) -> int:
-    """``uv run <package> <kernel> [args]`` and ``<package> --list``."""
+    """``uv run <package> <kernel> [options]`` and ``<package> --list``."""
     from .registry import kernel_names, load_plan_class
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -228,4 +366,27 @@ def package_main(package: str, argv: Sequence[str] | None = None) -> int:
         cls = load_plan_class(package, argv[0])
     except KernelPlanError as e:
         return die(str(e))
-    return run_kernel_cli(cls(), argv[1:], prog=f"{package} {argv[0]}")
+    return run_argv(cls(), argv[1:], prog=f"{package} {argv[0]}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m kernelplan.cli <package> <kernel> [options]`` or ``--plan module:Class``."""
+    import importlib
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) >= 2 and argv[0] == "--plan":
+        modname, _, qual = argv[1].partition(":")
+        try:
+            obj: Any = importlib.import_module(modname)
+            for part in qual.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError) as e:
+            return die(f"cannot import the implementation {argv[1]}: {e}")
+        return run_argv(obj(), argv[2:])
+    if not argv:
+        return die("usage: python -m kernelplan.cli <package> <kernel> [options]")
+    return package_main(argv[0], argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

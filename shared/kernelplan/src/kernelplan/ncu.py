@@ -5,10 +5,11 @@ How a run goes:
 1. ``find_ncu`` locates the ``ncu`` binary ($KERNELPLAN_NCU, then PATH, then
    ``/usr/local/cuda*/bin``, ``/opt/nvidia/nsight-compute*``); missing -> one line naming what
    to install.
-2. The same kernel is re-launched in a child process (``python -m kernelplan.ncu child
-   <spec>``, the plan class, problem and config as JSON) under ``ncu``. The child runs the
-   harness's own ``KernelPlan.run_benchmark`` with few launches (1 warm-up, ``--ncu-launches``
-   timed, eager: no CUDA graph), so the profiled kernels are the ones the harness times.
+2. The same kernel is re-launched under ``ncu`` by the same single-kernel command
+   (``python -m kernelplan.cli <package> <kernel> <problem flags> --config ... --ncu-child``,
+   :func:`kernelplan.cli.child_argv`). The child runs the harness's own
+   ``KernelPlan.run_benchmark`` with few launches (1 warm-up, ``--ncu-launches`` timed, eager:
+   no CUDA graph), so the profiled kernels are the ones the harness times.
 3. Which kernels ncu profiles (``--ncu-range``): ``nvtx`` (default) keeps those inside the
    timed NVTX range that ``timing.benchmark`` pushes (domain ``kernelplan`` when the ``nvtx``
    package is importable, torch's default domain otherwise; the range is named
@@ -81,7 +82,6 @@ INSTALL_HINT = (
     "https://developer.nvidia.com/nsight-compute, or the `nsight-compute-<version>` apt "
     "package) or set KERNELPLAN_NCU to the ncu binary"
 )
-CHILD_MARK = "kernelplan-ncu-child: "
 NVTX_DOMAIN = "kernelplan"
 #: ``-c`` is this many kernels per workload launch profiled (a cap; the range filter limits).
 KERNELS_PER_LAUNCH_CAP = 16
@@ -455,53 +455,9 @@ def filter_description(opts: NcuOptions, range_name: str, domain: str | None) ->
     return " and ".join(parts) or "every launch after the warm-up"
 
 
-# -- the child ------------------------------------------------------------------------------
-def child_command(
-    plan: Any,
-    problem: Mapping[str, Any],
-    config: Mapping[str, Any],
-    *,
-    reps: int,
-    warmup: int = 1,
-    cold_l2: bool = True,
-    range_mode: str = "nvtx",
-) -> list[str]:
-    """``python -m kernelplan.ncu child <spec>``: the plan class (module:qualname, and its
-    package/kernel for the registry), the problem and config, eager launches."""
-    cls = type(plan)
-    spec = {
-        "plan": f"{cls.__module__}:{cls.__qualname__}",
-        "registry": [getattr(plan, "package", None), getattr(plan, "name", None)],
-        "problem": dict(problem),
-        "config": dict(config),
-        "warmup": warmup,
-        "reps": reps,
-        "cold_l2": cold_l2,
-        "range": range_mode,
-    }
-    return [sys.executable, "-m", "kernelplan.ncu", "child", json.dumps(spec)]
-
-
-def _load_plan(spec: Mapping[str, Any]):
-    modname, _, qual = spec["plan"].partition(":")
-    if modname != "__main__":
-        try:
-            obj: Any = importlib.import_module(modname)
-            for part in qual.split("."):
-                obj = getattr(obj, part)
-            return obj()
-        except (ImportError, AttributeError):
-            pass
-    package, name = spec.get("registry") or (None, None)
-    if package and name:
-        from .registry import load_plan_class
-
-        return load_plan_class(package, name)()
-    raise NcuError(f"cannot import the plan {spec['plan']} in the ncu child")
-
-
+# -- the child: the single-kernel command itself (kernelplan.cli.child_argv) ----------------
 @contextlib.contextmanager
-def _profiler_range(orig, name, *args, **kwargs):
+def profiler_range(orig, name, *args, **kwargs):
     import torch
 
     if not name:
@@ -516,37 +472,6 @@ def _profiler_range(orig, name, *args, **kwargs):
     finally:
         torch.cuda.synchronize()
         torch.cuda.profiler.stop()
-
-
-def child_main(spec_json: str) -> int:
-    """Run the harness's timed region for ncu (few launches); print one summary line."""
-    from . import annotate
-
-    os.environ["KERNELPLAN_CLOCK_SAMPLER"] = "0"
-    spec = json.loads(spec_json)
-    try:
-        plan = _load_plan(spec)
-        if spec.get("range") == "profiler":
-            orig = annotate.nvtx_range
-
-            def ranged(name, *args, **kwargs):
-                return _profiler_range(orig, name, *args, **kwargs)
-
-            annotate.nvtx_range = ranged
-        st = plan.run_benchmark(
-            spec["problem"],
-            spec["config"],
-            warmup=int(spec.get("warmup", 1)),
-            reps=int(spec.get("reps", 3)),
-            cold_l2=bool(spec.get("cold_l2", True)),
-            cuda_graph=False,
-            annotate=True,
-        )
-    except KernelPlanError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(CHILD_MARK + json.dumps({"reps": st.reps, "workspaces": st.workspaces}))
-    return 0
 
 
 # -- reading a report -----------------------------------------------------------------------
@@ -870,8 +795,9 @@ def _run_ncu(cmd: Sequence[str], opts: NcuOptions, runner: Callable[..., Any]) -
 
 def profile(
     plan: Any,
-    problem: Mapping[str, Any],
-    config: Mapping[str, Any],
+    problem: Any,
+    config: Any,
+    target: Any,
     opts: NcuOptions | None = None,
     *,
     results_dir: Path | str | None = None,
@@ -894,13 +820,13 @@ def profile(
             record is written then.
     """
     from . import device as devmod
-    from .plan import config_label
+    from .cli import child_argv
     from .records import results_root, write_record
 
     opts = opts or NcuOptions()
     ncu = ncu or find_ncu()
     dev = devmod.current_device()
-    range_name = f"{plan.package}/{plan.name} {config_label(config)}"
+    range_name = f"{plan.package}/{plan.name} {config.label()}"
     domain = NVTX_DOMAIN if _have_nvtx_package() else None
     root = Path(results_dir) if results_dir is not None else results_root()
     if record:
@@ -915,8 +841,8 @@ def profile(
     base = folder / f"{now:%Y-%m-%dT%H-%M-%SZ}-{dev_slug}-{secrets.token_hex(3)}"
     rep = base.with_name(base.name + ".ncu-rep")
     logpath = base.with_name(base.name + ".log")
-    child = child_command(
-        plan, problem, config, reps=opts.launches, cold_l2=cold_l2, range_mode=opts.range
+    child = child_argv(
+        plan, problem, config, target, reps=opts.launches, cold_l2=cold_l2, range_mode=opts.range
     )
     desc = filter_description(opts, range_name, domain)
 
@@ -962,7 +888,7 @@ def profile(
     if not complete:
         log(f"warning: incomplete ncu record: {why}")
     pair_id = secrets.token_hex(4) if opts.pair else None
-    rec = plan.record_base("ncu", problem, config)
+    rec = plan.record_base("ncu", problem, config, target)
     rec["ncu"] = {
         **summary,
         "complete": complete,
@@ -996,7 +922,8 @@ def profile(
         log(f"record: {path}")
     if pair_id:
         _harness_pair(
-            plan, problem, config, pair_id, root, record, warmup, reps, cold_l2, cuda_graph, log
+            plan, problem, config, target, pair_id, root, record, warmup, reps, cold_l2,
+            cuda_graph, log,
         )
     return rec, path
 
@@ -1009,7 +936,7 @@ def _rel(p: Path, root: Path) -> str:
 
 
 def _harness_pair(
-    plan, problem, config, pair_id, root, record, warmup, reps, cold_l2, cuda_graph, log
+    plan, problem, config, target, pair_id, root, record, warmup, reps, cold_l2, cuda_graph, log
 ) -> None:
     """The harness timing of the same (problem, config), in this process, after ncu."""
     from .records import write_record
@@ -1017,6 +944,7 @@ def _harness_pair(
     rec, st, _roof = plan.benchmark_record(
         problem,
         config,
+        target=target,
         warmup=warmup,
         reps=reps,
         cold_l2=cold_l2,
@@ -1041,7 +969,7 @@ def table_row(rec: Mapping[str, Any], path: Path | None = None) -> dict[str, Any
     smem = m.get("smem_per_block_bytes")
     return {
         "kernel": rec["kernel"],
-        "problem": " ".join(f"{k}={v}" for k, v in rec["problem"].items()),
+        "problem": " ".join(f"{k}={v}" for k, v in rec["problem"].items() if v is not None),
         "ncu_us": f(n.get("duration_us"), ".1f"),
         "TC%": f(m.get("tensor_pipe_pct"), ".1f"),
         "DRAM%": f(m.get("dram_throughput_pct"), ".1f"),
@@ -1056,16 +984,17 @@ def table_row(rec: Mapping[str, Any], path: Path | None = None) -> dict[str, Any
     }
 
 
-def run_under_ncu(plan, problem, config, args: argparse.Namespace, *, log=print) -> int:
+def run_under_ncu(plan, problem, config, target, args: argparse.Namespace, *, log=print) -> int:
     """``--prof_type=ncu`` of the per-kernel CLI: profile, print the row, record. Errors are
     raised as :class:`NcuError` (the CLI prints one ``error:`` line and exits 2)."""
-    from .cli import _print_table
+    from .tables import show
 
     opts = NcuOptions.from_args(args)
     rec, path = profile(
         plan,
         problem,
         config,
+        target,
         opts,
         results_dir=getattr(args, "results_dir", None),
         record=not getattr(args, "no_record", False),
@@ -1075,15 +1004,13 @@ def run_under_ncu(plan, problem, config, args: argparse.Namespace, *, log=print)
         cuda_graph=getattr(args, "cuda_graph", False),
         log=log,
     )
-    _print_table([table_row(rec, path)], f"{plan.package}: ncu ({opts.set})")
+    show([table_row(rec, path)], f"{plan.package}: ncu ({opts.set})", log=log)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m kernelplan.ncu child <spec>`` (used under ncu) and ``read <report>``."""
+    """``python -m kernelplan.ncu read <report>``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) == 2 and argv[0] == "child":
-        return child_main(argv[1])
     if len(argv) >= 2 and argv[0] == "read":
         try:
             ncu = None

@@ -11,12 +11,11 @@ once; the command lines are in :mod:`kernelplan.cli` and :mod:`kernelplan.sessio
 from __future__ import annotations
 
 import abc
-import dataclasses
 import json
 import secrets
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -486,38 +485,6 @@ def _fmt(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "x".join(str(x) for x in v)
     return str(v)
-
-
-def static_table(static_dicts: Sequence[Mapping[str, Any]]) -> str:
-    """Markdown table of static-analysis results (the dicts ``run_static`` returns), then a
-    note per kernel with a launch constant compiled in (``max_active_clusters``: the value
-    and where it came from) or whose registers a separate ``cuobjdump -res-usage`` run did
-    not confirm."""
-    from . import static
-
-    fields = {f.name for f in dataclasses.fields(static.StaticReport)}
-    reports, notes = [], []
-    for d in static_dicts:
-        r = static.StaticReport(**{k: v for k, v in d.items() if k in fields})
-        r.kernel = d.get("label", r.kernel)
-        reports.append(r)
-        meta = d.get("meta") or {}
-        consts = {k: v for k, v in meta.items() if k.endswith("max_active_clusters")}
-        if d.get("max_active_clusters") is not None:
-            consts.setdefault("max_active_clusters", d["max_active_clusters"])
-        for name, value in consts.items():
-            why = meta.get(f"{name}_from")
-            notes.append(
-                f"- `{r.kernel}`: {name} = {value} compiled in" + (f" ({why})" if why else "")
-            )
-        check = d.get("res_usage_check") or {}
-        if check and not check.get("match"):
-            notes.append(
-                f"- `{r.kernel}`: registers {r.registers} NOT confirmed by "
-                f"{check.get('tool')} ({check.get('registers')})"
-            )
-    text = static.format_table(reports)
-    return text + ("\n" + "\n".join(notes) + "\n" if notes else "")
 
 
 def _compile_failure(label: str, source: str | None, arch: str, exc: BaseException):

@@ -20,7 +20,10 @@ from typing import Any
 
 from .errors import KernelPlanError
 
-SCHEMA_VERSION = 1
+#: 1: records up to 2026-11-29 (problem and config as each adapter wrote them; ``sm_count``
+#: inside the config). 2: ``workload`` and ``target`` (SM, SM count and its source) added;
+#: problem and config are the workload's and implementation's dataclasses as dicts.
+SCHEMA_VERSION = 2
 
 
 def results_root() -> Path:
@@ -160,3 +163,17 @@ def load_records(
         out.append((p, rec))
     out.sort(key=lambda pr: (pr[1].get("created_utc", ""), str(pr[0])))
     return out
+
+
+def record_problem_config(plan: Any, rec: dict[str, Any]) -> tuple[Any, Any] | None:
+    """The (problem, config) dataclasses of a record of ``plan``, from any schema version, or
+    None where they no longer parse (a field renamed since). Schema 1 configs carried
+    ``sm_count``, now the target's: it is dropped here."""
+    from .workload import ShapeError
+
+    try:
+        problem = plan.workload.problem(rec.get("problem") or {})
+        cfg = {k: v for k, v in (rec.get("config") or {}).items() if k != "sm_count"}
+        return problem, plan.config_type.from_dict(cfg)
+    except (ShapeError, TypeError, ValueError):
+        return None

@@ -12,10 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import device as devmod
+from .cli import die, timing_row
 from .errors import KernelPlanError
-from .plan import KernelPlan, die, static_table
+from .plan import KernelPlan
 from .records import write_record
 from .registry import kernel_names, load_plan_class
+from .tables import markdown as _markdown
+from .tables import static_table
 
 
 def _plans(package: str, kernel: str | None) -> list[KernelPlan]:
@@ -32,16 +35,6 @@ def _progress(total: int, label: str):
     p.start()
     task = p.add_task(label, total=total)
     return p, task
-
-
-def _markdown(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "(no rows)"
-    keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for r in rows:
-        lines.append("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
-    return "\n".join(lines)
 
 
 def check_package(
@@ -65,15 +58,17 @@ def check_package(
         except devmod.ArchMismatch as e:
             runnable = False
             log(f"skip run: {e}")
+        if not probs:
+            log(f"skip: {plan.name} takes none of the {plan.workload.name} check problems")
+        target = plan.target()
         for prob in probs:
-            plan.validate(prob)
             config = plan.default_config(prob)
             if runnable:
-                ok, results, info = plan.run_check(prob, config, fault=fault)
+                ok, results, info = plan.run_check(prob, config, target=target, fault=fault)
                 for r in results:
-                    log(f"{plan.name} {prob}: {r.line()}")
+                    log(f"{plan.name} {prob.label()}: {r.line()}")
                 failed += not ok
-                rec = plan.record_base("check", prob, config)
+                rec = plan.record_base("check", prob, config, target)
                 rec["check"] = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}
                 path = write_record(rec, results_dir) if record else None
                 rows.append(
@@ -87,8 +82,12 @@ def check_package(
                 )
             elif plan.target_sm:
                 try:
-                    st = plan.run_static(prob, config)
-                    path = static_record(plan, prob, config, st, results_dir)[0] if record else None
+                    st = plan.run_static(prob, config, target)
+                    path = (
+                        static_record(plan, prob, config, target, st, results_dir)[0]
+                        if record
+                        else None
+                    )
                     rows.append(
                         {
                             "kernel": plan.name,
@@ -130,8 +129,8 @@ def check_package(
     return 1 if failed else 0
 
 
-def _short(problem: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in problem.items())
+def _short(problem: Any) -> str:
+    return problem.label() if hasattr(problem, "label") else str(problem)
 
 
 def profile_package(
@@ -153,8 +152,6 @@ def profile_package(
     With ``ncu_opts`` (an ``ncu.NcuOptions``: ``profile --ncu``) each one runs under Nsight
     Compute instead and the table shows its ncu metrics (exit 1 if any run failed).
     """
-    from .cli import timing_row
-
     dev = devmod.current_device()
     if dev is None:
         return die("profile needs a CUDA GPU; none is visible (nox -s analyze works without one)")
@@ -177,15 +174,17 @@ def profile_package(
     try:
         for plan, prob in work:
             config = plan.default_config(prob)
+            target = plan.target()
             tune = None
             if autotune:
-                config, tune = plan.autotune(prob, cold_l2=cold_l2, log=log)
+                config, tune = plan.autotune(prob, target=target, cold_l2=cold_l2, log=log)
             if ncu_opts is not None:
                 try:
                     rec, path = ncumod.profile(
                         plan,
                         prob,
                         config,
+                        target,
                         ncu_opts,
                         results_dir=results_dir,
                         record=record,
@@ -206,6 +205,7 @@ def profile_package(
             rec, st, roof = plan.benchmark_record(
                 prob,
                 config,
+                target=target,
                 warmup=warmup,
                 reps=reps,
                 cold_l2=cold_l2,
@@ -214,7 +214,7 @@ def profile_package(
             )
             rec["autotune"] = tune
             path = write_record(rec, results_dir) if record else None
-            row = {"problem": _short(prob), **timing_row(plan, prob, config, st, roof, dev.name)}
+            row = {"problem": _short(prob), **timing_row(plan, config, st, roof, dev.name)}
             row["record"] = path.name if path else "-"
             rows.append(row)
             if prog:
@@ -226,7 +226,7 @@ def profile_package(
     return 1 if ncu_opts is not None and ncu_failed else 0
 
 
-def static_record(plan, prob, config, st, results_dir=None, store=None):
+def static_record(plan, prob, config, target, st, results_dir=None, store=None):
     """Record a static result unless a committed record already holds the same numbers.
 
     Returns ``(path, reused)``: the existing record (found through the compile cache's note,
@@ -248,7 +248,7 @@ def static_record(plan, prob, config, st, results_dir=None, store=None):
             store.note_record(cache["key"], path)
     if path is not None:
         return path, True
-    rec = plan.record_base("static", prob, config)
+    rec = plan.record_base("static", prob, config, target)
     rec["static"] = st
     path = write_record(rec, results_dir)
     if cache.get("key"):
@@ -282,11 +282,14 @@ def analyze_package(
             log(f"skip: {plan.name} is a peer, not a CuTe DSL kernel")
             continue
         probs = plan.check_problems() or plan.profile_problems()
-        prob = probs[0] if probs else {}
-        items.append((plan, prob, plan.default_config(prob)))
+        if not probs:
+            log(f"skip: {plan.name} takes none of the {plan.workload.name} problems")
+            continue
+        prob = probs[0]
+        items.append((plan, prob, plan.default_config(prob), plan.target()))
     reports, failed, hits = [], 0, 0
     for i, st, seconds in run_static_many(items):
-        plan, prob, config = items[i]
+        plan, prob, config, target = items[i]
         if isinstance(st, static.ToolMissingError):
             return die(str(st))
         if isinstance(st, KernelPlanError):
@@ -301,7 +304,7 @@ def analyze_package(
             else f"compiled in {st.get('compile_seconds') or 0:.1f} s (ready after {seconds:.1f} s)"
         )
         if record:
-            path, reused = static_record(plan, prob, config, st, results_dir, store)
+            path, reused = static_record(plan, prob, config, target, st, results_dir, store)
             log(f"{plan.name}: {how}; record{' (unchanged)' if reused else ''}: {path}")
         else:
             log(f"{plan.name}: {how}")
