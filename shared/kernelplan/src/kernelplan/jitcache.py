@@ -15,7 +15,12 @@ What was checked on the CPU (no GPU, no driver; compiled for ``sm_90a`` with
 ``CUTE_DSL_ARCH``): export works from fake tensors and from ``from_dlpack`` tensors; loading
 and looking the function up work without a GPU (the CUDA library is loaded lazily, on the
 first call, which then needs the driver: ``cudaErrorInsufficientDriver`` here). So on the
-CPU a hit is fully exercised up to the launch. Limits of the DSL's path (its sources):
+CPU a hit is fully exercised up to the launch. hopper_dense_gemm (default config, fake
+tensors, sm_90a) on the 2-core CPU machine: miss 0.63 s compile + 0.08 s export (a 28664-byte
+object); hit in a new process 0.004 s to load. Launching a loaded function on the H200 is
+what ``scripts/experiments/jit_cache_first_launch.py`` checks (not run yet).
+
+Limits of the DSL's path (its sources):
 
 - every argument of the host function must be of a kind the C-header generator knows
   (``cute.Tensor``, shapes/strides/coords, ``cuda.CUstream``, the integer and float
@@ -90,6 +95,8 @@ __all__ = [
     "jit_cache_root",
     "jit_components",
     "implementation_digests",
+    "cute_kernel_key",
+    "device_arch",
     "entry_dir",
     "load_or_compile",
     "entries",
@@ -225,12 +232,53 @@ def entry_dir(root: Path, digest: str, components: dict[str, Any]) -> Path:
     return root / f"{ver}-{commit[:12]}" / arch / digest
 
 
+def cute_kernel_key(kernel: Any) -> str:
+    """The ``key`` string for a :class:`kernelplan.kernel.CuteKernel`: its compile key (as
+    :meth:`kernelplan.KernelPlan.kernel` derives it: implementation, config, fixed problem
+    fields, target SM, tensor signatures, Const values, options), plus what that key may
+    lack when a kernel was built by hand: its name, options, TVM-FFI flag, every tensor
+    spec's :meth:`~kernelplan.kernel.TensorSpec.signature` (dynamic extents are not in it)
+    and ``meta`` (values baked into the code, such as ``max_active_clusters``)."""
+    specs = {
+        n: _plain(s.signature()) if hasattr(s, "signature") else repr(s)
+        for n, s in sorted(kernel.specs.items())
+    }
+    obj = {
+        "name": kernel.name,
+        "key": _plain(kernel.key),
+        "options": kernel.options or "",
+        "tvm_ffi": bool(getattr(kernel, "tvm_ffi", False)),
+        "meta": _plain(getattr(kernel, "meta", None) or {}),
+        "specs": specs,
+    }
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def device_arch() -> str:
+    """The arch to key a compile for the current device with: ``$CUTE_DSL_ARCH`` when set
+    (the DSL then compiles for it), else ``sm_<major><minor>`` of the current torch device
+    (the DSL adds the ``a`` suffix itself), else ``"unknown"``."""
+    env = os.environ.get("CUTE_DSL_ARCH")
+    if env:
+        return env
+    try:
+        import torch
+
+        major, minor = torch.cuda.get_device_capability()
+        return f"sm_{major}{minor}"
+    except Exception:
+        return "unknown"
+
+
 # --------------------------------------------------------------------------- store
 
 
 def _short(e: BaseException) -> str:
     """One line of an exception (the DSL's messages are multi-line and coloured)."""
     text = " ".join(_ANSI.sub("", str(e)).split())
+    if "error:" in text:  # the DSL's banner: the innermost "error: ..." says what went wrong
+        text = text.rsplit("error:", 1)[1]
+        text = re.split(r"\b(?:suggestion|note):", text, maxsplit=1)[0].strip()
     return f"{type(e).__name__}: {text[:240]}" if text else type(e).__name__
 
 
