@@ -7,7 +7,6 @@ compiling on any machine) are all derived.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -269,18 +268,25 @@ class CuteKernel:
 
     # -- compile and launch ----------------------------------------------------------------
     def compile(self, args: tuple) -> Any:
-        """Compile for the current device (once per key in this process); returns the
-        compiled function."""
-        import cutlass.cute as cute
+        """Compile for the current device (once per key in this process, and across
+        processes through :mod:`kernelplan.jitcache`, the DSL's export/load path); returns
+        the compiled function. ``compile_seconds`` is the compile time, or the load time on
+        a persistent-cache hit (``compile_cache`` says which)."""
+        from . import jitcache
 
         ckey = (self.key, "device")
         with self._lock:
             if ckey in self._cache:
                 return self._cache[ckey]
-            t0 = time.perf_counter()
-            kw = {"options": self.options} if self.options else {}
-            compiled = cute.compile(self.fn, *args, **kw)
-            self.compile_seconds = time.perf_counter() - t0
+            compiled, info = jitcache.load_or_compile(
+                self.fn,
+                args,
+                key=jitcache.cute_kernel_key(self),
+                options=self.options,
+                arch=jitcache.device_arch(),
+            )
+            self.compile_seconds = info["seconds"]
+            self.compile_cache = info
             self._cache[ckey] = compiled
             return compiled
 

@@ -219,7 +219,12 @@ class KernelPlan(abc.ABC):
         results = [
             compare(n, inputs[n], ref[n], baseline=lowp.get(n) if lowp else None) for n in outs
         ]
-        info = {"seed": seed, "fault": fault, "compile_seconds": kernel.compile_seconds}
+        info = {
+            "seed": seed,
+            "fault": fault,
+            "compile_seconds": kernel.compile_seconds,
+            "compile_cache": getattr(kernel, "compile_cache", None),
+        }
         return all(r.passed for r in results), results, info
 
     def run_benchmark(
