@@ -7,18 +7,43 @@ replaced. One test compiles the in-house axpby kernel for sm_80 (about a second)
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
 
-from kernelplan import KernelPlan, TensorSpec
+from kernelplan import Config, KernelPlan, Problem, Target, TensorSpec, Workload
 from kernelplan import cache as cachemod
+
+
+@dataclass(frozen=True)
+class FakeProblem(Problem):
+    n: int = 1024
+    dtype: str = "float32"
+
+
+class FakeWorkload(Workload):
+    name: ClassVar[str] = "fake"
+    problem_type: ClassVar[type[Problem]] = FakeProblem
+
+    def tensor_specs(self, problem):
+        return {"x": TensorSpec((problem.n,), problem.dtype)}
+
+    def reference(self, problem, inputs):
+        return {}
+
+    def flops_bytes(self, problem):
+        return 0.0, 0.0
+
+
+@dataclass(frozen=True)
+class FakeConfig(Config):
+    tile: tuple[int, int] = (128, 1)
 
 
 class FakePlan(KernelPlan):
@@ -26,29 +51,17 @@ class FakePlan(KernelPlan):
 
     name: ClassVar[str] = "fake"
     package: ClassVar[str] = "tests"
+    workload = FakeWorkload()
     target_sm: ClassVar[tuple[str, ...]] = ("sm_80",)
+    config_type = FakeConfig
 
-    def add_problem_arguments(self, parser: argparse.ArgumentParser) -> None:
-        pass
-
-    def problem_from_args(self, args):
-        return {}
-
-    def tensor_specs(self, problem):
-        return {"x": TensorSpec((problem["n"],), problem.get("dtype", "float32"))}
-
-    def reference_fn(self, problem, inputs):
-        return {}
-
-    def _algorithmic_flops_bytes(self, problem):
-        return 0.0, 0.0
-
-    def plan(self, problem, config):
+    def plan(self, problem, config, target):
         raise AssertionError("plan() called: the cache should have answered")
 
 
-PROB = {"n": 1024, "dtype": "float32"}
-CFG = {"tile": [128, 1]}
+PROB = FakeProblem(n=1024, dtype="float32")
+CFG = FakeConfig(tile=(128, 1))
+SM80 = Target("sm_80", 108)
 RESULT = {"kernel": "k", "arch": "sm_80", "registers": 42, "categories": {}, "functions": []}
 
 
@@ -59,8 +72,8 @@ def cache_dir(tmp_path, monkeypatch):
     return d
 
 
-def _key(plan=None, prob=PROB, cfg=CFG, arch="sm_80"):
-    return cachemod.static_key(plan or FakePlan(), prob, cfg, arch)[0]
+def _key(plan=None, prob=PROB, cfg=CFG, target=SM80):
+    return cachemod.static_key(plan or FakePlan(), prob, cfg, target)[0]
 
 
 # --------------------------------------------------------------------------- the key
@@ -73,6 +86,7 @@ def _key(plan=None, prob=PROB, cfg=CFG, arch="sm_80"):
         "dtype",
         "config",
         "arch",
+        "sm_count",
         "dsl_version",
         "cutlass_commit",
         "analyser",
@@ -84,15 +98,17 @@ def _key(plan=None, prob=PROB, cfg=CFG, arch="sm_80"):
 def test_a_changed_key_component_misses(change, monkeypatch):
     base = _key()
     assert base == _key(), "the key must be deterministic"
-    prob, cfg, arch = dict(PROB), dict(CFG), "sm_80"
+    prob, cfg, target = PROB, CFG, SM80
     if change == "problem":
-        prob["n"] = 2048
+        prob = prob.replace(n=2048)
     elif change == "dtype":
-        prob["dtype"] = "float16"
+        prob = prob.replace(dtype="float16")
     elif change == "config":
-        cfg["tile"] = [256, 1]
+        cfg = cfg.replace(tile=(256, 1))
     elif change == "arch":
-        arch = "sm_90a"
+        target = Target("sm_90a", 108)
+    elif change == "sm_count":
+        target = Target("sm_80", 54, "--sm_count")
     elif change == "dsl_version":
         real = cachemod._dist_version
         monkeypatch.setattr(
@@ -108,7 +124,7 @@ def test_a_changed_key_component_misses(change, monkeypatch):
         monkeypatch.setenv("CUTE_DSL_OPT_LEVEL", "1")
     elif change == "tool":
         monkeypatch.setattr(cachemod, "_tool_identity", lambda name: None)
-    assert _key(prob=prob, cfg=cfg, arch=arch) != base
+    assert _key(prob=prob, cfg=cfg, target=target) != base
 
 
 def _examples_tree(root: Path) -> Path:
@@ -180,12 +196,12 @@ def test_adapter_and_the_modules_it_imports_are_in_the_key(tmp_path, monkeypatch
 
 def test_hit_returns_the_stored_result_without_planning(cache_dir, tmp_path):
     plan = FakePlan()
-    key, comps = cachemod.static_key(plan, PROB, CFG, "sm_80")
+    key, comps = cachemod.static_key(plan, PROB, CFG, SM80)
     cubin = tmp_path / "x.cubin"
     cubin.write_bytes(b"\x7fELF-not-really")
     stored = cachemod.StaticCache().put(key, comps, RESULT, {"main.cubin": cubin})
     assert stored["cubin_path"].startswith(str(cache_dir))
-    st = plan.run_static(PROB, CFG)  # FakePlan.plan() would raise
+    st = plan.run_static(PROB, CFG, SM80)  # FakePlan.plan() would raise
     assert st["registers"] == 42 and st["label"] == "tests/fake"
     assert st["cache"]["hit"] is True and st["cache"]["key"] == key
     assert Path(st["cubin_path"]).read_bytes() == cubin.read_bytes()
@@ -194,21 +210,21 @@ def test_hit_returns_the_stored_result_without_planning(cache_dir, tmp_path):
 @pytest.mark.parametrize("junk", [b"{not json", b"[]", b'{"key": "other"}', b"\x00\xff" * 10, b""])
 def test_corrupt_entry_is_ignored_with_a_warning(cache_dir, capsys, junk):
     plan = FakePlan()
-    key, comps = cachemod.static_key(plan, PROB, CFG, "sm_80")
+    key, comps = cachemod.static_key(plan, PROB, CFG, SM80)
     store = cachemod.StaticCache()
     store.put(key, comps, RESULT)
     (store.entry_dir(key) / store.ENTRY).write_bytes(junk)
     assert store.get(key, comps) is None
     assert "ignoring corrupt compile-cache entry" in capsys.readouterr().err
     with pytest.raises(AssertionError, match="plan\\(\\) called"):
-        plan.run_static(PROB, CFG)  # a miss: goes on to plan (and would compile)
+        plan.run_static(PROB, CFG, SM80)  # a miss: goes on to plan (and would compile)
     store.put(key, comps, RESULT)  # replaced by the next store
     assert store.get(key, comps)["registers"] == 42
 
 
 def test_entry_whose_components_differ_is_not_used(cache_dir):
     plan = FakePlan()
-    key, comps = cachemod.static_key(plan, PROB, CFG, "sm_80")
+    key, comps = cachemod.static_key(plan, PROB, CFG, SM80)
     store = cachemod.StaticCache()
     store.put(key, {**comps, "python": "2.7"}, RESULT)
     assert store.get(key, comps) is None
@@ -223,7 +239,7 @@ def test_cache_off(monkeypatch):
 
 def test_records_written_from_an_entry_are_remembered(cache_dir, tmp_path):
     plan = FakePlan()
-    key, comps = cachemod.static_key(plan, PROB, CFG, "sm_80")
+    key, comps = cachemod.static_key(plan, PROB, CFG, SM80)
     store = cachemod.StaticCache()
     store.put(key, comps, RESULT)
     results = tmp_path / "results"
@@ -243,18 +259,20 @@ def test_real_compile_misses_then_hits(cache_dir):
     from .inhouse_axpby import AxpbyPlan
 
     plan = AxpbyPlan()
-    prob = {"n": 4096, "dtype": "float32"}
-    first = plan.run_static(prob, {})
+    prob = plan.problem(n=4096)
+    cfg = plan.default_config(prob)
+    first = plan.run_static(prob, cfg)
     assert first["cache"]["hit"] is False and first["registers"] > 0
     assert first["res_usage_check"]["match"] is True
     assert Path(first["cubin_path"]).is_relative_to(cache_dir)
-    second = plan.run_static(prob, {})
+    second = plan.run_static(prob, cfg)
     assert second["cache"]["hit"] is True
     drop = ("cache",)
     assert {k: v for k, v in first.items() if k not in drop} == {
         k: v for k, v in second.items() if k not in drop
     }
-    other = plan.run_static({"n": 8192, "dtype": "float32"}, {})
+    # n is a runtime field of the compiled code, but the static result is per problem
+    other = plan.run_static(plan.problem(n=8192), cfg)
     assert other["cache"]["hit"] is False
 
 
@@ -264,12 +282,12 @@ def test_a_hit_imports_neither_the_dsl_nor_torch(tmp_path):
         f"""
         import sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
-        from tests.test_cache import FakePlan, PROB, CFG, RESULT
+        from tests.test_cache import FakePlan, PROB, CFG, RESULT, SM80
         from kernelplan import cache
         plan = FakePlan()
-        key, comps = cache.static_key(plan, PROB, CFG, "sm_80")
+        key, comps = cache.static_key(plan, PROB, CFG, SM80)
         cache.StaticCache().put(key, comps, RESULT)
-        st = plan.run_static(PROB, CFG)
+        st = plan.run_static(PROB, CFG, SM80)
         assert st["cache"]["hit"], st
         print(sorted(m for m in ("cutlass", "torch") if m in sys.modules))
         """
@@ -287,13 +305,13 @@ def test_run_static_many_answers_in_order_with_errors_inline(cache_dir):
     class Refusing(FakePlan):
         name = "refusing"
 
-        def plan(self, problem, config):
+        def plan(self, problem, config, target):
             raise ShapeError("refused")
 
     hit = FakePlan()
-    key, comps = cachemod.static_key(hit, PROB, CFG, "sm_80")
+    key, comps = cachemod.static_key(hit, PROB, CFG, SM80)
     cachemod.StaticCache().put(key, comps, RESULT)
-    items = [(hit, PROB, CFG), (Refusing(), PROB, CFG), (hit, PROB, CFG)]
+    items = [(hit, PROB, CFG, SM80), (Refusing(), PROB, CFG, SM80), (hit, PROB, CFG, SM80)]
     out = list(cachemod.run_static_many(items, jobs=2))
     assert [i for i, _, _ in out] == [0, 1, 2]
     assert out[0][1]["cache"]["hit"] and out[2][1]["registers"] == 42
@@ -316,8 +334,8 @@ def test_an_equal_static_record_is_found_again(tmp_path, monkeypatch):
         "package": "tests",
         "kernel": "fake",
         "source": None,
-        "problem": PROB,
-        "config": CFG,
+        "problem": PROB.to_dict(),
+        "config": CFG.to_dict(),
         "env": env,
         "static": st,
     }
@@ -326,4 +344,8 @@ def test_an_equal_static_record_is_found_again(tmp_path, monkeypatch):
     assert cachemod.matching_static_record(results, plan, PROB, CFG, again) == path
     other = {**RESULT, "registers": 43}
     assert cachemod.matching_static_record(results, plan, PROB, CFG, other) is None
-    assert cachemod.matching_static_record(results, plan, {**PROB, "n": 1}, CFG, again) is None
+    assert cachemod.matching_static_record(results, plan, PROB.replace(n=1), CFG, again) is None
+    # a schema-1 record (no workload, target or schema-2 dataclass dicts) is read too
+    old = {**rec, "schema": 1, "config": {**CFG.to_dict(), "sm_count": 132}}
+    old_path = write_record(old, tmp_path / "old")
+    assert cachemod.matching_static_record(tmp_path / "old", plan, PROB, CFG, again) == old_path

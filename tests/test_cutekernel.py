@@ -10,13 +10,16 @@ from .inhouse_axpby import AxpbyPlan, axpby
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_inhouse_kernel_compiles_for_arch_on_cpu_through_cutekernel(arch):
+def test_inhouse_kernel_compiles_for_arch_on_cpu_through_cutekernel(arch, tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))  # a real compile
     plan = AxpbyPlan()
-    prob = {"n": 1000, "dtype": "float32"}
-    kernel = plan.plan(prob, {})
+    prob = plan.problem(n=1000)
+    cfg = plan.default_config(prob)
+    target = plan.target(arch)
+    kernel = plan.kernel(prob, cfg, target)
     assert isinstance(kernel, CuteKernel)
-    st = plan.run_static(prob, {}, arch=arch)
-    assert st["arch"] == arch
+    st = plan.run_static(prob, cfg, target)
+    assert st["arch"] == arch and st["cache"]["hit"] is False
     assert st["registers"] and st["registers"] > 0
     assert st["categories"].get("ldg_stg", 0) >= 3  # two loads, one store
     assert st["categories"].get("mma", 0) == 0
@@ -26,7 +29,7 @@ def test_fake_args_mirror_specs_stream_and_consts():
     spec = TensorSpec((4, 8, 16), "float16", perm=(1, 2, 0), leading_dim=1)
     assert spec.view_shape() == (8, 16, 4)
     assert spec.view_stride() == (16, 1, 128)
-    k = CuteKernel("t", axpby, lambda t: (t["a"], Const(7), STREAM), {"a": spec}, key=("t",))
+    k = CuteKernel("t", axpby, lambda t: (t["a"], Const(7), STREAM), {"a": spec})
     args = k.fake_args()
     assert len(args) == 3 and args[1] == 7  # Const unwrapped for the compile
     assert type(args[2]).__name__ == "_FakeStream"
@@ -37,3 +40,54 @@ def test_uncompiled_jit_function_is_never_timed():
     assert not is_uncompiled_jit(lambda: None)
     with pytest.raises(TimingError, match="uncompiled"):
         benchmark([axpby])
+
+
+def _key(plan, problem, config=None, arch="sm_80"):
+    config = config or plan.default_config(problem)
+    return plan.kernel(problem, config, plan.target(arch)).key
+
+
+def test_compile_key_is_derived_from_config_problem_target_and_specs():
+    plan = AxpbyPlan()
+    prob = plan.problem(n=1000)
+    base = _key(plan, prob)
+    assert base == _key(plan, plan.problem(n=1000)), "the key must be deterministic"
+    # two configs -> two keys
+    assert _key(plan, prob, plan.config(prob, {"tile_mn": "128,128"})) != base
+    assert _key(plan, prob, plan.config(prob, {"fast": "true"})) != base
+    # same problem differing only in a runtime problem field (n: a dynamic extent) -> one key
+    assert "n" in AxpbyPlan.runtime_problem_fields
+    assert _key(plan, plan.problem(n=1 << 20)) == base
+    # a field the compiled code specialises on (alpha: not a runtime field) -> another key
+    assert _key(plan, plan.problem(n=1000, alpha=2.0)) != base
+    # the target SM
+    assert _key(plan, prob, arch="sm_90a") != base
+    # every tensor's signature: another layout is another key
+    class Static(AxpbyPlan):
+        def tensor_specs(self, problem):
+            return {n: TensorSpec(s.shape, s.dtype, role=s.role) for n, s in
+                    super().tensor_specs(problem).items()}
+
+    assert _key(Static(), prob) != base
+    assert _key(Static(), plan.problem(n=2000)) != _key(Static(), prob)  # static shapes differ
+    # and the implementation: the same kernel under another class name
+    class Other(AxpbyPlan):
+        pass
+
+    assert _key(Other(), prob) != base
+
+
+def test_a_runtime_field_shares_the_compiled_function(monkeypatch):
+    """Two problems differing only in n reach cute.compile once (the DSL's compile is
+    replaced: this is the key's effect, not the DSL's own caching)."""
+    import cutlass.cute as cute
+
+    calls = []
+    monkeypatch.setattr(CuteKernel, "_cache", {})
+    monkeypatch.setattr(cute, "compile", lambda fn, *a, **k: calls.append(a) or "compiled")
+    plan = AxpbyPlan()
+    for n in (1000, 4096):
+        prob = plan.problem(n=n)
+        k = plan.kernel(prob, plan.default_config(prob), plan.target())
+        assert k.compile(k.fake_args()) == "compiled"
+    assert len(calls) == 1

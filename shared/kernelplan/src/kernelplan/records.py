@@ -4,6 +4,12 @@ Files are created with exclusive mode and a unique name (UTC time, device, kind,
 suffix), so a record is never overwritten; nothing here deletes or rewrites one. Every record
 carries the environment that produced it (device, SM, clocks seen, driver, DSL version,
 CUTLASS commit, torch, host) beside its config, problem, timings and check result.
+
+Records are committed, so they hold no path of the writer's machine: :func:`write_record`
+writes every path under the checkout relative to its root (``.cache/kernelplan/static/...``)
+and one under the home folder as ``~/...`` (:func:`portable`). Records written before that
+rule (up to 2026-11-30) hold absolute cubin, compile-cache and ncu paths; readers never use
+those: :func:`load_records` drops them (:func:`drop_machine_paths`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import re
 import secrets
 import sys
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from .errors import KernelPlanError
@@ -86,6 +93,69 @@ def ensure_writable(root: Path | str | None = None) -> Path:
     return root
 
 
+def _path_prefixes() -> list[tuple[str, str]]:
+    """(absolute prefix, replacement) pairs, longest first: the checkout's root (as found and
+    resolved) becomes relative, the home folder ``~``."""
+    from .cutlass_src import repo_root
+
+    pairs: dict[str, str] = {}
+    root = repo_root()
+    for r in {str(root), str(root.resolve())}:
+        if r not in ("", "/"):
+            pairs[r.rstrip("/") + "/"] = ""
+    home = os.path.expanduser("~")
+    if home not in ("", "/", "~"):
+        for h in {home, os.path.realpath(home)}:
+            pairs.setdefault(h.rstrip("/") + "/", "~/")
+    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+
+
+def portable(value: Any, prefixes: list[tuple[str, str]] | None = None) -> Any:
+    """``value`` (a record, or any part of one) with no path of this machine: every string
+    that holds an absolute path under the checkout gets it relative to the checkout's root
+    (also inside longer strings such as a command line or an error message), the checkout's
+    root itself becomes ``.``, and paths under the home folder start with ``~/``."""
+    prefixes = _path_prefixes() if prefixes is None else prefixes
+    if isinstance(value, str):
+        for prefix, repl in prefixes:
+            if value == prefix.rstrip("/"):
+                return "." if repl == "" else "~"
+            if prefix in value:
+                value = value.replace(prefix, repl)
+        return value
+    if isinstance(value, Mapping):
+        return {k: portable(v, prefixes) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [portable(v, prefixes) for v in value]
+    if isinstance(value, Path):
+        return portable(str(value), prefixes)
+    return value
+
+
+#: Fields of records of schema <= 2 written before :func:`portable` that held a path of the
+#: writer's machine, and nothing a reader needs: the cubin (``static.cubin_path``, also per
+#: function), the compile-cache entry (``static.cache.entry``) and the ncu binary
+#: (``ncu.ncu_path``).
+MACHINE_PATH_KEYS = ("cubin_path", "entry", "ncu_path")
+
+
+def drop_machine_paths(value: Any) -> Any:
+    """``value`` with every :data:`MACHINE_PATH_KEYS` field that holds an absolute path set
+    to None (the path named a file on the machine that wrote the record)."""
+    if isinstance(value, dict):
+        return {
+            k: (
+                None
+                if k in MACHINE_PATH_KEYS and isinstance(v, str) and os.path.isabs(v)
+                else drop_machine_paths(v)
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [drop_machine_paths(v) for v in value]
+    return value
+
+
 def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", s).strip("-").lower()[:40] or "x"
 
@@ -94,8 +164,9 @@ def write_record(record: dict[str, Any], root: Path | None = None) -> Path:
     """Write ``record`` as a new JSON file and return its path.
 
     ``record`` must hold ``kind``, ``package`` and ``kernel``. Adds ``schema`` and
-    ``created_utc``. The file is opened in exclusive-create mode: an existing file is never
-    replaced.
+    ``created_utc``. Paths of this machine are made portable (:func:`portable`: relative to
+    the checkout's root, or ``~/``). The file is opened in exclusive-create mode: an existing
+    file is never replaced.
 
     Raises:
         KernelPlanError: a required key is missing.
@@ -113,7 +184,8 @@ def write_record(record: dict[str, Any], root: Path | None = None) -> Path:
     except OSError as e:
         raise KernelPlanError(f"cannot create the record folder {folder}: {e}") from None
     stamp = now.strftime("%Y-%m-%dT%H-%M-%SZ")
-    text = json.dumps(rec, indent=1, sort_keys=False, default=_json_default) + "\n"
+    rec = portable(json.loads(json.dumps(rec, default=_json_default)))
+    text = json.dumps(rec, indent=1, sort_keys=False) + "\n"
     for _ in range(8):
         path = folder / f"{stamp}-{_slug(dev)}-{_slug(rec['kind'])}-{secrets.token_hex(3)}.json"
         try:
@@ -141,7 +213,10 @@ def load_records(
     kernel: str | None = None,
     kind: str | None = None,
 ) -> list[tuple[Path, dict]]:
-    """All records under ``root`` (optionally of one package/kernel/kind), oldest first."""
+    """All records under ``root`` (optionally of one package/kernel/kind), oldest first.
+
+    Paths of the machine that wrote a record (older records' cubin, compile-cache entry and
+    ncu binary) are dropped (:func:`drop_machine_paths`): no reader depends on them."""
     root = Path(root) if root is not None else results_root()
     base = root
     if package:
@@ -160,7 +235,7 @@ def load_records(
             continue
         if kind and rec.get("kind") != kind:
             continue
-        out.append((p, rec))
+        out.append((p, drop_machine_paths(rec)))
     out.sort(key=lambda pr: (pr[1].get("created_utc", ""), str(pr[0])))
     return out
 
