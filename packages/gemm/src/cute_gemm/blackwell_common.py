@@ -1,4 +1,5 @@
-"""What the five CUTLASS Blackwell (sm_100a, tcgen05 + TMEM) dense GEMMs share.
+"""What the five CUTLASS Blackwell (sm_100a, tcgen05 + TMEM) dense GEMMs share: their typed
+configs (one per distinct upstream constructor) and the adapter base.
 
 Upstream, ``cute/blackwell/kernel/dense_gemm/``: ``dense_gemm.py`` and
 ``dense_gemm_software_pipeline.py`` (class ``DenseGemmKernel``, one CTA per output tile),
@@ -6,32 +7,39 @@ Upstream, ``cute/blackwell/kernel/dense_gemm/``: ``dense_gemm.py`` and
 (``PersistentDenseGemmKernel``, a static persistent tile scheduler over a compile-time
 ``max_active_clusters``), ``dense_gemm_persistent_dynamic.py`` (``PersistentDenseGemmKernel``,
 a CLC dynamic scheduler: no cluster count compiled in). Every constructor starts with
-``(acc_dtype, use_2cta_instrs, mma_tiler_mn, cluster_shape_mn, use_tma_store)``; every
-``__call__`` takes the (M, K, L), (N, K, L), (M, N, L) tensors that :class:`GemmPlan`
-describes, then (for the static-persistent ones) ``max_active_clusters``, then the stream.
+``(acc_dtype, use_2cta_instrs, mma_tiler_mn, cluster_shape_mn, use_tma_store)``; the prefetch
+one adds ``prefetch_dist``, the dynamic one ``swizzle_size, raster_along, split_k``. Every
+``__call__`` takes the (M, K, L), (N, K, L), (M, N, L) tensors of the GEMM workload
+(:data:`kernelplan.workloads.gemm.GEMM`), then (for the static-persistent ones)
+``max_active_clusters``, then the stream.
 
 The workload is fp16 (or bf16) A/B, fp32 accumulate, C in the A/B dtype: the examples' CLI
 defaults are tf32 in / fp32 out, but fp16 is the workload the Hopper rows and the tutorial
 GEMMs run, so the rows compare like with like. The default config is the one the examples'
 ``run()`` functions default to (MMA tile 256x256, cluster 2x1, 2-CTA MMA, TMA-store epilogue);
-their CLI defaults (128x128, 1x1, 1-CTA, no TMA store) are in the autotune space.
+their CLI defaults (128x128, 1x1, 1-CTA) are in the autotune space.
 
 Config constraints are the ones upstream states and checks before it compiles
-(``DenseGemmKernel.is_valid_mma_tiler_and_cluster_shape`` and ``is_valid_epilog_store_option``,
-``cute/blackwell/kernel/dense_gemm/dense_gemm.py`` lines 1348-1454; the persistent files
-raise the same as ``check_mma_tiler_and_cluster_shape``); checking them here turns a
-trace-time error into one line.
+(``DenseGemmKernel.is_valid_mma_tiler_and_cluster_shape``, ``dense_gemm.py`` L1348, and
+``is_valid_epilog_store_option``, L1432; the persistent files raise the same from
+``check_mma_tiler_and_cluster_shape`` and ``check_epilog_store_option``, the dynamic one with
+its split-K rules at ``dense_gemm_persistent_dynamic.py`` L1575-L1626 and L1684-L1714, all
+under ``examples/python/CuTeDSL`` at the pinned commit). Checking them here turns a trace-time
+error into one line. What depends on the config alone is checked once, in ``validate()``;
+what depends on the problem too (the epilogue without TMA store has no bounds check) is
+checked by :meth:`BlackwellDenseGemmPlan.fits`, from :meth:`~BlackwellDenseGemmPlan.config`
+and again from :meth:`~BlackwellDenseGemmPlan.plan`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar, Literal
 
-from kernelplan import STREAM, CuteKernel, ShapeError
+from kernelplan import STREAM, Config, Const, CuteKernel, ShapeError, Target
 from kernelplan.cutlass_src import load_example
 from kernelplan.device import max_active_clusters
-from kernelplan.kernel import Const
+from kernelplan.workloads.gemm import GemmProblem
 
 from .common import GemmPlan
 
@@ -40,136 +48,220 @@ def _pow2(x: int) -> bool:
     return x > 0 and (x & (x - 1)) == 0
 
 
+def _x(v) -> str:
+    return "x".join(str(i) for i in v)
+
+
+@dataclass(frozen=True)
+class BlackwellGemmConfig(Config):
+    """The common five constructor arguments (the accumulator is always fp32, so four):
+    ``DenseGemmKernel`` (``dense_gemm``, ``dense_gemm_software_pipeline``) and
+    ``dense_gemm_persistent``'s ``PersistentDenseGemmKernel``.
+
+    Args:
+        mma_tiler_mn: MMA tile (M, N); M in 128/256 with ``use_2cta``, 64/128 without; N a
+            multiple of 32 in 32..256.
+        cluster_mn: cluster shape (M, N): powers of two, at most 16 CTAs; M even with
+            ``use_2cta``.
+        use_2cta: the 2-CTA tcgen05 MMA (a CTA pair shares one MMA tile).
+        use_tma_store: TMA-store epilogue (bounds-checked); without it M and N must be
+            multiples of the CTA tile.
+
+    Raises:
+        ShapeError: a shape upstream rejects (one line naming the flag).
+    """
+
+    mma_tiler_mn: tuple[int, int] = (256, 256)
+    cluster_mn: tuple[int, int] = (2, 1)
+    use_2cta: bool = True
+    use_tma_store: bool = True
+
+    def validate(self) -> None:
+        t, c, two = self.mma_tiler_mn, self.cluster_mn, self.use_2cta
+        if len(t) != 2 or len(c) != 2:
+            raise ShapeError("--config mma_tiler_mn and cluster_mn take two values (MxN)")
+        allowed_m = (128, 256) if two else (64, 128)
+        if t[0] not in allowed_m:
+            raise ShapeError(
+                f"--config mma_tiler_mn M={t[0]} unsupported with use_2cta={two}; M in {allowed_m}"
+            )
+        if t[1] not in range(32, 257, 32):
+            raise ShapeError(
+                f"--config mma_tiler_mn N={t[1]} unsupported; a multiple of 32 in 32..256"
+            )
+        if two and c[0] % 2:
+            raise ShapeError(f"--config cluster_mn: use_2cta needs an even cluster M (got {c[0]})")
+        if not all(_pow2(v) for v in c) or self.ctas_per_cluster() > 16:
+            raise ShapeError(
+                f"--config cluster_mn {_x(c)} unsupported; powers of two, at most 16 CTAs"
+                + self._cluster_note()
+            )
+
+    def _cluster_note(self) -> str:
+        return ""
+
+    def ctas_per_cluster(self) -> int:
+        """CTAs of one launched cluster (what may not exceed 16)."""
+        return self.cluster_mn[0] * self.cluster_mn[1]
+
+    def cta_tile_mn(self) -> tuple[int, int]:
+        """The output tile one CTA writes (a 2-CTA MMA tile is split along M)."""
+        return self.mma_tiler_mn[0] // (2 if self.use_2cta else 1), self.mma_tiler_mn[1]
+
+    def upstream_args(self) -> tuple:
+        """The constructor's arguments after ``acc_dtype``, in upstream's order."""
+        return (self.use_2cta, self.mma_tiler_mn, self.cluster_mn, self.use_tma_store)
+
+
+@dataclass(frozen=True)
+class BlackwellPrefetchGemmConfig(BlackwellGemmConfig):
+    """:class:`BlackwellGemmConfig` plus ``prefetch_dist`` of ``dense_gemm_persistent_prefetch``:
+    TMA prefetch into L2 this many k-tiles ahead of the loads; None = as many as there are A/B
+    stages (upstream's default), 0 = off."""
+
+    prefetch_dist: int | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        d = self.prefetch_dist
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d < 0):
+            raise ShapeError(f"--config prefetch_dist must be none or an integer >= 0 (got {d!r})")
+
+    def upstream_args(self) -> tuple:
+        return (*super().upstream_args(), self.prefetch_dist)
+
+
+@dataclass(frozen=True)
+class BlackwellDynamicGemmConfig(BlackwellGemmConfig):
+    """:class:`BlackwellGemmConfig` plus the CLC scheduler's tile swizzle and raster order and
+    the cluster split-K of ``dense_gemm_persistent_dynamic`` (the split-K slices of one tile
+    run as the cluster's Z extent and reduce through distributed shared memory).
+
+    Raises:
+        ShapeError: besides the common rules, split_k > 1 with a TMA-store epilogue, a
+            swizzle, raster along N, or a per-thread accumulator share it does not divide
+            (upstream's ``check_mma_tiler_and_cluster_shape``).
+    """
+
+    swizzle_size: int = 1
+    raster_along: Literal["m", "n"] = "m"
+    split_k: int = 1
+
+    def validate(self) -> None:
+        for key in ("swizzle_size", "split_k"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ShapeError(f"--config {key} must be a positive integer (got {v!r})")
+        if self.raster_along not in ("m", "n"):
+            raise ShapeError(f"--config raster_along must be m or n (got {self.raster_along!r})")
+        super().validate()
+        if self.split_k > 1:
+            if self.use_tma_store:
+                raise ShapeError("--config split_k > 1 needs use_tma_store=false")
+            if self.swizzle_size != 1 or self.raster_along != "m":
+                raise ShapeError("--config split_k > 1 needs swizzle_size=1 and raster_along=m")
+            cta_m, cta_n = self.cta_tile_mn()
+            per_thread = cta_m * cta_n // 128  # the 128 epilogue threads' accumulator share
+            if per_thread % self.split_k:
+                raise ShapeError(
+                    f"--config split_k={self.split_k} must divide the {per_thread} accumulator "
+                    f"elements per epilogue thread of a {cta_m}x{cta_n} CTA tile"
+                )
+
+    def ctas_per_cluster(self) -> int:
+        return super().ctas_per_cluster() * self.split_k
+
+    def _cluster_note(self) -> str:
+        return f" (times split_k={self.split_k})" if self.split_k > 1 else ""
+
+    def upstream_args(self) -> tuple:
+        return (*super().upstream_args(), self.swizzle_size, self.raster_along, self.split_k)
+
+
+#: (mma_tiler_mn, cluster_mn, use_2cta) worth timing on a B200; all accepted upstream
+AUTOTUNE_SPACE = (
+    ((256, 256), (2, 1), True),
+    ((256, 128), (2, 1), True),
+    ((256, 256), (2, 2), True),
+    ((256, 256), (4, 1), True),
+    ((128, 256), (1, 1), False),
+    ((128, 128), (1, 1), False),  # the examples' CLI default tile and cluster
+)
+
+
 class BlackwellDenseGemmPlan(GemmPlan):
     """Base of the Blackwell dense GEMM adapters. A subclass sets ``name``, ``source``,
-    ``upstream_class``, whether it compiles ``max_active_clusters`` in
-    (``static_persistent``), and its extra constructor arguments (``extra_defaults``, passed
-    positionally after the common five, in that order)."""
+    ``upstream_class``, ``config_type`` (when its constructor takes more than the common
+    arguments) and whether it compiles ``max_active_clusters`` in (``static_persistent``)."""
 
     target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
     dtypes: ClassVar[tuple[str, ...]] = ("float16", "bfloat16")
+    config_type: ClassVar[type[BlackwellGemmConfig]] = BlackwellGemmConfig
     upstream_class: ClassVar[str]
     static_persistent: ClassVar[bool] = False
-    extra_defaults: ClassVar[dict[str, Any]] = {}
 
     # -- configs ---------------------------------------------------------------------------
-    def default_config(self, problem: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "mma_tiler_mn": [256, 256],
-            "cluster_mn": [2, 1],
-            "use_2cta": True,
-            "use_tma_store": True,
-            **self.extra_defaults,
-        }
-
-    def _autotune_configs(self, problem: Mapping[str, Any]) -> list[dict[str, Any]]:
-        space = [
-            ([256, 256], [2, 1], True),
-            ([256, 128], [2, 1], True),
-            ([256, 256], [2, 2], True),
-            ([256, 256], [4, 1], True),
-            ([128, 256], [1, 1], False),
-            ([128, 128], [1, 1], False),  # the examples' CLI default
+    def autotune_configs(self, problem: GemmProblem) -> list[BlackwellGemmConfig]:
+        out = [
+            self.config_type(mma_tiler_mn=t, cluster_mn=c, use_2cta=two)
+            for t, c, two in AUTOTUNE_SPACE
         ]
-        return [
-            {
-                "mma_tiler_mn": t,
-                "cluster_mn": c,
-                "use_2cta": two,
-                "use_tma_store": True,
-                **self.extra_defaults,
-            }
-            for t, c, two in space
-        ]
+        return [c for c in out if self._fit_error(problem, c) is None]
 
-    def full_config(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-        """``config`` over the defaults, normalised (tuples, bools); no checks."""
-        cfg = {**self.default_config(problem), **config}
-        return {
-            **cfg,
-            "mma_tiler_mn": tuple(int(x) for x in cfg["mma_tiler_mn"]),
-            "cluster_mn": tuple(int(x) for x in cfg["cluster_mn"]),
-            "use_2cta": bool(cfg["use_2cta"]),
-            "use_tma_store": bool(cfg["use_tma_store"]),
-        }
+    def config(self, problem: GemmProblem, overrides=None) -> BlackwellGemmConfig:
+        """The default config with ``--config`` items applied, and checked against the
+        problem (:meth:`fits`) before anything is loaded or compiled."""
+        cfg = super().config(problem, overrides)
+        self.fits(problem, cfg)
+        return cfg
 
-    def validate_config(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> None:
-        """Upstream's own constraints, checked before anything is loaded or compiled.
+    def fits(self, problem: GemmProblem, config: BlackwellGemmConfig) -> None:
+        """Raises ShapeError (one line) for a config the problem rules out: without
+        ``use_tma_store`` the epilogue stores unpredicated, so M and N must be multiples of
+        the CTA tile (and, for the dynamic scheduler, the tile counts per cluster multiples of
+        ``swizzle_size``)."""
+        err = self._fit_error(problem, config)
+        if err:
+            raise ShapeError(f"{self.name}: {err}")
 
-        Raises:
-            ShapeError: a tile/cluster shape upstream rejects, or a problem the chosen
-                epilogue cannot cover (no TMA store: M and N must be CTA-tile multiples).
-        """
-        cfg = self.full_config(problem, config)
-        tile, cluster = cfg["mma_tiler_mn"], cfg["cluster_mn"]
-        two, name = cfg["use_2cta"], self.name
-        if len(tile) != 2 or len(cluster) != 2:
-            raise ShapeError(f"{name}: mma_tiler_mn and cluster_mn take two values (MxN)")
-        allowed_m = (128, 256) if two else (64, 128)
-        if tile[0] not in allowed_m:
-            raise ShapeError(
-                f"{name}: mma_tiler_mn M={tile[0]} unsupported with use_2cta="
-                f"{two}; M in {allowed_m}"
+    @staticmethod
+    def _fit_error(problem: GemmProblem, config: BlackwellGemmConfig) -> str | None:
+        if config.use_tma_store:
+            return None
+        cta_m, cta_n = config.cta_tile_mn()
+        m, n = problem.m, problem.n
+        if m % cta_m or n % cta_n:
+            return (
+                "without use_tma_store the epilogue has no bounds check: M and N must be "
+                f"multiples of the CTA tile {cta_m}x{cta_n} (got {m}x{n}); use "
+                "--config use_tma_store=true"
             )
-        if tile[1] not in range(32, 257, 32):
-            raise ShapeError(
-                f"{name}: mma_tiler_mn N={tile[1]} unsupported; a multiple of 32 in 32..256"
-            )
-        if two and cluster[0] % 2:
-            raise ShapeError(f"{name}: use_2cta needs an even cluster M (got {cluster[0]})")
-        split_k = int(cfg.get("split_k", 1))
-        if (not all(_pow2(c) for c in cluster)) or cluster[0] * cluster[1] * split_k > 16:
-            raise ShapeError(
-                f"{name}: cluster_mn {cluster} unsupported; powers of two, "
-                "at most 16 CTAs (times split_k)"
-            )
-        if not cfg["use_tma_store"]:
-            cta_m = tile[0] // (2 if two else 1)
-            if problem["m"] % cta_m or problem["n"] % tile[1]:
-                raise ShapeError(
-                    f"{name}: without use_tma_store the epilogue has no bounds check: M and N "
-                    f"must be multiples of the CTA tile {cta_m}x{tile[1]} (got "
-                    f"{problem['m']}x{problem['n']}); use use_tma_store=true"
+        swizzle = getattr(config, "swizzle_size", 1)
+        if swizzle > 1:
+            per_m = (m // cta_m) // config.cluster_mn[0]
+            per_n = (n // cta_n) // config.cluster_mn[1]
+            if per_m % swizzle or per_n % swizzle:
+                return (
+                    f"without use_tma_store the tiles per cluster ({per_m}x{per_n}) must be "
+                    f"multiples of swizzle_size {swizzle}; use --config use_tma_store=true"
                 )
-
-    def extra_args(self, cfg: Mapping[str, Any]) -> tuple:
-        """Constructor arguments after the common five (``extra_defaults`` order)."""
-        return tuple(cfg[k] for k in self.extra_defaults)
+        return None
 
     # -- the kernel ------------------------------------------------------------------------
-    def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> CuteKernel:
+    def plan(self, problem: GemmProblem, config: BlackwellGemmConfig, target: Target) -> CuteKernel:
         import cutlass
 
-        self.validate_config(problem, config)
-        cfg = self.full_config(problem, config)
-        tile, cluster = cfg["mma_tiler_mn"], cfg["cluster_mn"]
+        self.fits(problem, config)
         mod = load_example(self.source)
-        gemm = getattr(mod, self.upstream_class)(
-            cutlass.Float32,
-            cfg["use_2cta"],
-            tile,
-            cluster,
-            cfg["use_tma_store"],
-            *self.extra_args(cfg),
-        )
+        gemm = getattr(mod, self.upstream_class)(cutlass.Float32, *config.upstream_args())
         specs = self.tensor_specs(problem)
-        key = (
-            self.name,
-            tuple(sorted((k, str(v)) for k, v in cfg.items())),
-            problem["dtype"],
-            problem["c_dtype"],
-        )
         if not self.static_persistent:
-            return CuteKernel(
-                self.name, gemm, lambda t: (t["a"], t["b"], t["c"], STREAM), specs, key=key
-            )
-        n, sms, why = max_active_clusters(cluster[0] * cluster[1], cfg, target_sm=self.target_sm[0])
-        meta = {"max_active_clusters": n, "sm_count": sms, "max_active_clusters_from": why}
+            return CuteKernel(self.name, gemm, lambda t: (t["a"], t["b"], t["c"], STREAM), specs)
+        n, why = max_active_clusters(config.ctas_per_cluster(), target)
         return CuteKernel(
             self.name,
             gemm,
             lambda t: (t["a"], t["b"], t["c"], Const(n), STREAM),
             specs,
-            key=(*key, n),
-            meta=meta,
+            meta={"max_active_clusters": n, "max_active_clusters_from": why},
         )

@@ -15,7 +15,8 @@ from ..blackwell_common import BlackwellDenseGemmPlan
 
 
 class BlackwellDenseGemm(BlackwellDenseGemmPlan):
-    """See the module docstring; configs and constraints in :class:`BlackwellDenseGemmPlan`."""
+    """See the module docstring; config and its constraints in
+    :class:`~..blackwell_common.BlackwellGemmConfig`."""
 
     name: ClassVar[str] = "dense_gemm"
     source: ClassVar[str] = "cute/blackwell/kernel/dense_gemm/dense_gemm.py"

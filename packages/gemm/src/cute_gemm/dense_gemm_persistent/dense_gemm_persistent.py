@@ -19,7 +19,8 @@ from ..blackwell_common import BlackwellDenseGemmPlan
 
 
 class BlackwellDenseGemmPersistent(BlackwellDenseGemmPlan):
-    """See the module docstring; configs and constraints in :class:`BlackwellDenseGemmPlan`."""
+    """See the module docstring; config and its constraints in
+    :class:`~..blackwell_common.BlackwellGemmConfig`."""
 
     name: ClassVar[str] = "dense_gemm_persistent"
     source: ClassVar[str] = "cute/blackwell/kernel/dense_gemm/dense_gemm_persistent.py"

@@ -1,7 +1,8 @@
 import sys
 
+from kernelplan.cli import kernel_main
+
 from .dense_gemm_persistent_dynamic import BlackwellDenseGemmPersistentDynamic
 
 if __name__ == "__main__":
-    kernel_plan = BlackwellDenseGemmPersistentDynamic()
-    sys.exit(kernel_plan.benchmark_kernel_argparse())
+    sys.exit(kernel_main(BlackwellDenseGemmPersistentDynamic))

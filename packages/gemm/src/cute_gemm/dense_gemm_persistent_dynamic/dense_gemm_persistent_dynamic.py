@@ -10,22 +10,19 @@ split_k=1)``, called as ``(a, b, c, stream)``. Shared parts: :mod:`..blackwell_c
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from ..blackwell_common import BlackwellDenseGemmPlan
+from ..blackwell_common import BlackwellDenseGemmPlan, BlackwellDynamicGemmConfig
 
 
 class BlackwellDenseGemmPersistentDynamic(BlackwellDenseGemmPlan):
-    """See the module docstring; configs and constraints in :class:`BlackwellDenseGemmPlan`."""
+    """See the module docstring; config and its constraints in
+    :class:`~..blackwell_common.BlackwellDynamicGemmConfig`."""
 
     name: ClassVar[str] = "dense_gemm_persistent_dynamic"
     source: ClassVar[str] = "cute/blackwell/kernel/dense_gemm/dense_gemm_persistent_dynamic.py"
     upstream_class: ClassVar[str] = "PersistentDenseGemmKernel"
-    extra_defaults: ClassVar[dict[str, Any]] = {
-        "swizzle_size": 1,
-        "raster_along": "m",
-        "split_k": 1,
-    }
+    config_type = BlackwellDynamicGemmConfig
     description: ClassVar[str] = (
         "CUTLASS CuTe DSL Blackwell persistent GEMM with the CLC dynamic tile scheduler, sm_100a"
     )

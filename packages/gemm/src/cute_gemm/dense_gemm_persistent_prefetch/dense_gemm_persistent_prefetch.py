@@ -10,19 +10,20 @@ class ``PersistentDenseGemmKernel(..., use_tma_store, prefetch_dist=None)``, cal
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from ..blackwell_common import BlackwellDenseGemmPlan
+from ..blackwell_common import BlackwellDenseGemmPlan, BlackwellPrefetchGemmConfig
 
 
 class BlackwellDenseGemmPersistentPrefetch(BlackwellDenseGemmPlan):
-    """See the module docstring; configs and constraints in :class:`BlackwellDenseGemmPlan`."""
+    """See the module docstring; config and its constraints in
+    :class:`~..blackwell_common.BlackwellPrefetchGemmConfig`."""
 
     name: ClassVar[str] = "dense_gemm_persistent_prefetch"
     source: ClassVar[str] = "cute/blackwell/kernel/dense_gemm/dense_gemm_persistent_prefetch.py"
     upstream_class: ClassVar[str] = "PersistentDenseGemmKernel"
     static_persistent: ClassVar[bool] = True
-    extra_defaults: ClassVar[dict[str, Any]] = {"prefetch_dist": None}
+    config_type = BlackwellPrefetchGemmConfig
     description: ClassVar[str] = (
         "CUTLASS CuTe DSL Blackwell persistent GEMM with TMA L2 prefetch, sm_100a"
     )

@@ -1,7 +1,8 @@
 import sys
 
+from kernelplan.cli import kernel_main
+
 from .hopper_dense_gemm_persistent import HopperDenseGemmPersistent
 
 if __name__ == "__main__":
-    kernel_plan = HopperDenseGemmPersistent()
-    sys.exit(kernel_plan.benchmark_kernel_argparse())
+    sys.exit(kernel_main(HopperDenseGemmPersistent))

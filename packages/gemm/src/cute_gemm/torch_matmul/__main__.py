@@ -1,7 +1,8 @@
 import sys
 
+from kernelplan.cli import kernel_main
+
 from .torch_matmul import TorchMatmul
 
 if __name__ == "__main__":
-    kernel_plan = TorchMatmul()
-    sys.exit(kernel_plan.benchmark_kernel_argparse())
+    sys.exit(kernel_main(TorchMatmul))
