@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from . import device as devmod
 from .check import CheckResult, compare, poison
 from .device import Target
-from .errors import KernelPlanError
+from .errors import KernelPlanError, adapter_call
 from .kernel import CuteKernel, TensorSpec, TorchKernel
 from .roofline import roofline
 from .timing import TimingStats, benchmark, workspaces_for_cold_l2
@@ -123,15 +123,22 @@ class KernelPlan(abc.ABC):
         return [self.default_config(problem)]
 
     def config(self, problem: Problem, overrides: Mapping[str, str] | None = None) -> Config:
-        """The default config with ``--config`` items applied (parsed by field type).
+        """The default config with ``--config`` items applied (parsed by field type), checked
+        against the problem (:meth:`supports_config`).
 
         Raises:
-            ShapeError: an unknown key or a value the config rejects.
+            ShapeError: an unknown key, a value the config rejects, or a config this problem
+                rules out.
         """
         base = self.default_config(problem)
-        if not overrides:
-            return base
-        return self.config_type.from_overrides(base, overrides)
+        cfg = self.config_type.from_overrides(base, overrides) if overrides else base
+        self.supports_config(problem, cfg)
+        return cfg
+
+    def supports_config(self, problem: Problem, config: Config) -> None:  # noqa: B027
+        """Raise :class:`ShapeError` for a config that is valid on its own but not for this
+        problem (a tile that must divide M, a split that must divide K). Called by
+        :meth:`config` and again by :meth:`kernel`, so no path compiles such a pair."""
 
     def target(self, arch: str | None = None, sm_count: Any = None) -> Target:
         """The :class:`~kernelplan.device.Target` to compile for: ``arch`` or the first
@@ -161,7 +168,7 @@ class KernelPlan(abc.ABC):
 
     def kernel(self, problem: Problem, config: Config, target: Target) -> CuteKernel | TorchKernel:
         """:meth:`plan`, with the compile key derived (see :class:`CuteKernel`)."""
-        k = self.plan(problem, config, target)
+        k = adapter_call(self.name, self.plan, problem, config, target)
         if isinstance(k, CuteKernel):
             fixed = tuple(
                 (f, v) for f, v in problem.to_dict().items() if f not in self.runtime_problem_fields
@@ -362,6 +369,7 @@ class KernelPlan(abc.ABC):
             "sm_count": meta.get("sm_count", target.sm_count if "max_active_clusters" in meta else None),
             "functions": others,
             "res_usage_check": independent_registers(),
+            "tools": static.tool_versions(),
         }
         json.dumps(result)  # JSON-ready before it is cached or recorded
         if store is not None and store.enabled and key is not None:

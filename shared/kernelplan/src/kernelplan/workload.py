@@ -181,8 +181,13 @@ def _parse_value(key: str, raw: Any, hint: Any) -> Any:
             return raw
         return json.loads(raw)
     except (ValueError, KeyError, json.JSONDecodeError):
-        want = getattr(hint, "__name__", str(hint))
-        raise ShapeError(f"--config {key}={raw}: not a {want}") from None
+        if origin is typing.Literal:
+            want = "one of " + ", ".join(str(a) for a in args)
+        elif isinstance(hint, type) and issubclass(hint, __import__("enum").Enum):
+            want = "one of " + ", ".join(m.name for m in hint)
+        else:
+            want = "a " + getattr(hint, "__name__", str(hint))
+        raise ShapeError(f"--config {key}={raw}: not {want}") from None
 
 
 class Workload(abc.ABC):
