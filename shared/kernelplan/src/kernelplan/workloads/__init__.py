@@ -9,6 +9,7 @@ from ..errors import KernelPlanError
 
 WORKLOADS = {
     "gemm": "kernelplan.workloads.gemm:GEMM",
+    "mla_decode": "kernelplan.workloads.mla_decode:MLA_DECODE",
 }
 
 
