@@ -1,8 +1,11 @@
 """Bad input ends with one ``error:`` line and a non-zero exit, and writes no record."""
 
+import json
+
 import pytest
 
-from kernelplan.cli import package_main
+from kernelplan.cli import build_parser, package_main, parse
+from kernelplan.errors import KernelPlanError
 from kernelplan.sessions import main as sessions_main
 
 from .conftest import needs_sources
@@ -24,14 +27,39 @@ def _run(capsys, argv, package="gemm"):
         (["hopper_dense_gemm", "--dtype", "float16", "--n", "1001"], "N (C rows)"),
         (
             ["hopper_dense_gemm", "--config", "tile_mn=96x256", "--prof_type", "static"],
-            "tile_mn (96, 256) unsupported",
+            "tile_mn 96x256 unsupported",
         ),
         (
             ["hopper_dense_gemm", "--config", "cluster_mn=4x2", "--prof_type", "static"],
-            "cluster_mn (4, 2) unsupported",
+            "cluster_mn 4x2 unsupported",
         ),
         (["hopper_dense_gemm", "--prof_type", "static", "--arch", "sm_42x"], "unknown SM"),
         (["no_such_kernel"], "unknown gemm kernel 'no_such_kernel'"),
+        # problem flags come from the workload's dataclass, typed
+        (["hopper_dense_gemm", "--m", "abc"], "--m: Expected a <class 'int'>. Got value: abc"),
+        (["hopper_dense_gemm", "--init", "ones"], "--init: Expected a typing.Literal"),
+        (["hopper_dense_gemm", "--b", "32"], "unrecognized arguments: --b"),
+        # --config by the config's field types
+        (["hopper_dense_gemm", "--config", "tile_mn=abc"], "--config tile_mn=abc: not a int"),
+        (["hopper_dense_gemm", "--config", "tile_mn"], "--config expects key=value"),
+        (
+            ["hopper_dense_gemm_persistent", "--config", "raster_along_m=maybe"],
+            "--config raster_along_m=maybe: not a bool",
+        ),
+        (
+            ["hopper_dense_gemm_persistent", "--config", "swizzle_size=0"],
+            "swizzle_size must be a positive integer (got 0)",
+        ),
+        (
+            ["hopper_dense_gemm", "--config", "sm_count=100"],
+            "unknown config key 'sm_count' for this implementation; known: tile_mn, cluster_mn",
+        ),
+        (["torch_matmul", "--config", "tile_mn=128x128"], "known: fp16_reduced_precision"),
+        # --sm_count: the target's, validated
+        (["hopper_dense_gemm_persistent", "--sm_count", "0"], "--sm_count must be a positive"),
+        (["hopper_dense_gemm_persistent", "--sm_count", "-4"], "(got '-4')"),
+        (["hopper_dense_gemm_persistent", "--sm_count", "abc"], "(got 'abc')"),
+        (["hopper_dense_gemm", "--prof_type", "static", "--sm_count", "abc"], "--sm_count"),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero_and_records_nothing(capsys, results_dir, argv, needle):
@@ -85,18 +113,106 @@ def test_static_run_writes_exactly_one_new_record(capsys, results_dir):
     assert len(recs) == 1 and recs[0].parent.name == "hopper-dense-gemm"
 
 
-def test_init_option_reaches_the_problem_and_the_tensor_specs():
-    from kernelplan.cli import build_parser
+def _plan(kernel="hopper_dense_gemm"):
     from kernelplan.registry import load_plan_class
 
-    plan = load_plan_class("gemm", "hopper_dense_gemm")()
-    args = build_parser(plan).parse_args(["--init", "randint"])
-    prob = plan.problem_from_args(args)
-    assert prob["init"] == "randint"
+    return load_plan_class("gemm", kernel)()
+
+
+def test_init_option_reaches_the_problem_and_the_tensor_specs():
+    plan = _plan()
+    prob, _items, _opts = parse(plan, ["--init", "randint"])
+    assert prob.init == "randint"
     specs = plan.tensor_specs(prob)
     assert specs["a"].init == specs["b"].init == "randint" and specs["a"].scale == 2.0
-    default = plan.problem_from_args(build_parser(plan).parse_args([]))
-    assert "init" not in default and plan.tensor_specs(default)["a"].init == "randn"
+    default, _, _ = parse(plan, [])
+    assert default.init == "randn" and plan.tensor_specs(default)["a"].init == "randn"
+
+
+def test_problem_flags_are_the_workloads_dataclass_fields():
+    from kernelplan.workloads.gemm import GemmProblem
+
+    from .inhouse_axpby import AxpbyPlan, AxpbyProblem
+
+    gemm = build_parser(_plan()).format_help()
+    for f in GemmProblem.field_names():
+        assert f"--{f} " in gemm, f
+    prob, _, _ = parse(_plan(), ["--m", "1000", "--n", "1112", "--k", "1024", "--l", "3"])
+    assert prob == GemmProblem(1000, 1112, 1024, l=3) and prob.c_dtype == "float16"
+    axpby = build_parser(AxpbyPlan()).format_help()
+    assert "--n N" in axpby and "--alpha ALPHA" in axpby and "--m M" not in axpby
+    prob, _, _ = parse(AxpbyPlan(), ["--n", "64", "--alpha", "-0.5"])
+    assert prob == AxpbyProblem(64, -0.5)
+    with pytest.raises(KernelPlanError, match="--n must be a positive integer"):
+        parse(AxpbyPlan(), ["--n", "0"])
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        ["tile_mn=128,256"],
+        ["tile_mn=128x256"],
+        ["tile_mn=128x256", "cluster_mn=2,1"],
+        ["tile_mn=128,256 cluster_mn=2x1"],  # one quoted string
+    ],
+)
+def test_config_items_parse_by_field_type(items):
+    plan = _plan("hopper_dense_gemm_persistent")
+    prob, parsed, _ = parse(plan, ["--config", *items])
+    cfg = plan.config(prob, parsed)
+    assert cfg.tile_mn == (128, 256) and isinstance(cfg.tile_mn, tuple)
+    assert cfg.cluster_mn == ((2, 1) if len(parsed) > 1 else (1, 1))
+    assert cfg.raster_along_m is True and cfg.swizzle_size == 1  # the defaults stay
+    cfg = plan.config(prob, {"raster_along_m": "false", "swizzle_size": "4"})
+    assert cfg.raster_along_m is False and cfg.swizzle_size == 4
+
+
+def test_unknown_config_key_and_bad_value_are_shape_errors():
+    from kernelplan import ShapeError
+
+    plan = _plan()
+    prob = plan.problem()
+    with pytest.raises(ShapeError, match="unknown config key 'tile_nm'.*known: tile_mn, cluster_mn"):
+        plan.config(prob, {"tile_nm": "128x128"})
+    with pytest.raises(ShapeError, match=r"--config tile_mn=(128x)?abc: not a int"):
+        plan.config(prob, {"tile_mn": "128xabc"})
+    with pytest.raises(ShapeError, match="tile_mn 128x96 unsupported"):
+        plan.config(prob, {"tile_mn": "128x96"})
+
+
+def test_sm_count_reaches_the_target():
+    plan = _plan("hopper_dense_gemm_persistent")
+    _, _, opts = parse(plan, ["--sm_count", "114"])
+    t = plan.target(opts.arch, opts.sm_count)
+    assert (t.sm, t.sm_count, t.sm_count_from) == ("sm_90a", 114, "--sm_count")
+    _, _, opts = parse(plan, [])
+    assert plan.target(opts.arch, opts.sm_count).sm_count_from in ("table", "this GPU")
+
+
+@needs_sources
+def test_static_record_carries_workload_target_and_the_dataclasses(capsys, results_dir):
+    rc = package_main(
+        "gemm",
+        [
+            "hopper_dense_gemm_persistent",
+            "--prof_type",
+            "static",
+            "--m",
+            "512",
+            "--config",
+            "cluster_mn=2x1",
+            "--sm_count",
+            "96",
+        ],
+    )
+    assert rc == 0, capsys.readouterr().err
+    (path,) = results_dir.rglob("*.json")
+    rec = json.loads(path.read_text())
+    assert rec["schema"] == 2 and rec["workload"] == "gemm"
+    assert rec["target"] == {"sm": "sm_90a", "sm_count": 96, "sm_count_from": "--sm_count"}
+    assert rec["problem"]["m"] == 512 and rec["problem"]["c_dtype"] == "float16"
+    assert rec["config"]["cluster_mn"] == [2, 1] and "sm_count" not in rec["config"]
+    assert rec["static"]["max_active_clusters"] == 48  # 96 SMs / clusters of 2
 
 
 @pytest.mark.parametrize(
@@ -104,7 +220,7 @@ def test_init_option_reaches_the_problem_and_the_tensor_specs():
     [
         (
             ["hopper_dense_gemm", "--prof_type", "static", "--config", "tile_nm=128x128"],
-            "unknown config key(s) tile_nm; known: cluster_mn, sm_count, tile_mn",
+            "unknown config key 'tile_nm' for this implementation; known: tile_mn, cluster_mn",
         ),
         (
             ["hopper_dense_gemm", "--prof_type", "static", "--arch", "sm_100a"],
@@ -151,7 +267,7 @@ def test_benchmark_record_holds_timing_roofline_clocks_and_throttle(monkeypatch)
     from kernelplan.timing import summarize
 
     plan = load_plan_class("gemm", "torch_matmul")()
-    prob = plan.problem(4096, 4096, 4096)
+    prob = plan.problem(m=4096, n=4096, k=4096)
     h200 = devmod.DeviceInfo(
         name="NVIDIA H200",
         sm="sm_90",
@@ -166,8 +282,10 @@ def test_benchmark_record_holds_timing_roofline_clocks_and_throttle(monkeypatch)
     stats = summarize([180.0, 182.0, 181.0], warmup=1, workspaces=2, cuda_graph=False)
     monkeypatch.setattr(type(plan), "run_benchmark", lambda self, *a, **k: stats)
     lines = []
-    rec, st, roof = plan.benchmark_record(prob, {}, log=lines.append)
+    rec, st, roof = plan.benchmark_record(prob, plan.default_config(prob), log=lines.append)
     assert st is stats and rec["kind"] == "benchmark" and rec["kernel"] == "torch_matmul"
+    assert rec["workload"] == "gemm" and rec["problem"] == prob.to_dict()
+    assert rec["target"]["sm"] == "sm_90" and rec["config"] == plan.default_config(prob).to_dict()
     assert rec["timing"]["median_us"] == 181.0
     assert rec["roofline"]["tflops"] == pytest.approx(2 * 4096**3 / 181e-6 / 1e12)
     assert rec["clocks"] == {

@@ -77,12 +77,13 @@ def test_compile_key_is_derived_from_config_problem_target_and_specs():
     assert _key(Other(), prob) != base
 
 
-def test_a_runtime_field_shares_the_compiled_function(monkeypatch):
+def test_a_runtime_field_shares_the_compiled_function(monkeypatch, tmp_path):
     """Two problems differing only in n reach cute.compile once (the DSL's compile is
     replaced: this is the key's effect, not the DSL's own caching)."""
     import cutlass.cute as cute
 
     calls = []
+    monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))  # the on-disk caches too
     monkeypatch.setattr(CuteKernel, "_cache", {})
     monkeypatch.setattr(cute, "compile", lambda fn, *a, **k: calls.append(a) or "compiled")
     plan = AxpbyPlan()
