@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import pytest
 
-from kernelplan import ShapeError
+from kernelplan import NoConfig, ShapeError
 from kernelplan.registry import kernel_names, load_plan_class
 from kernelplan.testing import compile_params, needs_sources
+from kernelplan.workloads.gemm import GEMM, GemmProblem
 
 KERNELS = [
     "fp16_gemm_0",
@@ -59,64 +60,81 @@ def test_the_package_lists_the_eight_steps():
 @pytest.mark.parametrize("name", KERNELS)
 def test_problems_tensors_and_flops(name):
     p = _plan(name)
+    assert p.workload is GEMM
     prob = p.check_problems()[0]
-    p.validate(prob)
+    assert isinstance(prob, GemmProblem) and prob.init == "randint" and prob.l == 1
+    p.supports(prob)
     specs = p.tensor_specs(prob)
-    m, n, k = prob["m"], prob["n"], prob["k"]
-    assert specs["a"].shape == (m, k) and specs["c"].shape == (m, n)
+    m, n, k = prob.m, prob.n, prob.k
+    assert specs["a"].shape == (m, k) and specs["c"].shape == (m, n)  # 2-D views, L = 1
     assert specs["c"].role == "output" and specs["a"].dtype == "float16"
-    flops, nbytes = p._algorithmic_flops_bytes(prob)
+    assert specs["a"].leading_dim == 1 and specs["a"].perm is None
+    flops, nbytes = p.flops_bytes(prob)
     assert flops >= 2.0 * m * n * k and nbytes >= 2 * (m * k + m * n)
     if name in ("fp16_gemm_0", "fp16_gemm_1"):  # K and N divisibility marks, 32 B aligned
         assert specs["a"].divisibility == k and specs["c"].divisibility == n
         assert specs["a"].align == 32
+        assert specs["a"].signature()[2] == ("dynamic", 2, 1, k)  # in the compile key
     else:
         assert specs["a"].divisibility == 1
 
 
 @pytest.mark.parametrize(
-    ("name", "mnk", "needle"),
+    ("name", "kw", "needle"),
     [
-        ("fp16_gemm_0", (100, 256, 64), "multiples of its tile 128x256"),
-        ("fp16_gemm_2", (256, 128, 64), "multiples of its tile 256x256"),
-        ("fp16_gemm_5", (256, 96, 64), "multiples of its tile 256x64"),
-        ("fp16_gemm_3", (256, 256, 12), "multiple of 8"),
-        ("fp16_gemm_6", (256, 256, 64), "K a multiple of 128"),
+        ("fp16_gemm_0", dict(m=100, n=256, k=64), "multiples of its tile 128x256"),
+        ("fp16_gemm_2", dict(m=256, n=128, k=64), "multiples of its tile 256x256"),
+        ("fp16_gemm_5", dict(m=256, n=96, k=64), "multiples of its tile 256x64"),
+        ("fp16_gemm_3", dict(m=256, n=256, k=12), "multiple of 8"),
+        ("fp16_gemm_6", dict(m=256, n=256, k=64), "K a multiple of 128"),
+        ("fp16_gemm_2", dict(m=256, n=256, k=64, l=2), "L = 1 only"),
+        ("fp16_gemm_2", dict(m=256, n=256, k=64, dtype="bfloat16"), "--dtype float16 only"),
+        ("fp16_gemm_2", dict(m=256, n=256, k=64, c_dtype="float32"), "--c_dtype float16 only"),
     ],
 )
-def test_problems_the_tutorial_cannot_take_are_refused(name, mnk, needle):
+def test_problems_the_tutorial_cannot_take_are_refused(name, kw, needle):
     p = _plan(name)
     with pytest.raises(ShapeError, match=needle):
-        p.validate(p.problem(*mnk))
+        p.problem(**kw)
+    assert not p.takes(GemmProblem(**kw))
+
+
+def test_the_workload_check_problems_it_takes():
+    p = _plan("fp16_gemm_2")
+    taken = [q for q in GEMM.check_problems() if p.takes(q)]
+    assert all(q.l == 1 and q.m % 256 == 0 and q.n % 256 == 0 for q in taken)
 
 
 def test_tile_cluster_and_stages_are_not_configs():
     p = _plan("fp16_gemm_2")
+    prob = p.check_problems()[0]
+    assert p.config_type is NoConfig and p.config(prob) == NoConfig()
     with pytest.raises(ShapeError, match="module constants"):
-        p.validate_config(p.check_problems()[0], {"ab_stages": 3})
+        p.config(prob, {"ab_stages": "3"})
     with pytest.raises(ShapeError, match="module constants"):
-        p.plan(p.check_problems()[0], {"ab_stages": 3})
-    p.validate_config(p.check_problems()[0], {"sm_count": 132})
+        p.config(prob, {"sm_count": "132"})  # the SM count is --sm_count (the target)
 
 
 def test_references_on_the_cpu():
     import torch
 
     p = _plan("fp16_gemm_6")
-    prob = p.problem(256, 256, 128)
+    prob = p.problem(m=256, n=256, k=128, init="randint")
     inputs = p.prepare_inputs(prob, seed=1, device="cpu")
     assert inputs["b_quantized"].dtype == torch.int8
-    assert inputs["b_quantized"].abs().max() <= 2
-    ref = p.reference_fn(prob, inputs)
+    assert inputs["b_quantized"].min() >= 0 and inputs["b_quantized"].max() <= 2
+    ref = p.reference(prob, inputs)
     b_deq = (inputs["b_quantized"].float() * 2.33).half().float()
     torch.testing.assert_close(ref["b_dequantized"], b_deq)
     torch.testing.assert_close(ref["c"], inputs["a"].float() @ b_deq.t())
+    assert set(ref) == set(p.output_names(prob)) == {"b_dequantized", "c"}
     p0 = _plan("fp16_gemm_0")
-    prob0 = p0.problem(128, 256, 64)
+    prob0 = p0.problem(m=128, n=256, k=64, init="randint")
     inp = p0.prepare_inputs(prob0, seed=2, device="cpu")
-    torch.testing.assert_close(
-        p0.reference_fn(prob0, inp)["c"], inp["a"].float() @ inp["b"].float().t()
-    )
+    assert inp["a"].abs().max() <= 2 and inp["a"].dtype == torch.float16
+    c = p0.reference(prob0, inp)["c"]
+    assert c.shape == (128, 256)  # the workload's reference, on 2-D operands
+    torch.testing.assert_close(c, inp["a"].float() @ inp["b"].float().t())
 
 
 def _compile_params():
@@ -129,11 +147,12 @@ def test_compiles_for_sm100a_on_the_cpu(name, tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
     p = _plan(name)
     prob = p.check_problems()[0]
-    kernel = p.plan(prob, {})
+    config = p.config(prob)
+    kernel = p.kernel(prob, config, p.target())
     from kernelplan.cutlass_src import load_example
 
     assert kernel.fn is load_example(p.source).host_function  # compiled, never called
-    st = p.run_static(prob, {})
+    st = p.run_static(prob, config)
     assert st["arch"] == "sm_100a" and st["cache"]["hit"] is False
     assert st["registers"] == CATALOG_REGISTERS[name]
     assert st["res_usage_check"] == {

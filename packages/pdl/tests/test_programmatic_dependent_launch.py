@@ -35,33 +35,67 @@ def test_static_compile_for_target_sm():
         pytest.skip(f"scaffold TODOs still open in {', '.join(todo)}: fill them in")
     plan = adapter.ProgrammaticDependentLaunch()
     problem = plan.check_problems()[0]
-    flops, nbytes = plan._algorithmic_flops_bytes(problem)
+    flops, nbytes = plan.flops_bytes(problem)
     assert flops >= 0 and nbytes > 0
     try:
-        report = plan.run_static(problem, plan.default_config(problem))
+        report = plan.run_static(problem, plan.default_config(problem), use_cache=False)
     except NotImplementedError as e:
         if "TODO(scaffold)" not in str(e):
             raise
         pytest.skip(str(e))  # a config value the example does not give
     assert report["arch"] == plan.target_sm[0]
     assert report["registers"] and report["cubin_bytes"] > 0
+    # the committed record with 64-bit fake strides (2026-11-29T14-34-39Z-...-ac1f56) reproduces
+    assert report["registers"] == 62 and report["instructions"] == 485
+    assert [f["registers"] for f in report["functions"]] == [58]
+    assert report["meta"] == {
+        "use_pdl": True,
+        "tvm_ffi": True,
+        "kernels_per_launch": 2,
+        "cuda_graph": True,
+    }
 
 
 def test_workload_definition():
-    """Reference, FLOPs/bytes and configs, on the CPU (no DSL needed)."""
+    """The package's own workload (two dependent adds), its reference, FLOPs/bytes and the
+    configs, on the CPU (no DSL needed)."""
     import torch
+    from cute_pdl.workload import ADD_CHAIN, AddChainProblem
+
+    from kernelplan import ShapeError
 
     plan = adapter.ProgrammaticDependentLaunch()
-    problem = {"M": 3, "N": 5}
-    gen = torch.Generator().manual_seed(0)
-    inputs = {n: s.allocate(gen, "cpu") for n, s in plan.tensor_specs(problem).items()}
-    ref = plan.reference_fn(problem, inputs)
+    assert plan.workload is ADD_CHAIN
+    problem = plan.problem(M=3, N=5)
+    assert problem == AddChainProblem(3, 5) and problem.to_dict() == {"M": 3, "N": 5}
+    with pytest.raises(ShapeError, match="--M"):
+        plan.problem(M=0)
+    inputs = plan.prepare_inputs(problem, seed=0, device="cpu")
+    ref = plan.reference(problem, inputs)
     assert set(ref) == set(plan.output_names(problem)) == {"w", "y"}
     assert torch.equal(ref["y"], inputs["u"] + inputs["v"] + inputs["x"])
-    assert plan._algorithmic_flops_bytes(problem) == (2 * 15, 20 * 15)
-    assert plan.default_config(problem)["use_pdl"] is True
-    assert [c["use_pdl"] for c in plan._autotune_configs(problem)] == [True, False]
-    assert any(p["M"] % 16 and p["N"] % 128 for p in plan.check_problems())
+    assert plan.flops_bytes(problem) == (2 * 15, 20 * 15)
+    config = plan.default_config(problem)
+    assert config == adapter.PdlConfig(use_pdl=True, cuda_graph=True)
+    assert plan.config(problem, {"cuda_graph": "false"}).cuda_graph is False
+    assert [c.use_pdl for c in plan.autotune_configs(problem)] == [True, False]
+    assert any(p.M % 16 and p.N % 128 for p in plan.check_problems())
+
+
+def test_graph_replay_is_what_the_kernel_says(monkeypatch):
+    """The config's cuda_graph reaches the timing (whatever the caller asked) and the kernel's
+    meta (so a record can say how the samples were taken)."""
+    from kernelplan import KernelPlan
+
+    seen = []
+    monkeypatch.setattr(KernelPlan, "run_benchmark", lambda self, p, c, **kw: seen.append(kw))
+    plan = adapter.ProgrammaticDependentLaunch()
+    problem = plan.check_problems()[0]
+    on, off = adapter.PdlConfig(cuda_graph=True), adapter.PdlConfig(cuda_graph=False)
+    plan.run_benchmark(problem, on, cuda_graph=False)
+    plan.run_benchmark(problem, off)
+    plan.run_benchmark(problem, off, cuda_graph=True)
+    assert [kw["cuda_graph"] for kw in seen] == [True, False, True]
 
 
 @pytest.mark.gpu
@@ -76,7 +110,7 @@ def test_check_on_gpu(use_pdl):
         pytest.skip(SOURCES_ABSENT)
     plan = adapter.ProgrammaticDependentLaunch()
     for problem in plan.check_problems():
-        config = {**plan.default_config(problem), "use_pdl": use_pdl}
+        config = plan.default_config(problem).replace(use_pdl=use_pdl)
         ok, results, _ = plan.run_check(problem, config)
         assert ok, [r.line() for r in results]
     ok, _, _ = plan.run_check(plan.check_problems()[0], config, fault="skip-launch")

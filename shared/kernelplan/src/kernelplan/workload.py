@@ -157,7 +157,7 @@ def _parse_value(key: str, raw: Any, hint: Any) -> Any:
         origin, args = typing.get_origin(hint), typing.get_args(hint)
     try:
         if origin is tuple:
-            parts = [p for p in raw.replace("x", ",").split(",") if p.strip()]
+            parts = [p for p in raw.strip("[]() ").replace("x", ",").split(",") if p.strip()]
             elem = args[0] if args else int
             return tuple(_parse_value(key, p.strip(), elem) for p in parts)
         if hint is bool:

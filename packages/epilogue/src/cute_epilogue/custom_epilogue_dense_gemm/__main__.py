@@ -1,7 +1,8 @@
 import sys
 
+from kernelplan.cli import kernel_main
+
 from .custom_epilogue_dense_gemm import CustomEpilogueDenseGemm
 
 if __name__ == "__main__":
-    kernel_plan = CustomEpilogueDenseGemm()
-    sys.exit(kernel_plan.benchmark_kernel_argparse())
+    sys.exit(kernel_main(CustomEpilogueDenseGemm))

@@ -1,14 +1,32 @@
 """Adapter: the CUTLASS Blackwell persistent GEMM with a custom fused epilogue written through
 EFC (Epilogue Fusion Configuration), ``cute/blackwell/efc/custom_epilogue_dense_gemm.py``.
 
-Workload (upstream ``run()``, L363-L560)::
+An implementation of the GEMM workload (:data:`kernelplan.workloads.gemm.GEMM`) with a fused
+epilogue on top (upstream ``run()``, L363-L560)::
 
     Y = A @ B                                          (the accumulator, stored as is)
     D = relu(alpha * (A @ B) + beta * C) + x_factor * X
 
-A (M, K, L), B (N, K, L), C/D/X/Y (M, N, L). The module docstring upstream says
-``D = (A*B)*alpha + C*beta + X*x_factor``; the epilogue it compiles (L450-L459) also applies
-``efc_config.relu`` to the first two terms, and that is what the reference here computes.
+What it takes beyond the workload is stated here, not in a workload of its own:
+
+- Operands: A (M, K, L), B (N, K, L) as in the workload; C and X (M, N, L) are extra inputs,
+  D and Y (M, N, L) the outputs (the workload's ``c`` is renamed: here C is an input).
+  :meth:`CustomEpilogueDenseGemm.tensor_specs` and ``reference`` state them.
+- Scalars ``alpha``, ``beta``, ``x_factor``: fields of :class:`EpilogueGemmProblem`, the
+  workload's :class:`~kernelplan.workloads.gemm.GemmProblem` extended by this implementation
+  (upstream's CLI defaults 1.0, 0.0, 3.0).
+- Majors: the workload's TN only (A and B K-major, C/D/X/Y N-major); upstream also takes
+  M-major A, N-major B and M-major C/D, not carried here.
+- Dtypes: ``dtype`` (A and B) tfloat32 (stored as float32, the CuTe element type set to
+  TFloat32 as upstream's ``cute_tensor_like`` does), float16 or bfloat16; ``c_dtype`` is the
+  type of C, D, X and Y together (float32, float16 or bfloat16; upstream lets each differ, and
+  takes int8/fp8 A/B through a conversion kernel: not carried).
+
+The module docstring upstream says ``D = (A*B)*alpha + C*beta + X*x_factor``; the epilogue it
+compiles (L450-L459) also applies ``efc_config.relu`` to the first two terms, and that is what
+the reference here computes. Records written before the port state the problem in the
+example's own terms (``ab_dtype``, ``d_dtype``, majors, ...): :meth:`CustomEpilogueDenseGemm.
+problem` reads those too, so they can be rebuilt.
 
 How the entry is reached. Upstream builds ``DenseGemmAlphaBeta(acc_dtype, epi_dtype,
 use_2cta_instrs, mma_tiler_mn, cluster_shape_mn, epilogue)`` (L474) and compiles through its
@@ -39,57 +57,26 @@ H200; static analysis works anywhere.
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, CuteKernel, KernelPlan, ShapeError, TensorSpec
+from kernelplan import STREAM, Config, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec
+from kernelplan import dtypes as dt
 from kernelplan.cutlass_src import load_example
 from kernelplan.device import max_active_clusters
 from kernelplan.kernel import Const
+from kernelplan.workload import Problem
+from kernelplan.workloads.gemm import GEMM, GemmProblem
 
-#: The example's CLI defaults for the workload (``DenseGemmEFC.CLIParser``,
-#: ``common_dense_gemm_efc.py`` L1726-L1790, and ``DenseGemmAlphaBeta.CLIParser`` L140-L170).
-PROBLEM_DEFAULTS: dict[str, Any] = {
-    "m": 256,
-    "n": 256,
-    "k": 512,
-    "l": 1,
-    "ab_dtype": "TFloat32",
-    "c_dtype": "Float32",
-    "d_dtype": "Float32",
-    "x_dtype": "Float32",
-    "y_dtype": "Float32",
-    "alpha": 1.0,
-    "beta": 0.0,
-    "x_factor": 3.0,
-    "a_major": "k",
-    "b_major": "k",
-    "cd_major": "n",
-}
-#: The example's CLI defaults for the implementation.
-CONFIG_DEFAULTS: dict[str, Any] = {
-    "mma_tiler_mn": [128, 128],
-    "cluster_shape_mn": [1, 1],
-    "use_2cta_instrs": False,
-    "acc_dtype": "Float32",
-    "epi_dtype": "Float32",
-}
 #: Upstream's compile options (L529).
 OPTIONS = "--opt-level=3 --enable-assertions --generate-line-info"
-#: A/B types this adapter stores (upstream also takes int8/uint8 and fp8, which it builds
-#: through a conversion kernel; not carried here).
-AB_DTYPES = ("TFloat32", "Float16", "BFloat16")
-EPI_TENSOR_DTYPES = ("Float32", "Float16", "BFloat16")
-#: torch storage of a CuTe DSL element type (TFloat32 is stored as float32).
-STORAGE = {
-    "TFloat32": "float32",
-    "Float32": "float32",
-    "Float16": "float16",
-    "BFloat16": "bfloat16",
-}
+#: A/B types this adapter takes (torch spelling; tfloat32 is stored as float32).
+AB_DTYPES = ("tfloat32", "float16", "bfloat16")
+#: Types of C, D, X and Y (one ``c_dtype`` for the four).
+EPI_TENSOR_DTYPES = ("float32", "float16", "bfloat16")
+#: CuTe DSL spelling of the config's accumulator / epilogue types.
+ACC_DTYPES = ("Float32", "Float16")
 
 
 def epilogue(efc_config, C, D, alpha, beta, X, x_factor, Y):  # noqa: N803 - upstream's names
@@ -108,248 +95,270 @@ SUPPLEMENTAL = ("c", "d", "alpha", "beta", "x", "x_factor", "y")
 
 
 @dataclass(frozen=True)
-class ElementSpec(TensorSpec):
-    """A :class:`~kernelplan.TensorSpec` whose CuTe element type differs from its torch
-    storage type (TFloat32 stored as float32): upstream sets ``cute_tensor.element_type``
-    after ``from_dlpack`` (``cutlass.torch.cute_tensor_like``)."""
+class EpilogueGemmProblem(GemmProblem):
+    """The GEMM problem plus the epilogue's scalars (upstream's CLI defaults). ``dtype`` is
+    A's and B's type, ``c_dtype`` that of C, D, X and Y (see the module docstring).
 
-    element: str | None = None
+    Args:
+        alpha: scales the accumulator in D.
+        beta: scales C in D.
+        x_factor: scales X in D.
+    """
 
-    def to_cute(self, storage):
-        import cutlass
+    alpha: float = 1.0
+    beta: float = 0.0
+    x_factor: float = 3.0
 
-        t = super().to_cute(storage)
-        if self.element:
-            t.element_type = cutlass.dtype(self.element)
-        return t
-
-    def to_fake_cute(self):
-        if not self.element:
-            return super().to_fake_cute()
-        import cutlass
-        import cutlass.cute as cute
-        from cutlass.cute.runtime import make_fake_tensor
-
-        shape, stride = self.view_shape(), self.view_stride()
-        if self.leading_dim is not None:
-            shape = tuple(cute.sym_int() for _ in shape)
-            stride = tuple(
-                1 if i == self.leading_dim else cute.sym_int() for i in range(len(stride))
-            )
-        return make_fake_tensor(
-            cutlass.dtype(self.element), shape, stride, assumed_align=self.align
-        )
+    def validate(self) -> None:
+        super().validate()
+        for key in ("alpha", "beta", "x_factor"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ShapeError(f"--{key} must be a number (got {v!r})")
+            object.__setattr__(self, key, float(v))
 
 
-def _matrix_spec(
-    l: int, mode0: int, mode1: int, mode0_major: bool, dtype: str, *, output: bool
-) -> ElementSpec:
-    """Storage and view as ``cutlass.torch.matrix`` lays them out: (L, mode1, mode0) seen as
-    (mode0, mode1, L) when mode 0 is contiguous, else (L, mode0, mode1) seen as (mode0,
-    mode1, L); dynamic layout with the contiguous mode as leading dimension, 16-byte
-    alignment (``cute_tensor_like(..., is_dynamic_layout=True, assumed_align=16)``). Inputs
-    are integers in [-2, 2], as upstream's ``matrix`` draws them."""
-    shape = (l, mode1, mode0) if mode0_major else (l, mode0, mode1)
-    perm = (2, 1, 0) if mode0_major else (1, 2, 0)
-    return ElementSpec(
-        shape,
-        STORAGE[dtype],
-        perm=perm,
-        role="output" if output else "input",
-        init="empty" if output else "randint",
-        scale=2.0,
-        leading_dim=0 if mode0_major else 1,
-        align=16,
-        element=dtype if STORAGE[dtype] != dtype.lower() else None,
-    )
+#: The example's CLI defaults (``DenseGemmEFC.CLIParser``, ``common_dense_gemm_efc.py``
+#: L1726-L1790, and ``DenseGemmAlphaBeta.CLIParser`` L140-L170); integer inputs, as
+#: upstream's ``cutlass.torch.matrix`` draws them.
+UPSTREAM_DEFAULT = EpilogueGemmProblem(
+    256, 256, 512, 1, dtype="tfloat32", c_dtype="float32", init="randint"
+)
+
+
+#: The problem keys of records written before the port (the example's own CLI) -> dtypes here.
+_LEGACY_DTYPES = {"TFloat32": "tfloat32", "Float32": "float32", "Float16": "float16",
+                  "BFloat16": "bfloat16"}  # fmt: skip
+
+
+def _from_legacy(values: dict[str, Any]) -> dict[str, Any]:
+    """A problem as records written before the port state it (``ab_dtype``, ``c_dtype`` ..
+    ``y_dtype`` in DSL spelling, ``a_major``/``b_major``/``cd_major``; integer inputs always)
+    in this implementation's fields; other mappings pass unchanged.
+
+    Raises:
+        ShapeError: majors other than the workload's TN, or C/D/X/Y of different types.
+    """
+    if "ab_dtype" not in values:
+        return values
+    v = dict(values)
+    majors = tuple(v.pop(k, d) for k, d in (("a_major", "k"), ("b_major", "k"), ("cd_major", "n")))
+    if majors != ("k", "k", "n"):
+        raise ShapeError(f"majors {majors}: this implementation takes the GEMM workload's TN only")
+    epi = {v.pop(f"{t}_dtype", v.get("c_dtype")) for t in ("d", "x", "y")} | {v["c_dtype"]}
+    if len(epi) != 1:
+        raise ShapeError(f"C, D, X and Y of different types ({sorted(epi)}): one c_dtype here")
+    v["dtype"] = _LEGACY_DTYPES.get(v.pop("ab_dtype"), "?")
+    v["c_dtype"] = _LEGACY_DTYPES.get(v["c_dtype"], v["c_dtype"])
+    v.setdefault("init", "randint")
+    return v
+
+
+@dataclass(frozen=True)
+class EpilogueGemmConfig(Config):
+    """The example's implementation flags (upstream CLI defaults): MMA tile (M, N), cluster
+    (M, N), the 2-CTA MMA, and the accumulator and epilogue math types (DSL spelling).
+
+    Raises:
+        ShapeError: a shape that is not two positive integers or an unknown type; what
+            upstream rejects beyond that is refused by ``plan()`` with upstream's message.
+    """
+
+    mma_tiler_mn: tuple[int, int] = (128, 128)
+    cluster_shape_mn: tuple[int, int] = (1, 1)
+    use_2cta_instrs: bool = False
+    acc_dtype: str = "Float32"
+    epi_dtype: str = "Float32"
+
+    def validate(self) -> None:
+        for key in ("mma_tiler_mn", "cluster_shape_mn"):
+            v = getattr(self, key)
+            if len(v) != 2 or any(not isinstance(i, int) or i <= 0 for i in v):
+                raise ShapeError(f"{key} must be two positive integers (got {v})")
+        for key in ("acc_dtype", "epi_dtype"):
+            if getattr(self, key) not in ACC_DTYPES:
+                raise ShapeError(f"{key} {getattr(self, key)}: one of {', '.join(ACC_DTYPES)}")
 
 
 class CustomEpilogueDenseGemm(KernelPlan):
     """Blackwell persistent GEMM (tcgen05, TMA, warp-specialised) with the EFC epilogue
-    Y = A@B, D = relu(alpha*A@B + beta*C) + x_factor*X; sm_100a."""
+    Y = A@B, D = relu(alpha*A@B + beta*C) + x_factor*X; sm_100a. An implementation of the
+    GEMM workload on :class:`EpilogueGemmProblem` (see the module docstring)."""
 
     name: ClassVar[str] = "custom_epilogue_dense_gemm"
     package: ClassVar[str] = "epilogue"
+    workload = GEMM
     source: ClassVar[str] = "cute/blackwell/efc/custom_epilogue_dense_gemm.py"
     # tcgen05 / TMEM / TMA, all in the sibling common_dense_gemm_efc.py (see the docstring).
     target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
+    config_type: ClassVar[type[Config]] = EpilogueGemmConfig
+    #: dynamic-layout tensors: one compile serves every M, N, K, L. The scalars reach
+    #: ``cute.compile`` as Python floats inside the packed tuple and compile to run-time
+    #: arguments (the cubin is the same for other values); they stay in the compile key all
+    #: the same, which costs a compile per value and can never launch stale constants.
+    runtime_problem_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "l", "init")
     description: ClassVar[str] = (
         "CUTLASS CuTe DSL Blackwell GEMM with an EFC custom epilogue (D, Y), sm_100a"
     )
 
-    # -- the workload: the example's own CLI -------------------------------------------------
-    def add_problem_arguments(self, parser: argparse.ArgumentParser) -> None:
-        d = PROBLEM_DEFAULTS
-        g = parser.add_argument_group("problem (the example's CLI)")
-        g.add_argument(
-            "--mnkl",
-            default=",".join(str(d[x]) for x in "mnkl"),
-            help="M,N,K,L (comma-separated, as upstream)",
-        )
-        g.add_argument("--ab_dtype", default=d["ab_dtype"], choices=AB_DTYPES)
-        for t in ("c", "d", "x", "y"):
-            g.add_argument(f"--{t}_dtype", default=d[f"{t}_dtype"], choices=EPI_TENSOR_DTYPES)
-        g.add_argument("--alpha", type=float, default=d["alpha"])
-        g.add_argument("--beta", type=float, default=d["beta"])
-        g.add_argument("--x_factor", type=float, default=d["x_factor"])
-        g.add_argument("--a_major", choices=("k", "m"), default=d["a_major"])
-        g.add_argument("--b_major", choices=("k", "n"), default=d["b_major"])
-        g.add_argument("--cd_major", choices=("n", "m"), default=d["cd_major"])
-        # Upstream flags that are configs here (--config key=value): mma_tiler_mn,
-        # cluster_shape_mn, use_2cta_instrs, acc_dtype, epi_dtype. Left to the harness:
-        # --tolerance (kernelplan.check's table), --warmup_iterations, --iterations,
-        # --skip_ref_check.
+    # -- the problem: the workload's plus the epilogue's scalars ------------------------------
+    def problem(self, value: Problem | Mapping[str, Any] | None = None, **kw: Any):
+        """An :class:`EpilogueGemmProblem` from a problem (a workload's GemmProblem gets the
+        default scalars), a mapping or keywords; checked by :meth:`supports`.
 
-    def problem_from_args(self, args: argparse.Namespace) -> dict[str, Any]:
-        try:
-            m, n, k, l = (int(v) for v in str(args.mnkl).split(","))
-        except ValueError:
+        Raises:
+            ShapeError: unknown keys, or a problem this implementation does not take.
+        """
+        values = value.to_dict() if isinstance(value, Problem) else dict(value or {})
+        p = EpilogueGemmProblem.from_dict(_from_legacy({**values, **kw}))
+        self.supports(p)
+        return p
+
+    @staticmethod
+    def _epi(problem: GemmProblem) -> EpilogueGemmProblem:
+        if isinstance(problem, EpilogueGemmProblem):
+            return problem
+        return EpilogueGemmProblem.from_dict(problem.to_dict())
+
+    def supports(self, problem: GemmProblem) -> None:
+        """Raises ShapeError for an A/B or C/D/X/Y type it does not take (the alignment rules
+        are upstream's, checked in ``plan``)."""
+        if problem.dtype not in AB_DTYPES:
             raise ShapeError(
-                f"--mnkl expects four comma-separated integers, got {args.mnkl}"
-            ) from None
-        problem = {**PROBLEM_DEFAULTS, "m": m, "n": n, "k": k, "l": l}
-        for key in PROBLEM_DEFAULTS:
-            if key not in "mnkl" and hasattr(args, key):
-                problem[key] = getattr(args, key)
-        self.validate(problem)
-        return problem
+                f"{self.name} takes --dtype {', '.join(AB_DTYPES)} (got {problem.dtype})"
+            )
+        if problem.c_dtype not in EPI_TENSOR_DTYPES:
+            raise ShapeError(
+                f"{self.name} takes --c_dtype {', '.join(EPI_TENSOR_DTYPES)} (C, D, X and Y; "
+                f"got {problem.c_dtype})"
+            )
 
-    def validate(self, problem: Mapping[str, Any]) -> None:
-        for x in "mnkl":
-            if int(problem[x]) < 1:
-                raise ShapeError(f"{self.name}: {x} must be >= 1, got {problem[x]}")
-        if problem["ab_dtype"] not in AB_DTYPES:
-            raise ShapeError(f"{self.name}: ab_dtype {problem['ab_dtype']} not in {AB_DTYPES}")
-        for t in ("c", "d", "x", "y"):
-            if problem[f"{t}_dtype"] not in EPI_TENSOR_DTYPES:
-                raise ShapeError(f"{self.name}: {t}_dtype not in {EPI_TENSOR_DTYPES}")
+    def default_problem(self) -> EpilogueGemmProblem:
+        return UPSTREAM_DEFAULT
 
-    def check_problems(self) -> list[dict[str, Any]]:
+    def check_problems(self) -> list[EpilogueGemmProblem]:
         """The example's defaults; then M, N, K that are not multiples of the 128x128 tile
         nor of K's tile, batched (L=2), with beta and x_factor both at work (upstream's
         default beta=0 would let a wrong C read pass)."""
-        odd = {"m": 200, "n": 136, "k": 260, "l": 2, "beta": 0.5, "x_factor": -1.5}
-        return [dict(PROBLEM_DEFAULTS), {**PROBLEM_DEFAULTS, **odd}]
+        odd = dict(m=200, n=136, k=260, l=2, beta=0.5, x_factor=-1.5)
+        return [UPSTREAM_DEFAULT, UPSTREAM_DEFAULT.replace(**odd)]
 
-    def profile_problems(self) -> list[dict[str, Any]]:
+    def profile_problems(self) -> list[EpilogueGemmProblem]:
         """The defaults and the size of upstream's usage example (8192^3)."""
-        big = {"m": 8192, "n": 8192, "k": 8192}
-        return [dict(PROBLEM_DEFAULTS), {**PROBLEM_DEFAULTS, **big}]
-
-    def compute_dtype(self, problem: Mapping[str, Any]) -> str:
-        ab = problem["ab_dtype"]
-        return "tfloat32" if ab == "TFloat32" else STORAGE[ab]
+        return [UPSTREAM_DEFAULT, UPSTREAM_DEFAULT.replace(m=8192, n=8192, k=8192)]
 
     # -- configs ---------------------------------------------------------------------------
-    def default_config(self, problem: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(CONFIG_DEFAULTS)
-
-    def _autotune_configs(self, problem: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def autotune_configs(self, problem: GemmProblem) -> list[EpilogueGemmConfig]:
         """The CLI default, then 2-CTA MMA pairs (cluster M = 2), as upstream's usage line
         (128x128, cluster 2x1, --use_2cta_instrs)."""
-        base = dict(CONFIG_DEFAULTS)
+        base = EpilogueGemmConfig()
         out = [base]
-        for tiler, cluster in (([128, 256], [1, 1]), ([128, 128], [2, 1]), ([256, 128], [2, 1])):
+        for tiler, cluster in (((128, 256), (1, 1)), ((128, 128), (2, 1)), ((256, 128), (2, 1))):
             out.append(
-                {**base, "mma_tiler_mn": tiler, "cluster_shape_mn": cluster,
-                 "use_2cta_instrs": cluster[0] == 2}
-            )  # fmt: skip
+                base.replace(
+                    mma_tiler_mn=tiler, cluster_shape_mn=cluster, use_2cta_instrs=cluster[0] == 2
+                )
+            )
         return out
 
-    # -- the workload's definition ---------------------------------------------------------
-    def tensor_specs(self, problem: Mapping[str, Any]) -> dict[str, TensorSpec]:
-        m, n, k, l = (int(problem[x]) for x in "mnkl")
-        cd_m = problem["cd_major"] == "m"
+    # -- the tensors and the reference beyond the workload's ------------------------------------
+    def tensor_specs(self, problem: GemmProblem) -> dict[str, TensorSpec]:
+        """The workload's A and B (the element type TFloat32 where ``dtype`` is tfloat32);
+        C and X inputs, D and Y outputs, all (M, N, L) N-major views of (L, M, N) storage in
+        ``c_dtype``. Dynamic layouts, 16-byte alignment (upstream's ``cute_tensor_like(...,
+        is_dynamic_layout=True, assumed_align=16)``); inputs are integers in [-2, 2] with
+        ``init="randint"`` (upstream's ``matrix``)."""
+        p = self._epi(problem)
+        scale = 2.0 if p.init == "randint" else 1.0
+
+        def spec(rows: int, cols: int, dtype: str, *, output: bool) -> TensorSpec:
+            storage = dt.storage_of(dtype)
+            return TensorSpec(
+                (p.l, rows, cols),
+                storage,
+                perm=(1, 2, 0),
+                role="output" if output else "input",
+                init="empty" if output else p.init,
+                scale=scale,
+                leading_dim=1,
+                align=16,
+                element=dt.dtype(dtype).cute if storage != dtype else None,
+            )
+
         specs = {
-            "a": _matrix_spec(
-                l, m, k, problem["a_major"] == "m", problem["ab_dtype"], output=False
-            ),
-            "b": _matrix_spec(
-                l, n, k, problem["b_major"] == "n", problem["ab_dtype"], output=False
-            ),
+            "a": spec(p.m, p.k, p.dtype, output=False),
+            "b": spec(p.n, p.k, p.dtype, output=False),
         }
         for t in ("c", "d", "x", "y"):
-            dt = problem[f"{t}_dtype"]
-            specs[t] = _matrix_spec(l, m, n, cd_m, dt, output=t in ("d", "y"))
+            specs[t] = spec(p.m, p.n, p.c_dtype, output=t in ("d", "y"))
         return specs
 
-    def reference_fn(self, problem: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """Upstream's reference (``evaluate_on_cpu``: ``einsum("mkl,nkl->mnl")`` in float32,
-        then the epilogue through PyTorch), returned in the storage layouts."""
+    def reference(self, problem: GemmProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """Y: the workload's fp32 ``A @ B^T`` (upstream's ``einsum("mkl,nkl->mnl")``); D: the
+        epilogue through PyTorch in fp32; both in their (L, M, N) storage layout."""
         import torch
 
-        specs = self.tensor_specs(problem)
-        view = {n: specs[n].kernel_view(inputs[n]).float() for n in ("a", "b", "c", "x")}
-        acc = torch.einsum("mkl,nkl->mnl", view["a"], view["b"])
-        alpha, beta, xf = (float(problem[s]) for s in ("alpha", "beta", "x_factor"))
-        d = torch.relu(acc * alpha + view["c"] * beta) + view["x"] * xf
-        inv = _inverse(specs["d"].perm)
-        return {"d": d.permute(*inv), "y": acc.permute(*inv)}
+        p = self._epi(problem)
+        acc = self.workload.reference(p, inputs)["c"]
+        c, x = inputs["c"].float(), inputs["x"].float()
+        d = torch.relu(acc * p.alpha + c * p.beta) + x * p.x_factor
+        return {"d": d, "y": acc}
 
-    def _algorithmic_flops_bytes(self, problem: Mapping[str, Any]) -> tuple[float, float]:
+    def reference_lowp(self, problem: GemmProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The same, each output rounded once to ``c_dtype``."""
+        import torch
+
+        to = getattr(torch, dt.storage_of(problem.c_dtype))
+        return {n: t.to(to).float() for n, t in self.reference(problem, inputs).items()}
+
+    def flops_bytes(self, problem: GemmProblem) -> tuple[float, float]:
         """2*M*N*K*L for the GEMM plus 6 per output element for the epilogue (two scalings,
         relu, the X scaling, two adds); A, B, C, X read once, D, Y written once."""
-        m, n, k, l = (float(problem[x]) for x in "mnkl")
-        specs = self.tensor_specs(problem)
-        nbytes = float(sum(s.nbytes() for s in specs.values()))
-        return 2.0 * m * n * k * l + 6.0 * m * n * l, nbytes
+        p = problem
+        nbytes = float(sum(s.nbytes() for s in self.tensor_specs(p).values()))
+        return 2.0 * p.m * p.n * p.k * p.l + 6.0 * p.m * p.n * p.l, nbytes
 
     # -- how the upstream entry point is reached --------------------------------------------
-    def plan(self, problem: Mapping[str, Any], config: Mapping[str, Any]) -> CuteKernel:
+    def plan(self, problem: GemmProblem, config: EpilogueGemmConfig, target: Target) -> CuteKernel:
         import cutlass
 
-        cfg = {**CONFIG_DEFAULTS, **config}
-        tiler = tuple(int(v) for v in cfg["mma_tiler_mn"])
-        cluster = tuple(int(v) for v in cfg["cluster_shape_mn"])
-        use_2cta = bool(cfg["use_2cta_instrs"])
+        p = self._epi(problem)
         mod = load_example(self.source)
         gemm = mod.DenseGemmAlphaBeta(
-            cutlass.dtype(cfg["acc_dtype"]),
-            cutlass.dtype(cfg["epi_dtype"]),
-            use_2cta,
-            tiler,
-            cluster,
+            cutlass.dtype(config.acc_dtype),
+            cutlass.dtype(config.epi_dtype),
+            config.use_2cta_instrs,
+            config.mma_tiler_mn,
+            config.cluster_shape_mn,
             epilogue,
         )
         # Upstream's check_implementable (L507), on the problem's numbers rather than on
         # tensors (it reads their shapes, which fake tensors leave symbolic).
+        ab = dt.cute_type(p.dtype)
         try:
-            gemm.check_valid_dtypes(cutlass.dtype(problem["ab_dtype"]))
+            gemm.check_valid_dtypes(ab)
             gemm.check_valid_mma_tiler_and_cluster_shape()
             gemm.check_valid_tensor_alignment(
-                *(int(problem[x]) for x in "mnkl"),
-                cutlass.dtype(problem["ab_dtype"]),
-                cutlass.dtype(problem["d_dtype"]),
-                problem["a_major"],
-                problem["b_major"],
-                problem["cd_major"],
+                p.m, p.n, p.k, p.l, ab, dt.cute_type(p.c_dtype), "k", "k", "n"
             )
         except ValueError as e:
             raise ShapeError(f"{self.name}: {e}") from None
-        specs = self.tensor_specs(problem)
-        scalars = {s: float(problem[s]) for s in ("alpha", "beta", "x_factor")}
+        specs = self.tensor_specs(p)
+        scalars = {"alpha": p.alpha, "beta": p.beta, "x_factor": p.x_factor}
 
         def supplemental(t: Mapping[str, Any]) -> tuple:
             return tuple(t[a] if a in t else scalars[a] for a in SUPPLEMENTAL)
 
         # Step 1 of gemm.compile: the EFC parameter analysis (plain Python).
         gemm.efc.compile(supplemental({n: s.to_fake_cute() for n, s in specs.items()}))
-        mac, sms, why = max_active_clusters(
-            cluster[0] * cluster[1], cfg, target_sm=self.target_sm[0]
-        )
+        cm, cn = config.cluster_shape_mn
+        mac, why = max_active_clusters(cm * cn, target)
 
         def args(t: Mapping[str, Any]) -> tuple:
             return (t["a"], t["b"], Const(mac), STREAM, supplemental(t))
 
-        key = (self.name, json.dumps([problem, cfg, mac], sort_keys=True, default=str))
-        meta = {"max_active_clusters": mac, "max_active_clusters_from": why, "sm_count": sms}
-        return CuteKernel(self.name, gemm, args, specs, key=key, options=OPTIONS, meta=meta)
+        meta = {"max_active_clusters": mac, "max_active_clusters_from": why}
+        return CuteKernel(self.name, gemm, args, specs, options=OPTIONS, meta=meta)
 
 
-def _inverse(perm: tuple[int, ...] | None) -> tuple[int, ...]:
-    if perm is None:
-        return (0, 1, 2)
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return tuple(inv)
+__all__ = ["CustomEpilogueDenseGemm", "EpilogueGemmConfig", "EpilogueGemmProblem"]

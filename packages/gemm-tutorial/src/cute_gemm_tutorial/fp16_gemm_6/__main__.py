@@ -1,7 +1,8 @@
 import sys
 
+from kernelplan.cli import kernel_main
+
 from .fp16_gemm_6 import Fp16Gemm6
 
 if __name__ == "__main__":
-    kernel_plan = Fp16Gemm6()
-    sys.exit(kernel_plan.benchmark_kernel_argparse())
+    sys.exit(kernel_main(Fp16Gemm6))

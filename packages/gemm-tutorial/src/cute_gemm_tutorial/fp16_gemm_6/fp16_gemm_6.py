@@ -10,24 +10,33 @@ Upstream (under ``examples/python/CuTeDSL``):
 ``cute/blackwell/tutorial/tutorial_gemm/fp16_gemm_6.py``,
 ``@cute.jit host_function(a, b_quantized, b_dequantized, c, scale_factor, max_active_clusters,
 stream)``, compiled with ``cute.compile`` as upstream does. Shared parts: :mod:`..common`.
+
+As an implementation of the GEMM workload: ``dtype`` float16 is A's (and C's) type; B is
+stored as int8 (``b_quantized``) with the dequantisation factor fixed at upstream's 2.33
+(:data:`DEQUANT_SCALE`, a run-time Float32 argument, not compiled in; the GEMM problem has no
+field for it); the outputs are ``b_dequantized`` (fp16) and ``c``.
 The static record is of the GEMM kernel (the one with the tensor-core MMAs); the dequantize
 kernel is listed under ``functions``.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kernelplan import STREAM, ShapeError, TensorSpec
+from kernelplan.workload import Problem
+from kernelplan.workloads.gemm import GemmProblem
 
-from ..common import TutorialGemmPlan, _matmul_nt
+from ..common import TutorialGemmPlan
+
+#: upstream's dequantisation factor (``run_dense_gemm``'s ``scale_factor``)
+DEQUANT_SCALE = 2.33
 
 
 class Fp16Gemm6(TutorialGemmPlan):
-    """Dequantise int8 B then GEMM, overlapped with PDL. Problem adds ``scale`` (the
-    dequantisation factor, upstream's 2.33); outputs are ``b_dequantized`` and ``c``."""
+    """Dequantise int8 B then GEMM, overlapped with PDL; outputs ``b_dequantized`` and
+    ``c`` (see the module docstring)."""
 
     name: ClassVar[str] = "fp16_gemm_6"
     source: ClassVar[str] = "cute/blackwell/tutorial/tutorial_gemm/fp16_gemm_6.py"
@@ -37,23 +46,20 @@ class Fp16Gemm6(TutorialGemmPlan):
     #: elements one dequantize CTA covers: dequant_elements_per_thread x threads_in_dequant.
     dequant_block_elems: ClassVar[int] = 128 * 64
 
-    def add_problem_arguments(self, parser: argparse.ArgumentParser) -> None:
-        super().add_problem_arguments(parser)
-        parser.add_argument("--scale", type=float, default=2.33, help="dequantisation factor")
+    def problem(self, value: Problem | Mapping[str, Any] | None = None, **kw: Any) -> GemmProblem:
+        """The workload's problem; a ``scale`` key (records written before the port) is
+        accepted when it is :data:`DEQUANT_SCALE`, the one this implementation uses."""
+        if isinstance(value, Mapping) and "scale" in value:
+            value = dict(value)
+            if float(value.pop("scale")) != DEQUANT_SCALE:
+                raise ShapeError(f"{self.name} dequantises with {DEQUANT_SCALE} only")
+        return super().problem(value, **kw)
 
-    def problem_from_args(self, args: argparse.Namespace) -> dict[str, Any]:
-        prob = {**self.problem(args.m, args.n, args.k, init=args.init), "scale": args.scale}
-        self.validate(prob)
-        return prob
-
-    def problem(self, m: int, n: int, k: int, init: str = "randint") -> dict[str, Any]:
-        return {**super().problem(m, n, k, init), "scale": 2.33}
-
-    def validate(self, problem: Mapping[str, Any]) -> None:
+    def supports(self, problem: GemmProblem) -> None:
         """Also: the dequantize kernel has no bounds check, so K must be a multiple of 128
         (its per-thread row chunk) and N*K a multiple of 8192 (one CTA's chunk)."""
-        super().validate(problem)
-        n, k = problem["n"], problem["k"]
+        super().supports(problem)
+        n, k = problem.n, problem.k
         if k % 128 or (n * k) % self.dequant_block_elems:
             raise ShapeError(
                 f"{self.name} needs K a multiple of 128 and N*K a multiple of "
@@ -61,39 +67,52 @@ class Fp16Gemm6(TutorialGemmPlan):
                 f"got N={n}, K={k}"
             )
 
-    def tensor_specs(self, problem: Mapping[str, Any]) -> dict[str, TensorSpec]:
-        m, n, k = problem["m"], problem["n"], problem["k"]
-        init = problem.get("init", "randint")
-        scale = 2.0 if init == "randint" else 1.0
-        # As upstream marks them: A and C plain (alignment = element size); both B tensors
-        # 32-byte aligned with K's divisibility.
+    def check_problems(self) -> list[GemmProblem]:
+        return [self.default_problem(), GemmProblem(1024, 2048, 512, init="randint")]
+
+    def tensor_specs(self, problem: GemmProblem) -> dict[str, TensorSpec]:
+        """A and C as in every step; B as an int8 input (integers in [0, 2]) and its fp16
+        dequantised copy, an output. As upstream marks them: A and C plain (alignment =
+        element size); both B tensors 32-byte aligned with K's divisibility."""
+        p = problem
+        scale = 2.0 if p.init == "randint" else 1.0
+        k = p.k
         return {
-            "a": self._operand(m, k, init=init, scale=scale),
+            "a": self._operand(p.m, k, init=p.init, scale=scale),
             "b_quantized": self._operand(
-                n, k, "int8", init="randint", scale=2.0, align=32, divisibility=k
+                p.n, k, "int8", init="randint", scale=2.0, align=32, divisibility=k
             ),
             "b_dequantized": self._operand(
-                n, k, role="output", init="empty", align=32, divisibility=k
+                p.n, k, role="output", init="empty", align=32, divisibility=k
             ),
-            "c": self._operand(m, n, role="output", init="empty"),
+            "c": self._operand(p.m, p.n, role="output", init="empty"),
         }
 
     def upstream_args(self, t, consts, problem):
-        scale = float(problem["scale"])  # a run-time Float32 argument, not compiled in
-        return (t["a"], t["b_quantized"], t["b_dequantized"], t["c"], scale, *consts, STREAM)
+        # the scale is a run-time Float32 argument, not compiled in
+        return (t["a"], t["b_quantized"], t["b_dequantized"], t["c"], DEQUANT_SCALE, *consts,
+                STREAM)  # fmt: skip
 
-    def reference_fn(self, problem: Mapping[str, Any], inputs: Mapping[str, Any]):
+    def extra_meta(self, problem: GemmProblem) -> dict[str, Any]:
+        return {"dequant_scale": DEQUANT_SCALE}
+
+    def reference(self, problem: GemmProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """B dequantised in fp32 then rounded to fp16 (as the kernel stores it), then the
-        fp32 GEMM of A with it."""
+        workload's fp32 GEMM of A with it."""
         import torch
 
-        b_deq = (inputs["b_quantized"].float() * float(problem["scale"])).to(torch.float16)
-        return {"b_dequantized": b_deq.float(), "c": _matmul_nt(inputs["a"], b_deq)}
+        b_deq = (inputs["b_quantized"].float() * DEQUANT_SCALE).to(torch.float16)
+        c = self.workload.reference(problem, {"a": inputs["a"], "b": b_deq})["c"]
+        return {"b_dequantized": b_deq.float(), "c": c}
 
-    def _algorithmic_flops_bytes(self, problem: Mapping[str, Any]) -> tuple[float, float]:
+    def reference_lowp(self, problem: GemmProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The same, C rounded once to fp16."""
+        import torch
+
+        ref = self.reference(problem, inputs)
+        return {**ref, "c": ref["c"].to(torch.float16).float()}
+
+    def flops_bytes(self, problem: GemmProblem) -> tuple[float, float]:
         """2*M*N*K + N*K FLOPs; bytes: A (fp16) and int8 B read, fp16 B and C written."""
-        m, n, k = problem["m"], problem["n"], problem["k"]
+        m, n, k = problem.m, problem.n, problem.k
         return 2.0 * m * n * k + n * k, float(2 * m * k + n * k + 2 * n * k + 2 * m * n)
-
-    def check_problems(self) -> list[dict[str, Any]]:
-        return [self.problem(*self.default_mnk), self.problem(1024, 2048, 512)]

@@ -1,7 +1,8 @@
 import sys
 
+from kernelplan.cli import kernel_main
+
 from .programmatic_dependent_launch import ProgrammaticDependentLaunch
 
 if __name__ == "__main__":
-    kernel_plan = ProgrammaticDependentLaunch()
-    sys.exit(kernel_plan.benchmark_kernel_argparse())
+    sys.exit(kernel_main(ProgrammaticDependentLaunch))
