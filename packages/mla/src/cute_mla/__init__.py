@@ -9,4 +9,11 @@ PACKAGE = "mla"
 
 KERNELS = {
     "torch_reference": "cute_mla.torch_reference.torch_reference:TorchReference",
+    "cutlass_mla_decode_fp16": (
+        "cute_mla.cutlass_mla_decode_fp16.cutlass_mla_decode_fp16:CutlassMlaDecodeFp16"
+    ),
+    "cutlass_mla_decode_fp8": (
+        "cute_mla.cutlass_mla_decode_fp8.cutlass_mla_decode_fp8:CutlassMlaDecodeFp8"
+    ),
+    "mla_decode_sm90": "cute_mla.mla_decode_sm90.mla_decode_sm90:MlaDecodeSm90",
 }

@@ -167,7 +167,12 @@ def compare(name: str, out, ref, tol: Tolerance | None = None, baseline=None) ->
     o = out.detach().to(torch.float64)
     r = ref.detach().to(device=o.device, dtype=torch.float64)
     ref_finite = torch.isfinite(r)
-    nonfinite = int((~torch.isfinite(o) & ref_finite).sum().item())
+    # where the reference is +-inf (a log-sum-exp over no key) the output must be the same
+    # infinity; where it is NaN nothing is compared
+    ref_inf = torch.isinf(r)
+    nonfinite = int((~torch.isfinite(o) & ref_finite).sum().item()) + int(
+        (ref_inf & (o != r)).sum().item()
+    )
     diff = (o - r).abs()
     diff = torch.where(ref_finite, diff, torch.zeros_like(diff))
     diff_clean = torch.nan_to_num(diff, nan=float("inf"))
@@ -182,7 +187,10 @@ def compare(name: str, out, ref, tol: Tolerance | None = None, baseline=None) ->
         worst = [int(i) for i in torch.unravel_index(torch.tensor(flat), diff.shape)]
     reasons = []
     if nonfinite:
-        reasons.append(f"{nonfinite} NaN/Inf element(s), first at {worst}")
+        reasons.append(
+            f"{nonfinite} element(s) NaN/Inf where the reference is finite, or not the "
+            f"reference's infinity (first worst at {worst})"
+        )
     if rel > tol.rel_norm:
         reasons.append(f"rel_norm {rel:.3e} > {tol.rel_norm:.1e}")
     if max_abs > tol.max_abs_rel * ref_max:

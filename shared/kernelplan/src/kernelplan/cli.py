@@ -66,7 +66,10 @@ def _run_options(p) -> None:
     g.add_argument("--cuda-graph", action="store_true", help="time CUDA-graph replays")
     g.add_argument("--seed", type=int, default=None, help="input seed for --check")
     g.add_argument(
-        "--inject-fault", choices=FAULTS, default="none", help="plant a defect: --check fails"
+        "--inject-fault",
+        default="none",
+        help="plant a defect, --check must fail: skip-launch, perturb, or one of the "
+        "workload's input faults",
     )
     g.add_argument("--arch", default=None, help="SM to compile for (default: the target)")
     g.add_argument(
@@ -132,7 +135,7 @@ def parse(plan: KernelPlan, argv: Sequence[str], prog: str | None = None):
                 raise KernelPlanError(f"--config expects key=value, got {part!r}")
             k, v = part.split("=", 1)
             items[k.strip()] = v.strip()
-    run = argparse.Namespace(**{k.replace("-", "_"): ns[k] for k in ns.keys() if k not in fields})
+    run = argparse.Namespace(**{k.replace("-", "_"): ns[k] for k in ns if k not in fields})
     return problem, items, run
 
 
@@ -156,6 +159,9 @@ def run(
     """
     from .records import ensure_writable, write_record
 
+    faults = (*FAULTS, *plan.workload.input_faults)
+    if opts.inject_fault not in faults:
+        raise KernelPlanError(f"--inject-fault {opts.inject_fault}: one of {', '.join(faults)}")
     config = plan.config(problem, items)
     target = plan.target(opts.arch, opts.sm_count)
     record = not opts.no_record and not opts.ncu_child
@@ -176,7 +182,8 @@ def run(
             log(f"{plan.name}: served from the compile cache ({cache.get('entry')})")
         if record:
             path, reused = static_record(plan, problem, config, target, st, opts.results_dir)
-            log(f"record{' (unchanged: the same numbers are already recorded)' if reused else ''}: {path}")
+            same = " (unchanged: the same numbers are already recorded)" if reused else ""
+            log(f"record{same}: {path}")
         return 0
 
     if opts.prof_type == "ncu":  # a missing profiler is a setup error: say so before anything
@@ -191,9 +198,7 @@ def run(
     tune_rows = None
     if opts.autotune:
         log(f"{plan.name}: autotuning {len(plan.autotune_configs(problem))} configs")
-        config, tune_rows = plan.autotune(
-            problem, target=target, cold_l2=not opts.warm_l2, log=log
-        )
+        config, tune_rows = plan.autotune(problem, target=target, cold_l2=not opts.warm_l2, log=log)
 
     check_part = None
     if opts.check or opts.inject_fault != "none":

@@ -111,6 +111,11 @@ class KernelPlan(abc.ABC):
     def flops_bytes(self, problem: Problem) -> tuple[float, float]:
         return self.workload.flops_bytes(problem)
 
+    def plant_input_fault(self, problem: Problem, inputs: dict[str, Any], fault: str) -> None:
+        """The workload's input fault, on the tensors this implementation takes (an
+        implementation that splits the workload's tensors overrides this)."""
+        self.workload.plant_input_fault(problem, inputs, fault)
+
     def compute_dtype(self, problem: Problem) -> str:
         return self.workload.compute_dtype(problem)
 
@@ -154,12 +159,15 @@ class KernelPlan(abc.ABC):
             arch = dev.sm if dev else "sm_90a"
         num, _ = devmod.parse_sm(arch)
         # an SM nobody ships (sm_42) is left to the DSL's own, more precise refusal
-        if num in devmod.SM_FAMILY and self.target_sm:
-            if not any(devmod.runs_on(t, arch) for t in self.target_sm):
-                raise KernelPlanError(
-                    f"{self.name} targets {' or '.join(self.target_sm)}; --arch {arch} is not "
-                    "one of its targets (its code uses that SM's instructions)"
-                )
+        if (
+            num in devmod.SM_FAMILY
+            and self.target_sm
+            and not any(devmod.runs_on(t, arch) for t in self.target_sm)
+        ):
+            raise KernelPlanError(
+                f"{self.name} targets {' or '.join(self.target_sm)}; --arch {arch} is not "
+                "one of its targets (its code uses that SM's instructions)"
+            )
         return Target.resolve(arch, sm_count)
 
     @abc.abstractmethod
@@ -211,8 +219,14 @@ class KernelPlan(abc.ABC):
         outs = self.output_names(problem)
         for n in outs:
             poison(inputs[n])
+        seen = inputs
+        if fault in self.workload.input_faults:  # the kernel sees corrupted inputs
+            seen = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in inputs.items()}
+            for n in outs:
+                seen[n] = inputs[n]
+            self.plant_input_fault(problem, seen, fault)
         kernel = self.kernel(problem, config, target)
-        launch = kernel.bind(inputs)
+        launch = kernel.bind(seen)
         if fault != "skip-launch":
             launch()
         torch.cuda.synchronize()
@@ -224,7 +238,14 @@ class KernelPlan(abc.ABC):
             bump = 0.01 * float(ref[outs[0]].abs().max())
             flat[flat.numel() // 2] += bump
         results = [
-            compare(n, inputs[n], ref[n], baseline=lowp.get(n) if lowp else None) for n in outs
+            compare(
+                n,
+                inputs[n],
+                ref[n],
+                self.workload.tolerance(problem, n),
+                baseline=lowp.get(n) if lowp else None,
+            )
+            for n in outs
         ]
         info = {
             "seed": seed,
@@ -366,7 +387,9 @@ class KernelPlan(abc.ABC):
             "label": label,
             "meta": meta,
             "max_active_clusters": meta.get("max_active_clusters"),
-            "sm_count": meta.get("sm_count", target.sm_count if "max_active_clusters" in meta else None),
+            "sm_count": meta.get(
+                "sm_count", target.sm_count if "max_active_clusters" in meta else None
+            ),
             "functions": others,
             "res_usage_check": independent_registers(),
             "tools": static.tool_versions(),
@@ -404,7 +427,11 @@ class KernelPlan(abc.ABC):
                     problem, cfg, target=target, warmup=warmup, reps=reps, cold_l2=cold_l2
                 )
                 rows.append(
-                    {"config": cfg.to_dict(), "median_us": st.median_us, "spread_pct": st.spread_pct}
+                    {
+                        "config": cfg.to_dict(),
+                        "median_us": st.median_us,
+                        "spread_pct": st.spread_pct,
+                    }
                 )
                 log(f"  autotune {cfg.label()}: {st.median_us:.1f} us")
             except Exception as e:  # a config the upstream rejects is data, not a crash

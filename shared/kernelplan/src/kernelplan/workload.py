@@ -252,6 +252,20 @@ class Workload(abc.ABC):
         baseline's error against :meth:`reference` (see :func:`kernelplan.check.compare`)."""
         return None
 
+    def tolerance(self, problem: Problem, output: str):
+        """The :class:`kernelplan.check.Tolerance` for one output, or None for the table of
+        its dtype (override where an output's error is not its dtype's rounding, e.g. an
+        fp32 LSE computed with fast exp2/log2)."""
+        return None
+
+    #: Faults a check can plant in the INPUTS the kernel sees (the reference keeps the true
+    #: inputs): name -> what it does. ``--inject-fault <name>`` runs one.
+    input_faults: ClassVar[dict[str, str]] = {}
+
+    def plant_input_fault(self, problem: Problem, inputs: dict[str, Any], fault: str) -> None:
+        """Corrupt ``inputs`` (a copy the kernel alone sees) as ``fault`` says."""
+        raise ShapeError(f"workload {self.name} has no input fault {fault!r}")
+
     @abc.abstractmethod
     def flops_bytes(self, problem: Problem) -> tuple[float, float]:
         """(FLOPs, minimum DRAM bytes) of the problem, independent of the implementation."""

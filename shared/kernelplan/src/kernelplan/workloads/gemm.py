@@ -108,7 +108,9 @@ class GemmWorkload(Workload):
     def flops_bytes(self, problem: GemmProblem) -> tuple[float, float]:
         p = problem
         ab, c = dtypes.nbytes(p.dtype), dtypes.nbytes(p.c_dtype)
-        return 2.0 * p.m * p.n * p.k * p.l, float((p.m * p.k + p.n * p.k) * p.l * ab + p.m * p.n * p.l * c)
+        return 2.0 * p.m * p.n * p.k * p.l, float(
+            (p.m * p.k + p.n * p.k) * p.l * ab + p.m * p.n * p.l * c
+        )
 
     def check_problems(self) -> list[GemmProblem]:
         """A square one, a batched one (L > 1), one whose M and N are not multiples of any
@@ -123,7 +125,9 @@ class GemmWorkload(Workload):
         ]
 
     def profile_problems(self) -> list[GemmProblem]:
-        return [GemmProblem(s, s, s, dtype=d) for d in ("float16", "bfloat16") for s in (4096, 8192)]
+        return [
+            GemmProblem(s, s, s, dtype=d) for d in ("float16", "bfloat16") for s in (4096, 8192)
+        ]
 
 
 GEMM = GemmWorkload()
