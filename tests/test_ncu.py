@@ -273,13 +273,52 @@ def test_options_from_the_cli():
     assert (d.set, d.clock_control, d.range, d.launches) == ("kernelplan", "none", "nvtx", 3)
 
 
-def test_child_spec_names_the_plan_class_and_loads_it_back():
-    cmd = ncu.child_command(AxpbyPlan(), {"n": 64, "dtype": "float32"}, {"a": [1, 2]}, reps=3)
-    assert cmd[1:4] == ["-m", "kernelplan.ncu", "child"]
-    spec = json.loads(cmd[-1])
-    assert spec["reps"] == 3 and spec["warmup"] == 1 and spec["cold_l2"] is True
-    assert spec["config"] == {"a": [1, 2]} and spec["registry"] == ["tests", "axpby"]
-    assert isinstance(ncu._load_plan(spec), AxpbyPlan)
+def _child_round_trip(plan, problem, config, target, **kw):
+    """child_argv, then the single-kernel command's own parser on it."""
+    from kernelplan.cli import child_argv, parse
+
+    argv = child_argv(plan, problem, config, target, **kw)
+    assert argv[:3] == [sys.executable, "-m", "kernelplan.cli"]
+    rest = argv[3:]
+    if rest[0] == "--plan":  # an implementation no package lists: by import path
+        head, rest = rest[:2], rest[2:]
+    else:
+        head, rest = rest[:2], rest[2:]
+        assert head == [plan.package, plan.name]
+    prob, items, opts = parse(plan, rest)
+    return argv, head, prob, plan.config(prob, items), opts
+
+
+def test_the_ncu_child_is_the_single_kernel_command_and_parses_back():
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("gemm", "hopper_dense_gemm_persistent")()
+    prob = plan.problem(m=1000, n=1112, k=1024, l=3, init="randint")
+    cfg = plan.config(prob, {"cluster_mn": "2x1", "raster_along_m": "false", "swizzle_size": "2"})
+    target = plan.target(None, 96)
+    argv, head, back, back_cfg, opts = _child_round_trip(plan, prob, cfg, target, reps=5)
+    assert head == ["gemm", "hopper_dense_gemm_persistent"]
+    assert back == prob and back_cfg == cfg
+    assert plan.target(opts.arch, opts.sm_count) == target.__class__("sm_90a", 96, "--sm_count")
+    assert (opts.warmup, opts.reps, opts.ncu_child, opts.warm_l2) == (1, 5, "nvtx", False)
+    assert opts.check is False and opts.autotune is False  # the child only times
+    _, _, _, _, warm = _child_round_trip(
+        plan, prob, cfg, target, reps=3, cold_l2=False, range_mode="profiler"
+    )
+    assert warm.warm_l2 is True and warm.ncu_child == "profiler"
+
+
+def test_the_ncu_child_of_an_unlisted_implementation_names_its_class():
+    plan = AxpbyPlan()
+    prob = plan.problem(n=64, alpha=-0.5)
+    cfg = plan.config(prob, {"tile_mn": "64x64", "fast": "true"})
+    target = plan.target()
+    argv, head, back, back_cfg, opts = _child_round_trip(plan, prob, cfg, target, reps=3)
+    assert head == ["--plan", "tests.inhouse_axpby:AxpbyPlan"]
+    assert back == prob and back_cfg == cfg and opts.sm_count == str(target.sm_count)
+    from kernelplan.cli import main
+
+    assert main(["--plan", "tests.inhouse_axpby:NoSuchPlan", "--n", "4"]) == 2
 
 
 # -- reading and summarising ----------------------------------------------------------------
@@ -392,14 +431,18 @@ def fake_ncu(tmp_path):
     )
 
 
-PROB = {"n": 1 << 20, "dtype": "float32"}
+PLAN = AxpbyPlan()
+PROB = PLAN.problem(n=1 << 20)
+CFG = PLAN.default_config(PROB)
+TARGET = PLAN.target()
 
 
 def _profile(results_dir, fake_ncu, runner, module, opts=None):
     return ncu.profile(
-        AxpbyPlan(),
+        PLAN,
         PROB,
-        {},
+        CFG,
+        TARGET,
         opts or NcuOptions(),
         results_dir=results_dir,
         log=lambda s: None,
@@ -421,9 +464,15 @@ def test_profile_writes_one_complete_ncu_record(results_dir, fake_ncu):
     assert n["ncu_version"] == "2025.3.1.0" and n["reader"] == "ncu_report"
     assert n["report"].endswith(".ncu-rep") and (results_dir / n["report"]).exists()
     assert (results_dir / n["log"]).read_text() == "==PROF== Disconnected"
-    assert n["filter"]["nvtx_range"] == "tests/axpby default"
+    assert n["filter"]["nvtx_range"] == f"tests/axpby {CFG.label()}"
     assert n["duration_us"] == pytest.approx(1430.0)
-    assert "--clock-control" in n["command"] and n["command"][-3] == "kernelplan.ncu"
+    cmd = n["command"]
+    assert "--clock-control" in cmd and cmd[cmd.index("-m") + 1] == "kernelplan.cli"
+    assert cmd[-2:] == ["--ncu-child", "nvtx"] and "tests.inhouse_axpby:AxpbyPlan" in cmd
+    assert only[1]["workload"] == "axpby" and only[1]["target"] == TARGET.to_dict()
+    from kernelplan.cutlass_src import repo_root
+
+    assert str(repo_root()) + "/" not in path.read_text()  # no path of this machine
     row = ncu.table_row(only[1], path)
     assert row["TC%"] == "85.0" and row["SMEM_KB"] == "198.0" and row["complete"] == "yes"
 
@@ -480,7 +529,7 @@ def test_profile_without_ncu_says_what_to_install(results_dir, monkeypatch, tmp_
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("KERNELPLAN_NCU_ROOTS", str(tmp_path / "none*"))
     with pytest.raises(NcuError, match="install NVIDIA Nsight Compute"):
-        ncu.profile(AxpbyPlan(), PROB, {}, NcuOptions(), results_dir=results_dir)
+        ncu.profile(PLAN, PROB, CFG, TARGET, NcuOptions(), results_dir=results_dir)
     assert not list(results_dir.rglob("*.json"))
 
 
@@ -534,12 +583,13 @@ def test_profile_end_to_end_with_a_stand_in_ncu_install(results_dir, tmp_path, m
     mod.METRICS.update(gemm_metrics())
     lines: list[str] = []
     rec, path = ncu.profile(
-        AxpbyPlan(), PROB, {}, NcuOptions(), results_dir=results_dir, log=lines.append
+        PLAN, PROB, CFG, TARGET, NcuOptions(), results_dir=results_dir, log=lines.append
     )
     argv = (inst / "argv.txt").read_text().splitlines()
     assert argv[:4] == ["--clock-control", "none", "--cache-control", "all"]
-    assert argv[-4:-1] == ["-m", "kernelplan.ncu", "child"]
-    assert json.loads(argv[-1])["plan"] == "tests.inhouse_axpby:AxpbyPlan"
+    child = argv[argv.index(sys.executable) :]
+    assert child[1:5] == ["-m", "kernelplan.cli", "--plan", "tests.inhouse_axpby:AxpbyPlan"]
+    assert "--ncu-child" in child and f"--n={PROB.n}" in child
     assert lines[0].startswith(f"ncu: {inst / 'ncu'} --clock-control none")
     n = rec["ncu"]
     assert n["complete"] and n["reader"] == "ncu_report" and n["ncu_version"] == "2025.3.1.0"
@@ -559,12 +609,13 @@ def test_profile_session_with_ncu_runs_what_the_sm_can_and_skips_the_rest(monkey
     monkeypatch.setattr(ncu, "find_ncu", lambda *a, **k: Path("/opt/ncu"))
     calls = []
 
-    def fake_profile(plan, prob, config, opts, **kw):
-        calls.append((plan.name, prob["m"], prob["dtype"], opts.set, kw["ncu"]))
-        if plan.name == "torch_matmul" and prob["m"] == 8192 and prob["dtype"] == "bfloat16":
+    def fake_profile(plan, prob, config, target, opts, **kw):
+        calls.append((plan.name, prob.m, prob.dtype, opts.set, kw["ncu"], target.sm))
+        if plan.name == "torch_matmul" and prob.m == 8192 and prob.dtype == "bfloat16":
             raise NcuError("ncu exited with 1: boom")
         summary = summarize_kernels([NcuKernel("k", gemm_metrics())], 1)
-        return {"kernel": plan.name, "problem": prob, "ncu": {**summary, "complete": True}}, None
+        rec = {"kernel": plan.name, "problem": prob.to_dict(), "ncu": {**summary, "complete": True}}
+        return rec, None
 
     monkeypatch.setattr(ncu, "profile", fake_profile)
     rc = sessions.main(["profile", "gemm", "--ncu", "--ncu-set", "basic", "--no-record"])
@@ -574,6 +625,7 @@ def test_profile_session_with_ncu_runs_what_the_sm_can_and_skips_the_rest(monkey
     names = {c[0] for c in calls}
     assert {"hopper_dense_gemm", "hopper_dense_gemm_persistent", "torch_matmul"} <= names
     assert all(c[3] == "basic" and c[4] == Path("/opt/ncu") for c in calls)
+    assert {c[5] for c in calls if c[0].startswith("hopper")} == {"sm_90a"}
     for line in out.splitlines():  # kernels built for another SM: one line each, not run
         if line.startswith("skip: "):
             assert "sm_90" in line

@@ -99,7 +99,9 @@ def build_parser(plan: KernelPlan, prog: str | None = None):
         env_prefix="KERNELPLAN_CLI",
         default_env=False,
     )
-    p.add_class_arguments(plan.workload.problem_type, nested_key=None, as_group=True)
+    cls = plan.problem_class()
+    p.add_class_arguments(cls, nested_key=None, as_group=True)
+    p.set_defaults(plan.default_problem().to_dict())
     _run_options(p)
     return p
 
@@ -125,7 +127,7 @@ def parse(plan: KernelPlan, argv: Sequence[str], prog: str | None = None):
         ns = parser.parse_args(list(argv))
     except ArgumentError as e:
         raise KernelPlanError(_one_line(e)) from None
-    fields = plan.workload.problem_type.field_names()
+    fields = plan.problem_class().field_names()
     values = {f: ns[f] for f in fields if f in ns}
     problem = plan.problem(values)
     items: dict[str, str] = {}
@@ -135,7 +137,8 @@ def parse(plan: KernelPlan, argv: Sequence[str], prog: str | None = None):
                 raise KernelPlanError(f"--config expects key=value, got {part!r}")
             k, v = part.split("=", 1)
             items[k.strip()] = v.strip()
-    run = argparse.Namespace(**{k.replace("-", "_"): ns[k] for k in ns if k not in fields})
+    keys = ns.keys()  # a jsonargparse Namespace: iterating it is not iterating its keys
+    run = argparse.Namespace(**{k.replace("-", "_"): ns[k] for k in keys if k not in fields})
     return problem, items, run
 
 
@@ -326,10 +329,11 @@ def _child(plan, problem, config, target, opts) -> int:
         warmup=opts.warmup,
         reps=opts.reps,
         cold_l2=not opts.warm_l2,
-        cuda_graph=False,
+        cuda_graph=False,  # unless the implementation's config times graph replays
         annotate=True,
     )
-    print(CHILD_MARK + json.dumps({"reps": st.reps, "workspaces": st.workspaces}))
+    summary = {"reps": st.reps, "workspaces": st.workspaces, "cuda_graph": st.cuda_graph}
+    print(CHILD_MARK + json.dumps(summary))
     return 0
 
 
