@@ -1,0 +1,366 @@
+"""MLA decode for Hopper (sm_90a) in the CuTe DSL: the kernel (v0, correctness first).
+
+One CTA per (64-row tile of the s*h packed query rows, sequence b); 256 threads = two math
+warpgroups; no producer warpgroup. Per 64-token page of the sequence:
+
+1. the page (64 tokens x 576 bf16 = 72 KB) is copied global -> SMEM with cp.async (16-byte
+   vectors, 256 threads), double-buffered: page n+1 is in flight while page n is computed;
+   the page index is read from the page table on the device;
+2. S = Q K^T (64 x 64, K = 576) on WGMMA with Q (64 x 576, loaded once) and K from SMEM;
+3. online softmax in fp32 registers (row max over the quad of lanes that holds a row, scale in
+   the log2 domain, rescale of the running sum and of O);
+4. P (bf16, from registers: the accumulator layout of m64n64 is the A-operand layout of the
+   m64k16 blocks) times V, where V is the first 512 columns of the same SMEM page seen
+   transposed (an MN-major view of the same bytes: no second load); each warpgroup owns 256
+   of the 512 output columns (a 64 x 256 fp32 accumulator, 128 registers per thread).
+
+v0 simplifications (each one a later step):
+
+* both warpgroups compute the same S = Q K^T (the 36 k-blocks twice), so neither waits for the
+  other's softmax: no P exchange through SMEM, no cross-warpgroup barrier but the page one;
+* no split-KV, no combine kernel: the grid is ceil(s*h/64) x b CTAs;
+* cp.async instead of TMA (see ``load_page``): rows past the sequence's end are not read at all
+  (their 16-byte vectors are taken from row 0 of the same page instead, a valid token), so the
+  SMEM page holds only finite values and a masked P of exactly 0 cannot meet a NaN;
+* the mask is applied on every page (not only the last one / the causal band);
+* O is written straight from the accumulator registers to global memory (2-byte stores).
+
+NaN safety: cache slots past a sequence's end hold NaN (the workload's check). They never reach
+SMEM (substitution above); S of those tokens is set to -inf before the max, so P = exp2(-inf) =
+0 exactly and 0 * (finite V) = 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import cpasync, warpgroup
+
+LOG2_E = math.log2(math.e)
+LN_2 = math.log(2.0)
+
+#: fixed geometry of this kernel (supports() refuses anything else)
+TILE_M = 64  # query rows per CTA (one WGMMA M)
+PAGE = 64  # tokens per page = tokens per KV tile
+D_QK = 576  # latent 512 + rope 64
+D_V = 512  # latent: V is the first 512 columns of the K tile
+NUM_WG = 2  # math warpgroups; warpgroup w owns O columns [256 w, 256 w + 256)
+THREADS = 128 * NUM_WG
+KV_STAGES = 2
+
+
+def _mn_view(t: cute.Tensor) -> cute.Tensor:
+    """(rows, cols) view of a WGMMA accumulator fragment (or its coordinate partition).
+
+    The per-thread accumulator of an m64nN WGMMA has shape ((2, 2, N/8), MMA_M, MMA_N): two
+    adjacent columns, two rows 8 apart, N/8 column blocks. Rows = (mode0[1], MMA_M), cols =
+    (mode0[0], mode0[2], MMA_N)."""
+    L = t.layout
+    C = cute.make_layout(L.shape)  # compact col-major coordinates of the same shape
+    mn = cute.make_layout(
+        ((C.shape[0][1], C.shape[1]), (C.shape[0][0], C.shape[0][2], C.shape[2])),
+        stride=((C.stride[0][1], C.stride[1]), (C.stride[0][0], C.stride[0][2], C.stride[2])),
+    )
+    return cute.make_tensor(t.iterator, cute.composition(L, mn))
+
+
+class MlaDecodeSm90Kernel:
+    """Compile-time parameters: ``s`` and ``h`` (the packed rows per sequence, s*h), ``causal``,
+    and the element type (bf16 or fp16). Everything else (batch, lengths, page table, cache
+    size, softmax scale) is a runtime value."""
+
+    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16):
+        self.s, self.h, self.causal, self.dtype = s, h, causal, dtype
+        self.rows = s * h
+        self.m_tiles = (self.rows + TILE_M - 1) // TILE_M
+
+    @cute.jit
+    def __call__(
+        self,
+        q: cute.Tensor,  # (b, s, h, 576)
+        kv_cache: cute.Tensor,  # (num_pages, 64, 576)
+        page_table: cute.Tensor,  # (b, table_pages) int32
+        seqlens: cute.Tensor,  # (b,) int32
+        o: cute.Tensor,  # (b, s, h, 512)
+        lse: cute.Tensor,  # (b, s, h) float32
+        softmax_scale: cutlass.Float32,
+        stream,
+    ):
+        dt = self.dtype
+        rows, mt = self.rows, self.m_tiles
+        b = q.shape[0]
+        # views with static inner strides (the tensors arrive with dynamic layouts): the packed
+        # query rows r*h + j, the m-tile as a mode, and the cache as (page, token, column)
+        mQ = cute.make_tensor(
+            q.iterator,
+            cute.make_layout((b, mt, TILE_M, D_QK), stride=(rows * D_QK, TILE_M * D_QK, D_QK, 1)),
+        )
+        mKV = cute.make_tensor(
+            kv_cache.iterator,
+            cute.make_layout((kv_cache.shape[0], PAGE, D_QK), stride=(PAGE * D_QK, D_QK, 1)),
+        )
+        mO = cute.make_tensor(
+            o.iterator,
+            cute.make_layout((b, mt, TILE_M, D_V), stride=(rows * D_V, TILE_M * D_V, D_V, 1)),
+        )
+        mL = cute.make_tensor(
+            lse.iterator, cute.make_layout((b, mt, TILE_M), stride=(rows, TILE_M, 1))
+        )
+
+        K = warpgroup.OperandMajorMode.K
+        MN = warpgroup.OperandMajorMode.MN
+        qk_mma = sm90_utils.make_trivial_tiled_mma(
+            dt, dt, K, K, cutlass.Float32, (1, 1, 1), (TILE_M, PAGE)
+        )
+        pv_mma = sm90_utils.make_trivial_tiled_mma(
+            dt, dt, K, MN, cutlass.Float32, (1, 1, 1), (TILE_M, D_V // NUM_WG),
+            warpgroup.OperandSource.RMEM,
+        )  # fmt: skip
+
+        # SMEM: Q (64 x 576) and KV_STAGES pages (64 x 576), K-major with the 128-byte swizzle.
+        # The atom is 8 rows x 64 columns; tiling rows first puts each 64-column chunk of a
+        # page in 8 KB of its own, which is also the canonical MN-major (column-contiguous)
+        # layout of the transposed page: V^T (512 x 64) is a view of the same bytes.
+        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dt)
+        sQ_layout = cute.tile_to_shape(atom, (TILE_M, D_QK), (0, 1))
+        sK_layout = cute.tile_to_shape(atom, (PAGE, D_QK, KV_STAGES), (0, 1, 2))
+        # (column, token, stage) -> (token, column, stage) of sK's domain
+        vt = cute.make_layout((D_V, PAGE, KV_STAGES), stride=(PAGE, 1, PAGE * D_QK))
+        sVt_outer = cute.composition(sK_layout.outer, vt)
+
+        copy_atom = cute.make_copy_atom(
+            cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt, num_bits_per_copy=128
+        )
+        # 8 threads x 8 elements = one 64-column chunk of a row; 32 rows per pass
+        tiled_copy = cute.make_tiled_copy_tv(
+            copy_atom,
+            cute.make_layout((THREADS // 8, 8), stride=(8, 1)),
+            cute.make_layout((1, 8)),
+        )
+
+        @cute.struct
+        class SharedStorage:
+            sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+            sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sK_layout)], 1024]
+
+        self.shared_storage = SharedStorage
+
+        scale_log2 = softmax_scale * LOG2_E
+        self.kernel(
+            mQ, mKV, page_table, seqlens, mO, mL, scale_log2,
+            qk_mma, pv_mma, tiled_copy, sQ_layout, sK_layout, sVt_outer,
+        ).launch(grid=[mt, b, 1], block=[THREADS, 1, 1], stream=stream)  # fmt: skip
+
+    @cute.kernel
+    def kernel(
+        self,
+        mQ: cute.Tensor,
+        mKV: cute.Tensor,
+        mPT: cute.Tensor,
+        mLens: cute.Tensor,
+        mO: cute.Tensor,
+        mL: cute.Tensor,
+        scale_log2: cutlass.Float32,
+        qk_mma: cute.TiledMma,
+        pv_mma: cute.TiledMma,
+        tiled_copy: cute.TiledCopy,
+        sQ_layout: cute.ComposedLayout,
+        sK_layout: cute.ComposedLayout,
+        sVt_outer: cute.Layout,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        m_blk, bidx, _ = cute.arch.block_idx()
+        wg = tidx // 128
+        wg_tidx = tidx % 128
+        lane = tidx % 32
+
+        smem = cutlass.utils.SmemAllocator()
+        storage = smem.allocate(self.shared_storage)
+        sQ = storage.sQ.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
+        sK = storage.sK.get_tensor(sK_layout.outer, swizzle=sK_layout.inner)
+        sVt = storage.sK.get_tensor(sVt_outer, swizzle=sK_layout.inner)  # (512, 64, stages)
+
+        seqlen = mLens[bidx]
+        n_pages = (seqlen + PAGE - 1) // PAGE
+        valid_rows = self.rows - m_blk * TILE_M  # query rows of this tile that exist (may be > 64)
+
+        # ---- global -> SMEM copies (cp.async) ----------------------------------------------
+        thr_copy = tiled_copy.get_slice(tidx)
+        cT = cute.make_identity_tensor((TILE_M, D_QK))  # same shape for a Q tile and a page
+        tXcT = thr_copy.partition_S(cT)  # (CPY, 2, 9): row of each 16-byte vector
+        gQ = mQ[bidx, m_blk, None, None]  # (64, 576)
+        gQ0 = cute.make_tensor(gQ.iterator, cute.make_layout((TILE_M, D_QK), stride=(0, 1)))
+        tQgQ = thr_copy.partition_S(gQ)
+        tQgQ0 = thr_copy.partition_S(gQ0)
+        tQsQ = thr_copy.partition_D(sQ)
+        tKsK = thr_copy.partition_D(sK)  # (CPY, 2, 9, stages)
+        for m in cutlass.range_constexpr(cute.size(tQsQ, mode=[1])):
+            if tXcT[0, m, 0][0] < valid_rows:
+                cute.copy(tiled_copy, tQgQ[None, m, None], tQsQ[None, m, None])
+            else:  # a query row past s*h: row 0 of the tile stands in (never stored)
+                cute.copy(tiled_copy, tQgQ0[None, m, None], tQsQ[None, m, None])
+
+        if n_pages > 0:
+            self.load_page(mKV, mPT, bidx, seqlen, 0, 0, thr_copy, tiled_copy, tXcT, tKsK)
+        cute.arch.cp_async_commit_group()  # group: Q (+ page 0)
+
+        # ---- MMA partitions ----------------------------------------------------------------
+        thr_qk = qk_mma.get_slice(wg_tidx)
+        tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ))  # (MMA, 1, 36)
+        tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK))  # (MMA, 1, 36, stages)
+        acc_s_shape = thr_qk.partition_shape_C((TILE_M, PAGE))
+        tScS = _mn_view(thr_qk.partition_C(cute.make_identity_tensor((TILE_M, PAGE))))
+
+        thr_pv = pv_mma.get_slice(wg_tidx)
+        sVt_wg = cute.local_tile(sVt, (D_V // NUM_WG, PAGE, KV_STAGES), (wg, 0, 0))
+        tOrV = thr_pv.make_fragment_B(thr_pv.partition_B(sVt_wg))  # (MMA, 1, 4, stages)
+        acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((TILE_M, D_V // NUM_WG)))
+        acc_o.fill(0.0)
+        acc_o_mn = _mn_view(acc_o)
+
+        n_rows = cute.size(tScS, mode=[0])  # rows per thread (2)
+        n_cols = cute.size(tScS, mode=[1])  # S columns per thread and row (16)
+        row_max = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+        row_sum = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+        limit = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Int32)
+        for i in cutlass.range_constexpr(n_rows):
+            row_max[i] = -cutlass.Float32.inf
+            row_sum[i] = 0.0
+            lim = seqlen
+            if cutlass.const_expr(self.causal and self.s > 1):
+                # query r (packed row r*h + j) sees keys 0 .. len - s + r
+                r = (m_blk * TILE_M + tScS[i, 0][0]) // self.h
+                lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
+            limit[i] = lim
+
+        # ---- main loop over the pages ------------------------------------------------------
+        for n in cutlass.range(n_pages, unroll=1):
+            stage = n % KV_STAGES
+            cute.arch.cp_async_wait_group(0)
+            # cp.async wrote through the generic proxy; WGMMA reads through the async proxy
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier()  # page n visible to both warpgroups; page n-1 fully consumed
+            if n + 1 < n_pages:
+                self.load_page(
+                    mKV,
+                    mPT,
+                    bidx,
+                    seqlen,
+                    n + 1,
+                    (n + 1) % KV_STAGES,
+                    thr_copy,
+                    tiled_copy,
+                    tXcT,
+                    tKsK,
+                )
+            cute.arch.cp_async_commit_group()
+
+            # S = Q K^T
+            acc_s = thr_qk.make_fragment_C(acc_s_shape)
+            warpgroup.fence()
+            for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
+                qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
+                cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, stage], acc_s)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
+
+            # online softmax (fp32, log2 domain)
+            s_mn = _mn_view(acc_s)
+            for i in cutlass.range_constexpr(n_rows):
+                mx = row_max[i]
+                for j in cutlass.range_constexpr(n_cols):
+                    if n * PAGE + tScS[i, j][1] >= limit[i]:
+                        s_mn[i, j] = -cutlass.Float32.inf
+                    mx = cute.arch.fmax(mx, s_mn[i, j])
+                mx = cute.arch.warp_reduction_max(mx, threads_in_group=4)
+                base = mx * scale_log2
+                if mx == -cutlass.Float32.inf:
+                    base = cutlass.Float32(0.0)  # nothing seen yet: exp2(-inf - 0) = 0, never NaN
+                corr = cute.math.exp2(row_max[i] * scale_log2 - base, fastmath=True)
+                row_max[i] = mx
+                part = 0.0
+                for j in cutlass.range_constexpr(n_cols):
+                    p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
+                    s_mn[i, j] = p
+                    part += p
+                row_sum[i] = row_sum[i] * corr + part  # this thread's columns only
+                for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                    acc_o_mn[i, j] = acc_o_mn[i, j] * corr
+
+            # P (bf16) as the A operand from registers: the m64n64 accumulator's 8 registers
+            # of columns 16k..16k+15 are the m64k16 A fragment of k-block k
+            tOrP = cute.make_rmem_tensor(cute.make_layout(((2, 2, 2), 1, PAGE // 16)), self.dtype)
+            tOrP_as_s = cute.make_tensor(tOrP.iterator, cute.make_layout(acc_s.shape))
+            tOrP_as_s.store(acc_s.load().to(self.dtype))
+
+            # O += P V (this warpgroup's 256 columns)
+            warpgroup.fence()
+            pv_mma.set(warpgroup.Field.ACCUMULATE, True)
+            for k in cutlass.range_constexpr(PAGE // 16):
+                cute.gemm(pv_mma, acc_o, tOrP[None, None, k], tOrV[None, None, k, stage], acc_o)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
+
+        cute.arch.cp_async_wait_group(0)  # nothing in flight at exit (zero-length sequences)
+
+        # ---- epilogue: O / sum -> dtype, LSE (natural log) -------------------------------
+        for i in cutlass.range_constexpr(n_rows):
+            total = cute.arch.warp_reduction_sum(row_sum[i], threads_in_group=4)
+            row_sum[i] = total
+            inv = cutlass.Float32(0.0)
+            if total > 0.0:
+                inv = 1.0 / total
+            for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                acc_o_mn[i, j] = acc_o_mn[i, j] * inv
+
+        rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
+        rO.store(acc_o.load().to(self.dtype))
+        gO = cute.local_tile(mO[bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
+        tOgO = thr_pv.partition_C(gO)
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
+        for e in cutlass.range_constexpr(cute.size(rO)):
+            if tOcO[e][0] < valid_rows:
+                tOgO[e] = rO[e]
+
+        if wg == 0 and lane % 4 == 0:
+            gL = mL[bidx, m_blk, None]
+            for i in cutlass.range_constexpr(n_rows):
+                row = tScS[i, 0][0]
+                if row < valid_rows:
+                    val = -cutlass.Float32.inf
+                    if row_sum[i] > 0.0:
+                        val = (row_max[i] * scale_log2 + cute.math.log2(row_sum[i])) * LN_2
+                    gL[row] = val
+
+    @cute.jit
+    def load_page(
+        self,
+        mKV: cute.Tensor,
+        mPT: cute.Tensor,
+        bidx: cutlass.Int32,
+        seqlen: cutlass.Int32,
+        n: cutlass.Int32,
+        stage: cutlass.Int32,
+        thr_copy: cute.TiledCopy,
+        tiled_copy: cute.TiledCopy,
+        tXcT: cute.Tensor,
+        tKsK: cute.Tensor,
+    ):
+        """Page ``n`` of sequence ``bidx`` into SMEM stage ``stage`` with cp.async (one group
+        is committed by the caller). The page index is read from the page table here; tokens
+        past the sequence's end are copied from token 0 of the same page (a valid, finite
+        token) instead of their NaN slots, so the SMEM page only ever holds finite values."""
+        page = mPT[bidx, n]
+        gK = mKV[page, None, None]  # (64, 576)
+        gK0 = cute.make_tensor(gK.iterator, cute.make_layout((PAGE, D_QK), stride=(0, 1)))
+        tKgK = thr_copy.partition_S(gK)
+        tKgK0 = thr_copy.partition_S(gK0)
+        tokens = seqlen - n * PAGE
+        for m in cutlass.range_constexpr(cute.size(tKgK, mode=[1])):
+            if tXcT[0, m, 0][0] < tokens:
+                cute.copy(tiled_copy, tKgK[None, m, None], tKsK[None, m, None, stage])
+            else:
+                cute.copy(tiled_copy, tKgK0[None, m, None], tKsK[None, m, None, stage])
