@@ -60,9 +60,9 @@ def test_workload_definition():
     """The package's own workload (two dependent adds), its reference, FLOPs/bytes and the
     configs, on the CPU (no DSL needed)."""
     import torch
-    from cute_pdl.workload import ADD_CHAIN, AddChainProblem
 
     from kernelplan import ShapeError
+    from kernelplan.workloads.add_chain import ADD_CHAIN, AddChainProblem
 
     plan = adapter.ProgrammaticDependentLaunch()
     assert plan.workload is ADD_CHAIN

@@ -911,7 +911,16 @@ def profile(
             "kernel_regex": opts.kernel_regex,
             "description": desc,
         },
-        "child": {"warmup": 1, "launches": opts.launches, "cold_l2": cold_l2, "cuda_graph": False},
+        "child": {
+            "warmup": 1,
+            "launches": opts.launches,
+            "cold_l2": cold_l2,
+            # what the child really timed: graph replays where the implementation's config
+            # asks for them (KernelPlan.run_benchmark reads the kernel's meta)
+            "cuda_graph": bool(
+                getattr(plan.kernel(problem, config, target), "meta", {}).get("cuda_graph")
+            ),
+        },
         "metric_docs": {k: v["doc"] for k, v in METRICS.items()},
     }
     rec["clocks"] = {"before": clocks_before, "after": clocks_after}
@@ -922,8 +931,18 @@ def profile(
         log(f"record: {path}")
     if pair_id:
         _harness_pair(
-            plan, problem, config, target, pair_id, root, record, warmup, reps, cold_l2,
-            cuda_graph, log,
+            plan,
+            problem,
+            config,
+            target,
+            pair_id,
+            root,
+            record,
+            warmup,
+            reps,
+            cold_l2,
+            cuda_graph,
+            log,
         )
     return rec, path
 

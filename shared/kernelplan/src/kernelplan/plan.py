@@ -58,8 +58,15 @@ class KernelPlan(abc.ABC):
     source: ClassVar[str | None] = None
     target_sm: ClassVar[tuple[str, ...]] = ()
     config_type: ClassVar[type[Config]] = NoConfig
+    #: the problem type; the workload's unless the implementation's example really takes more
+    #: (a subclass of the workload's problem, e.g. an epilogue's scalars), which it then says
+    problem_type: ClassVar[type[Problem] | None] = None
     runtime_problem_fields: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
+
+    @classmethod
+    def problem_class(cls) -> type[Problem]:
+        return cls.problem_type or cls.workload.problem_type
 
     # -- the problem (the workload's) -------------------------------------------------------
     def problem(self, value: Problem | Mapping[str, Any] | None = None, **kw: Any) -> Problem:
@@ -68,9 +75,21 @@ class KernelPlan(abc.ABC):
         Raises:
             ShapeError: the workload or this implementation rejects it (one line).
         """
-        p = self.workload.problem(value, **kw)
+        cls = self.problem_class()
+        if cls is self.workload.problem_type:
+            p = self.workload.problem(value, **kw)
+        elif isinstance(value, cls) and not kw:
+            p = value
+        else:
+            values = value.to_dict() if isinstance(value, Problem) else dict(value or {})
+            p = cls.from_dict({**values, **kw})
         self.supports(p)
         return p
+
+    def default_problem(self) -> Problem:
+        """The problem the command line starts from (the problem type's defaults; an
+        implementation overrides it with its example's own defaults)."""
+        return self.problem_class()()
 
     def supports(self, problem: Problem) -> None:  # noqa: B027 - optional hook
         """Raise :class:`ShapeError` for a problem this implementation cannot take (a dtype,
@@ -267,6 +286,7 @@ class KernelPlan(abc.ABC):
         cuda_graph: bool = False,
         annotate: bool = False,
         seed: int = 0,
+        kernel: CuteKernel | TorchKernel | None = None,
     ) -> TimingStats:
         """Time the kernel; with ``cold_l2`` it rotates through enough input copies that no
         launch finds its operands in L2."""
@@ -274,7 +294,9 @@ class KernelPlan(abc.ABC):
 
         target = target or self.target()
         specs = self.tensor_specs(problem)
-        kernel = self.kernel(problem, config, target)
+        kernel = kernel or self.kernel(problem, config, target)
+        # an implementation whose config times graph replays says so in the kernel's meta
+        cuda_graph = bool(cuda_graph or getattr(kernel, "meta", {}).get("cuda_graph", False))
         n_ws = 1
         if cold_l2:
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -466,11 +488,13 @@ class KernelPlan(abc.ABC):
         from .clocks import record_throttle
 
         target = target or self.target()
+        kernel = self.kernel(problem, config, target)
         dev = devmod.current_device()
         before = devmod.clocks_now()
         st = self.run_benchmark(
             problem,
             config,
+            kernel=kernel,
             target=target,
             warmup=warmup,
             reps=reps,
@@ -482,7 +506,10 @@ class KernelPlan(abc.ABC):
         roof = self.roofline_for(problem, st.median_us, dev.name if dev else None)
         rec = self.record_base("benchmark", problem, config, target)
         rec.update(
-            timing=st.to_dict(), roofline=roof.to_dict(), clocks={"before": before, "after": after}
+            timing=st.to_dict(),
+            roofline=roof.to_dict(),
+            clocks={"before": before, "after": after},
+            kernel_meta=getattr(kernel, "meta", None),
         )
         record_throttle(rec, dev, before, after, st, log)
         return rec, st, roof

@@ -1,8 +1,8 @@
 """Adapter: Programmatic Dependent Launch (PDL) of two dependent elementwise adds, from the CUTLASS
 CuTe DSL tutorial ``dsl_tutorials/programmatic_dependent_launch.py``.
 
-The workload (:data:`cute_pdl.workload.ADD_CHAIN`) is the example's two-kernel sequence on one
-stream::
+The workload (:data:`kernelplan.workloads.add_chain.ADD_CHAIN`) is the example's two-kernel
+sequence on one stream::
 
     w = u + v      kernel 1 (is_first_kernel=True): loads u, v, then
                    ``griddepcontrol.launch_dependents`` (L181), adds, stores w
@@ -60,8 +60,7 @@ from typing import Any, ClassVar
 
 from kernelplan import STREAM, Config, CuteKernel, KernelPlan, KernelPlanError, Target
 from kernelplan.kernel import Const
-
-from ..workload import ADD_CHAIN, ORDER, AddChainProblem
+from kernelplan.workloads.add_chain import ADD_CHAIN, ORDER, AddChainProblem
 
 
 def _require_tvm_ffi() -> None:

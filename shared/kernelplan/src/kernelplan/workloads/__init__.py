@@ -8,6 +8,7 @@ import importlib
 from ..errors import KernelPlanError
 
 WORKLOADS = {
+    "add_chain": "kernelplan.workloads.add_chain:ADD_CHAIN",
     "gemm": "kernelplan.workloads.gemm:GEMM",
     "mla_decode": "kernelplan.workloads.mla_decode:MLA_DECODE",
 }

@@ -1,13 +1,13 @@
-"""The workload of the pdl package: two dependent elementwise adds on one stream.
+"""The add-chain workload: two dependent elementwise adds on one stream.
 
     w = u + v      (the first kernel)
     y = w + x      (the second kernel: reads the first's output)
 
 Five (M, N) row-major float32 tensors; w and y are outputs (w is the intermediate the second
-kernel depends on; both are checked). Defined here, beside its one implementation, until it
-moves to ``kernelplan.workloads`` (it is a workload of its own, not a GEMM: the point of the
-example is the dependency between two short kernels, which is what programmatic dependent
-launch overlaps).
+kernel depends on; both are checked). A workload of its own, not a GEMM: the point of the
+example it comes from (``dsl_tutorials/programmatic_dependent_launch.py``, implemented in
+``cute_pdl``) is the dependency between two short kernels, which is what programmatic
+dependent launch overlaps.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kernelplan import Problem, ShapeError, TensorSpec, Workload
+from ..kernel import TensorSpec
+from ..workload import Problem, ShapeError, Workload
 
 #: Element type of every tensor (upstream: float32 only,
 #: ``dsl_tutorials/programmatic_dependent_launch.py`` L255-L259).
