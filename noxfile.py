@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import nox
@@ -70,6 +71,46 @@ def _make_check(pkg: str):
 
 for _pkg in PACKAGES:
     globals()[f"check_{_pkg.replace('-', '_')}"] = _make_check(_pkg)
+
+
+def _requested_sessions(argv: list[str]) -> list[str]:
+    """The session names given to nox (``-s/-e/--session/--sessions`` and ``NOXSESSION``)."""
+    names: list[str] = []
+    taking = False
+    for arg in argv:
+        if arg == "--":
+            break
+        if arg in ("-s", "-e", "--session", "--sessions"):
+            taking = True
+            continue
+        for flag in ("--session=", "--sessions=", "-s=", "-e="):
+            if arg.startswith(flag):
+                names += arg[len(flag) :].split(",")
+                break
+        else:
+            if taking and not arg.startswith("-"):
+                names.append(arg)
+                continue
+        taking = False
+    names += [n for n in os.environ.get("NOXSESSION", "").split(",") if n]
+    return [n.strip() for n in names if n.strip()]
+
+
+def _make_unknown_check(name: str):
+    """``nox -s check-<not a package>``: the package command's own one-line error, which lists
+    the packages (instead of nox's "Sessions not found"). Defined only when asked for, so
+    ``nox -l`` lists the real packages alone."""
+
+    @nox.session(name=name)
+    def unknown(session: nox.Session) -> None:
+        session.run(PY, "-m", "kernelplan", "check", name[len("check-") :], external=True)
+
+    return unknown
+
+
+for _name in _requested_sessions(sys.argv[1:]):
+    if _name.startswith("check-") and _name[len("check-") :] not in PACKAGES:
+        globals()[f"_unknown_{len(globals())}"] = _make_unknown_check(_name)
 
 
 @nox.session

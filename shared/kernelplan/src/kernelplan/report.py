@@ -895,7 +895,7 @@ def render_report(
     if not records:
         raise KernelPlanError(f"no records of package {package!r} under {root}")
     out_dir = Path(out_dir) if out_dir is not None else root / _slug(package) / "report"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _ensure_writable(out_dir)  # before any plot is drawn: one line, nothing written
     benches = _newest_per_key(records, "benchmark")
     ncus = _newest_per_key(records, "ncu")
     devices = sorted({(r.get("device") or {}).get("name") or "?" for _p, r in benches + ncus})
@@ -933,6 +933,27 @@ def render_report(
     for p in written:
         log(f"report: {p}")
     return written
+
+
+def _ensure_writable(folder: Path) -> None:
+    """Create ``folder`` if needed and prove a file can be made in it.
+
+    Raises:
+        KernelPlanError: it cannot (the folder, the OS error, and ``--out``).
+    """
+    import secrets
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-probe-{secrets.token_hex(4)}"
+        with open(probe, "x", encoding="utf-8"):
+            pass
+        probe.unlink()
+    except OSError as e:
+        raise KernelPlanError(
+            f"cannot write the report under {folder}: {e.strerror or e}; pass --out with a "
+            "folder you can write"
+        ) from None
 
 
 def _peer_comparisons(records: Sequence[Rec], ncus: Sequence[Rec]) -> list[str]:
@@ -975,7 +996,7 @@ def _parse_problem(items: Sequence[str] | None) -> dict[str, Any] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .plan import die
+    from .cli import die
 
     p = argparse.ArgumentParser(prog="python -m kernelplan.report")
     common = argparse.ArgumentParser(add_help=False)

@@ -2,6 +2,12 @@
 
 Each kernel whose target SM the device lacks is not run: one line says so, and ``check``
 falls back to the static part (compile for its own SM and analyse the cubin).
+
+Bad input ends a command with one ``error:`` line before any work (an unknown package or
+kernel, a results folder that cannot be written, no CuTe DSL); a kernel that fails for a
+reason :func:`kernelplan.errors.explain` knows (an unfinished adapter, a DSL or CUTLASS
+sources other than the pins) is one ``error:`` line, the others go on, and the exit status
+is 1 at the end. A DSL or sources other than the pins are warned about once per command.
 """
 
 from __future__ import annotations
@@ -13,17 +19,54 @@ from typing import Any
 
 from . import device as devmod
 from .cli import die, timing_row
-from .errors import KernelPlanError
+from .cutlass_src import check_environment
+from .errors import KernelPlanError, explain
 from .plan import KernelPlan
-from .records import write_record
+from .records import ensure_writable, write_record
 from .registry import kernel_names, load_plan_class
 from .tables import markdown as _markdown
 from .tables import static_table
 
 
-def _plans(package: str, kernel: str | None) -> list[KernelPlan]:
+class _Failed:
+    """A kernel whose adapter could not even be loaded (the error is logged once)."""
+
+    target_sm = ()
+
+    def __init__(self, name: str, error: KernelPlanError):
+        self.name, self.error = name, error
+
+
+def _plans(package: str, kernel: str | None) -> list[KernelPlan | _Failed]:
     names = [kernel] if kernel else kernel_names(package)
-    return [load_plan_class(package, n)() for n in names]
+    out: list[KernelPlan | _Failed] = []
+    for n in names:
+        try:
+            out.append(load_plan_class(package, n)())
+        except Exception as e:
+            out.append(_Failed(n, _explained(e, n)))
+    return out
+
+
+def _explained(e: BaseException, name: str) -> KernelPlanError:
+    """``e`` as the one-line error :func:`kernelplan.errors.explain` makes of it, or ``e``
+    itself raised again (a bug of this project keeps its traceback)."""
+    err = explain(e, name)
+    if err is None:
+        raise e
+    return err
+
+
+def _error_line(name: str, err: BaseException, problem: str | None = None) -> str:
+    text = str(err)
+    if text.startswith(name):
+        return f"error: {text}"
+    return f"error: {name}{' ' + problem if problem else ''}: {text}"
+
+
+def _error_row(name: str, problem: str = "-") -> dict[str, str]:
+    return {"kernel": name, "problem": problem, "result": "ERROR (above)", "rel_norm": "-",
+            "record": "-"}  # fmt: skip
 
 
 def _progress(total: int, label: str):
@@ -51,82 +94,100 @@ def check_package(
     log(f"device: {dev.name + ' (' + dev.sm + ')' if dev else 'none (no CUDA GPU)'}")
     rows, failed = [], 0
     for plan in _plans(package, kernel):
-        probs = plan.check_problems()
+        if isinstance(plan, _Failed):
+            failed += 1
+            log(_error_line(plan.name, plan.error))
+            rows.append(_error_row(plan.name))
+            continue
         try:
-            devmod.require_runs_on(plan.name, plan.target_sm, dev)
-            runnable = True
-        except devmod.ArchMismatch as e:
-            runnable = False
-            log(f"skip run: {e}")
-        if not probs:
-            log(f"skip: {plan.name} takes none of the {plan.workload.name} check problems")
-        target = plan.target()
-        for prob in probs:
-            config = plan.default_config(prob)
-            if runnable:
-                ok, results, info = plan.run_check(prob, config, target=target, fault=fault)
-                for r in results:
-                    log(f"{plan.name} {prob.label()}: {r.line()}")
-                failed += not ok
-                rec = plan.record_base("check", prob, config, target)
-                rec["check"] = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}
-                path = write_record(rec, results_dir) if record else None
+            failed += _check_one(plan, dev, rows, results_dir, record, fault, log)
+        except Exception as e:
+            failed += 1
+            log(_error_line(plan.name, _explained(e, plan.name)))
+            rows.append(_error_row(plan.name))
+    log(_markdown(rows))
+    return 1 if failed else 0
+
+
+def _check_one(plan, dev, rows, results_dir, record, fault, log) -> int:
+    """``check`` for one kernel; appends its table rows; returns how many checks failed."""
+    failed = 0
+    probs = plan.check_problems()
+    try:
+        devmod.require_runs_on(plan.name, plan.target_sm, dev)
+        runnable = True
+    except devmod.ArchMismatch as e:
+        runnable = False
+        log(f"skip run: {e}")
+    if not probs:
+        log(f"skip: {plan.name} takes none of the {plan.workload.name} check problems")
+    target = plan.target()
+    for prob in probs:
+        config = plan.default_config(prob)
+        if runnable:
+            ok, results, info = plan.run_check(prob, config, target=target, fault=fault)
+            for r in results:
+                log(f"{plan.name} {prob.label()}: {r.line()}")
+            failed += not ok
+            rec = plan.record_base("check", prob, config, target)
+            rec["check"] = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}
+            path = write_record(rec, results_dir) if record else None
+            rows.append(
+                {
+                    "kernel": plan.name,
+                    "problem": _short(prob),
+                    "result": "PASS" if ok else "FAIL",
+                    "rel_norm": f"{max(r.rel_norm for r in results):.2e}",
+                    "record": path.name if path else "-",
+                }
+            )
+        elif plan.target_sm:
+            try:
+                st = plan.run_static(prob, config, target)
+                path = (
+                    static_record(plan, prob, config, target, st, results_dir)[0]
+                    if record
+                    else None
+                )
                 rows.append(
                     {
                         "kernel": plan.name,
                         "problem": _short(prob),
-                        "result": "PASS" if ok else "FAIL",
-                        "rel_norm": f"{max(r.rel_norm for r in results):.2e}",
+                        "result": (
+                            f"static ({st.get('arch', plan.target_sm[0])}): "
+                            f"{st.get('registers')} regs/thread, "
+                            f"{st.get('dynamic_smem_bytes')} B dynamic SMEM, "
+                            f"{(st.get('categories') or {}).get('mma', 0)} MMA instr"
+                        ),
+                        "rel_norm": "-",
                         "record": path.name if path else "-",
                     }
                 )
-            elif plan.target_sm:
-                try:
-                    st = plan.run_static(prob, config, target)
-                    path = (
-                        static_record(plan, prob, config, target, st, results_dir)[0]
-                        if record
-                        else None
-                    )
-                    rows.append(
-                        {
-                            "kernel": plan.name,
-                            "problem": _short(prob),
-                            "result": (
-                                f"static ({st.get('arch', plan.target_sm[0])}): "
-                                f"{st.get('registers')} regs/thread, "
-                                f"{st.get('dynamic_smem_bytes')} B dynamic SMEM, "
-                                f"{(st.get('categories') or {}).get('mma', 0)} MMA instr"
-                            ),
-                            "rel_norm": "-",
-                            "record": path.name if path else "-",
-                        }
-                    )
-                except KernelPlanError as e:
-                    failed += 1
-                    rows.append(
-                        {
-                            "kernel": plan.name,
-                            "problem": _short(prob),
-                            "result": f"static FAILED: {e}",
-                            "rel_norm": "-",
-                            "record": "-",
-                        }
-                    )
-                break  # the static footprint does not change with the check shapes
-            else:
+            except KernelPlanError as e:
+                failed += 1
+                log(_error_line(plan.name, _explained(e, plan.name)))
                 rows.append(
                     {
                         "kernel": plan.name,
                         "problem": _short(prob),
-                        "result": "not run (needs a GPU)",
+                        "result": "static FAILED (above)",
                         "rel_norm": "-",
                         "record": "-",
                     }
                 )
-                break
-    log(_markdown(rows))
-    return 1 if failed else 0
+            break  # the static footprint does not change with the check shapes
+        else:
+            rows.append(
+                {
+                    "kernel": plan.name,
+                    "problem": _short(prob),
+                    "result": "not run (needs a GPU)",
+                    "rel_norm": "-",
+                    "record": "-",
+                }
+            )
+            break
+    return failed
 
 
 def _short(problem: Any) -> str:
@@ -155,14 +216,19 @@ def profile_package(
     dev = devmod.current_device()
     if dev is None:
         return die("profile needs a CUDA GPU; none is visible (nox -s analyze works without one)")
+    ncu_bin = None
     if ncu_opts is not None:
         from . import ncu as ncumod
 
-        ncu_bin, ncu_failed = ncumod.find_ncu(), 0
+        ncu_bin = ncumod.find_ncu()
     log(f"device: {dev.name} ({dev.sm}), SMs {dev.sm_count}, max clocks {dev.clocks_max}")
     plans = _plans(package, kernel)
-    work = []
+    work, failed = [], 0
     for plan in plans:
+        if isinstance(plan, _Failed):
+            failed += 1
+            log(_error_line(plan.name, plan.error))
+            continue
         try:
             devmod.require_runs_on(plan.name, plan.target_sm, dev)
         except devmod.ArchMismatch as e:
@@ -173,57 +239,68 @@ def profile_package(
     prog = _progress(len(work), f"profile {package}")
     try:
         for plan, prob in work:
-            config = plan.default_config(prob)
-            target = plan.target()
-            tune = None
-            if autotune:
-                config, tune = plan.autotune(prob, target=target, cold_l2=cold_l2, log=log)
-            if ncu_opts is not None:
-                try:
-                    rec, path = ncumod.profile(
-                        plan,
-                        prob,
-                        config,
-                        target,
-                        ncu_opts,
-                        results_dir=results_dir,
-                        record=record,
-                        cold_l2=cold_l2,
-                        warmup=warmup,
-                        reps=reps,
-                        cuda_graph=cuda_graph,
-                        log=log,
-                        ncu=ncu_bin,
-                    )
-                    rows.append(ncumod.table_row(rec, path))
-                except KernelPlanError as e:
-                    ncu_failed += 1
-                    log(f"error: {plan.name} {_short(prob)}: {e}")
-                if prog:
-                    prog[0].advance(prog[1])
-                continue
-            rec, st, roof = plan.benchmark_record(
-                prob,
-                config,
-                target=target,
-                warmup=warmup,
-                reps=reps,
-                cold_l2=cold_l2,
-                cuda_graph=cuda_graph,
-                log=log,
-            )
-            rec["autotune"] = tune
-            path = write_record(rec, results_dir) if record else None
-            row = {"problem": _short(prob), **timing_row(plan, config, st, roof, dev.name)}
-            row["record"] = path.name if path else "-"
-            rows.append(row)
+            try:
+                row = _profile_one(plan, prob, autotune, reps, warmup, cold_l2, cuda_graph,
+                                   results_dir, record, ncu_opts, ncu_bin, dev, log)  # fmt: skip
+            except Exception as e:
+                failed += 1
+                log(_error_line(plan.name, _explained(e, plan.name), _short(prob)))
+                row = None
+            if row is not None:
+                rows.append(row)
             if prog:
                 prog[0].advance(prog[1])
     finally:
         if prog:
             prog[0].stop()
     log(_markdown(rows))
-    return 1 if ncu_opts is not None and ncu_failed else 0
+    return 1 if failed else 0
+
+
+def _profile_one(
+    plan, prob, autotune, reps, warmup, cold_l2, cuda_graph, results_dir, record, ncu_opts,
+    ncu_bin, dev, log,
+) -> dict[str, Any]:  # fmt: skip
+    """One (kernel, problem) of ``profile``: its table row (errors raised for the caller)."""
+    config = plan.default_config(prob)
+    target = plan.target()
+    tune = None
+    if autotune:
+        config, tune = plan.autotune(prob, target=target, cold_l2=cold_l2, log=log)
+    if ncu_opts is not None:
+        from . import ncu as ncumod
+
+        rec, path = ncumod.profile(
+            plan,
+            prob,
+            config,
+            target,
+            ncu_opts,
+            results_dir=results_dir,
+            record=record,
+            cold_l2=cold_l2,
+            warmup=warmup,
+            reps=reps,
+            cuda_graph=cuda_graph,
+            log=log,
+            ncu=ncu_bin,
+        )
+        return ncumod.table_row(rec, path)
+    rec, st, roof = plan.benchmark_record(
+        prob,
+        config,
+        target=target,
+        warmup=warmup,
+        reps=reps,
+        cold_l2=cold_l2,
+        cuda_graph=cuda_graph,
+        log=log,
+    )
+    rec["autotune"] = tune
+    path = write_record(rec, results_dir) if record else None
+    row = {"problem": _short(prob), **timing_row(plan, config, st, roof, dev.name)}
+    row["record"] = path.name if path else "-"
+    return row
 
 
 def static_record(plan, prob, config, target, st, results_dir=None, store=None):
@@ -277,24 +354,35 @@ def analyze_package(
     t0 = time.perf_counter()
     store = StaticCache()
     items = []
+    reports, failed, hits = [], 0, 0
     for plan in _plans(package, kernel):
+        if isinstance(plan, _Failed):
+            failed += 1
+            log(_error_line(plan.name, plan.error))
+            continue
         if not plan.target_sm:
             log(f"skip: {plan.name} is a peer, not a CuTe DSL kernel")
             continue
-        probs = plan.check_problems() or plan.profile_problems()
-        if not probs:
-            log(f"skip: {plan.name} takes none of the {plan.workload.name} problems")
+        try:  # what the compile workers need: an unfinished adapter fails here, as one line
+            probs = plan.check_problems() or plan.profile_problems()
+            if not probs:
+                log(f"skip: {plan.name} takes none of the {plan.workload.name} problems")
+                continue
+            prob = probs[0]
+            config, target = plan.default_config(prob), plan.target()
+            plan.tensor_specs(prob)
+        except Exception as e:
+            failed += 1
+            log(_error_line(plan.name, _explained(e, plan.name)))
             continue
-        prob = probs[0]
-        items.append((plan, prob, plan.default_config(prob), plan.target()))
-    reports, failed, hits = [], 0, 0
+        items.append((plan, prob, config, target))
     for i, st, seconds in run_static_many(items):
         plan, prob, config, target = items[i]
         if isinstance(st, static.ToolMissingError):
             return die(str(st))
         if isinstance(st, KernelPlanError):
             failed += 1
-            log(f"error: {plan.name}: {st}")
+            log(_error_line(plan.name, _explained(st, plan.name)))
             continue
         cache = st.get("cache") or {}
         hits += bool(cache.get("hit"))
@@ -350,6 +438,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             for pkg in package_names():
                 print(pkg + ": " + ", ".join(kernel_names(pkg)))
             return 0
+        # Bad input before any work, in this order: the package and kernel names, the
+        # results folder, the CuTe DSL (then one warning for a DSL or sources off the pins).
+        names = kernel_names(a.package)
+        if a.kernel and a.kernel not in names:
+            load_plan_class(a.package, a.kernel)  # raises: the message lists the kernels
+        if not a.no_record:
+            ensure_writable(a.results_dir)
+        check_environment()
         common = {"results_dir": a.results_dir, "record": not a.no_record}
         if a.cmd == "check":
             return check_package(a.package, a.kernel, fault=a.inject_fault, **common)

@@ -35,9 +35,12 @@ written; they are named ``<host function symbol>.<arch>.cubin`` / ``.ptx``.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.metadata
 import importlib.util
 import io
 import json
+import mmap
 import os
 import re
 import shutil
@@ -61,6 +64,8 @@ __all__ = [
     "CompiledArtifacts",
     "StaticReport",
     "find_tool",
+    "tool_versions",
+    "ptxas_version",
     "compile_to_cubin",
     "analyze_cubin",
     "parse_res_usage",
@@ -130,6 +135,130 @@ def find_tool(name: str) -> Path:
     )
 
 
+def _dsl_error(e: ImportError) -> KernelPlanError:
+    """A failed DSL import as one line: what to install (or which version the project pins)."""
+    from kernelplan.cutlass_src import DSL_REQUIREMENT
+    from kernelplan.errors import explain
+
+    return explain(e, "importing the CuTe DSL") or StaticAnalysisError(
+        f"importing the CuTe DSL failed ({type(e).__name__}: {e}): reinstall {DSL_REQUIREMENT}"
+    )
+
+
+@contextlib.contextmanager
+def _dsl_import() -> Iterator[None]:
+    """Around an ``import cutlass...``: a missing or different DSL is one line, not a
+    traceback (:func:`kernelplan.errors.explain`)."""
+    try:
+        yield
+    except ImportError as e:
+        if (getattr(e, "name", None) or "cutlass").split(".")[0] != "cutlass":
+            raise
+        raise _dsl_error(e) from e
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+_RE_TOOLS_RELEASE = re.compile(rb"Cuda compilation tools, release (\d+\.\d+), V(\d+(?:\.\d+)+)")
+_RE_TOOLS_BUILD = re.compile(rb"Build (cuda_[\w.]+/compiler\.[\w.]+)")
+
+
+def _dsl_compiler_library() -> Path | None:
+    """The DSL library ``cute.compile`` runs ptxas from: nvidia-cutlass-dsl 4.8.1 links the
+    PTX compiler into ``cutlass/_mlir/_mlir_libs/_cutlass_ir.cu<N>.*.so`` (one per CUDA
+    toolkit flavour; the DSL loads the newest the driver supports, or the newest where there
+    is no driver). The loaded one when the DSL is imported, else the newest installed."""
+    loaded = sys.modules.get("cutlass._mlir._mlir_libs._cutlass_ir")
+    f = getattr(loaded, "__file__", None)
+    if f and Path(f).is_file():
+        return Path(f)
+    try:
+        spec = importlib.util.find_spec("cutlass")
+    except (ImportError, ValueError):
+        return None
+    found: list[tuple[int, Path]] = []
+    for loc in (spec.submodule_search_locations or ()) if spec else ():
+        for so in Path(loc, "_mlir", "_mlir_libs").glob("_cutlass_ir.cu*.*"):
+            m = re.match(r"_cutlass_ir\.cu(\d+)\.", so.name)
+            if m and so.suffix in (".so", ".pyd"):
+                found.append((int(m.group(1)), so))
+    return max(found)[1] if found else None
+
+
+@functools.lru_cache(maxsize=8)
+def _release_in(path: str, size: int, mtime_ns: int) -> dict[str, str]:
+    """The ``Cuda compilation tools, release X, VX.Y.Z`` and ``Build ...`` strings that a
+    CUDA tool (or a library linking one) carries, read from the file's bytes (no run)."""
+    out: dict[str, str] = {}
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        rel = _RE_TOOLS_RELEASE.search(m)
+        if rel:
+            out["version"] = rel.group(2).decode()
+            build = _RE_TOOLS_BUILD.search(m, rel.end(), rel.end() + 256)
+            if build:
+                out["build"] = build.group(1).decode()
+    return out
+
+
+def ptxas_version() -> dict[str, str]:
+    """The ptxas that compiles the DSL's PTX to SASS: the PTX compiler inside the DSL wheel
+    (``{"version": "13.4.59", "build": "cuda_13.4.r13.4/compiler...", "library":
+    "_cutlass_ir.cu13...so"}``), read from the library's bytes; ``{}`` when not found."""
+    lib = _dsl_compiler_library()
+    if lib is None:
+        return {}
+    st = lib.stat()
+    return {**_release_in(str(lib), st.st_size, st.st_mtime_ns), "library": lib.name}
+
+
+def _tool_version(name: str) -> dict[str, str]:
+    """``{"version", "build", "package"}`` of a CUDA binary tool, from ``<tool> --version``."""
+    try:
+        tool = find_tool(name)
+    except ToolMissingError:
+        return {}
+    out: dict[str, str] = {}
+    try:
+        proc = subprocess.run(
+            [str(tool), "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+        text = proc.stdout.encode()
+        rel = _RE_TOOLS_RELEASE.search(text)
+        if rel:
+            out["version"] = rel.group(2).decode()
+        build = _RE_TOOLS_BUILD.search(text)
+        if build:
+            out["build"] = build.group(1).decode()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    pkg = TOOL_PACKAGES.get(name)
+    ver = _dist_version(pkg) if pkg else None
+    if ver:
+        out["package"] = f"{pkg} {ver}"
+    return out
+
+
+def tool_versions(sass_tool: str = "cuobjdump") -> dict[str, Any]:
+    """The versions that produced a static result: the CuTe DSL (``nvidia_cutlass_dsl``), the
+    ptxas inside it (:func:`ptxas_version`) and the tool that read the cubin (``cuobjdump``,
+    or ``nvdisasm`` as well when it disassembled). Each tool is a dict (``version``, ``build``
+    and where it came from); a DSL release can change the SASS with no change of ours, so
+    every static record names them."""
+    out: dict[str, Any] = {
+        "nvidia_cutlass_dsl": _dist_version("nvidia-cutlass-dsl"),
+        "ptxas": ptxas_version(),
+        "cuobjdump": _tool_version("cuobjdump"),
+    }
+    if sass_tool != "cuobjdump":
+        out[sass_tool] = _tool_version(sass_tool)
+    return out
+
+
 def _run_tool(name: str, *args: str | os.PathLike) -> str:
     tool = find_tool(name)
     proc = subprocess.run([str(tool), *map(str, args)], capture_output=True, text=True, check=False)
@@ -146,7 +275,8 @@ def _run_tool(name: str, *args: str | os.PathLike) -> str:
 
 
 def _normalize_arch(arch: str) -> str:
-    from cutlass.base_dsl import Arch
+    with _dsl_import():
+        from cutlass.base_dsl import Arch
 
     try:
         return Arch.from_string(arch).to_string()
@@ -158,8 +288,9 @@ def _normalize_arch(arch: str) -> str:
 
 
 def _dsl_instances() -> list[Any]:
-    from cutlass.base_dsl.dsl import DSLSingletonMeta
-    from cutlass.cutlass_dsl import CuTeDSL
+    with _dsl_import():
+        from cutlass.base_dsl.dsl import DSLSingletonMeta
+        from cutlass.cutlass_dsl import CuTeDSL
 
     CuTeDSL._get_dsl()  # make sure the CuTe DSL singleton exists
     return list(DSLSingletonMeta._instances.values())
@@ -413,7 +544,8 @@ def compile_to_cubin(
         Exception: whatever ``cute.compile`` raises (tracing/compiler errors), after the
             captured compiler text has been written to stderr.
     """
-    import cutlass.cute as cute
+    with _dsl_import():
+        import cutlass.cute as cute
 
     arch = _normalize_arch(arch)
     root = Path(dump_dir)
