@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelplan import sessions
-from kernelplan.cli import package_main, run_kernel_cli
+from kernelplan import ShapeError, sessions
+from kernelplan.cli import package_main, run_argv
 
 from .conftest import needs_sources
 
@@ -42,16 +42,28 @@ def test_unknown_sm(capsys, results_dir, cache_dir):
 def test_compile_rejected_by_the_dsl_shows_its_diagnostic_and_the_example_line(
     capsys, results_dir, cache_dir, monkeypatch
 ):
+    from dataclasses import dataclass
+
+    from cute_gemm.blackwell_common import BlackwellGemmConfig
     from cute_gemm.dense_gemm.dense_gemm import BlackwellDenseGemm
 
-    class Unchecked(BlackwellDenseGemm):
-        """The adapter without its own config check: the DSL itself rejects the tile."""
+    @dataclass(frozen=True)
+    class UncheckedConfig(BlackwellGemmConfig):
+        """The config without its own check: the DSL itself rejects the tile."""
 
-        def validate_config(self, problem, config):
+        def validate(self) -> None:
             return None
 
+    class Unchecked(BlackwellDenseGemm):
+        config_type = UncheckedConfig
+
+        def default_config(self, problem):
+            return UncheckedConfig.from_dict(super().default_config(problem).to_dict())
+
+    with pytest.raises(ShapeError, match="mma_tiler_mn M=64 unsupported"):  # the adapter's
+        BlackwellDenseGemm().config(BlackwellDenseGemm().problem(), {"mma_tiler_mn": "64x64"})
     argv = ["--prof_type", "static", "--m", "256", "--n", "256", "--k", "256"]
-    rc = run_kernel_cli(Unchecked(), [*argv, "--config", "mma_tiler_mn=64x64"])
+    rc = run_argv(Unchecked(), [*argv, "--config", "mma_tiler_mn=64x64"])
     err = capsys.readouterr().err
     last = _last_line(err)
     assert rc == 2
@@ -64,7 +76,7 @@ def test_compile_rejected_by_the_dsl_shows_its_diagnostic_and_the_example_line(
     # The same kernel in a package-wide analysis: an error line, the others go on, exit 1.
     class UncheckedDefault(Unchecked):
         def default_config(self, problem):
-            return {**super().default_config(problem), "mma_tiler_mn": [64, 64]}
+            return super().default_config(problem).replace(mma_tiler_mn=(64, 64))
 
     monkeypatch.setattr(sessions, "_plans", lambda package, kernel: [UncheckedDefault()])
     lines = []
