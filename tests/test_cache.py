@@ -11,8 +11,8 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import pytest

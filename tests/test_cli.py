@@ -172,7 +172,9 @@ def test_unknown_config_key_and_bad_value_are_shape_errors():
 
     plan = _plan()
     prob = plan.problem()
-    with pytest.raises(ShapeError, match="unknown config key 'tile_nm'.*known: tile_mn, cluster_mn"):
+    with pytest.raises(
+        ShapeError, match="unknown config key 'tile_nm'.*known: tile_mn, cluster_mn"
+    ):
         plan.config(prob, {"tile_nm": "128x128"})
     with pytest.raises(ShapeError, match=r"--config tile_mn=(128x)?abc: not a int"):
         plan.config(prob, {"tile_mn": "128xabc"})

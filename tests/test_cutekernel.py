@@ -62,14 +62,18 @@ def test_compile_key_is_derived_from_config_problem_target_and_specs():
     assert _key(plan, plan.problem(n=1000, alpha=2.0)) != base
     # the target SM
     assert _key(plan, prob, arch="sm_90a") != base
+
     # every tensor's signature: another layout is another key
     class Static(AxpbyPlan):
         def tensor_specs(self, problem):
-            return {n: TensorSpec(s.shape, s.dtype, role=s.role) for n, s in
-                    super().tensor_specs(problem).items()}
+            return {
+                n: TensorSpec(s.shape, s.dtype, role=s.role)
+                for n, s in super().tensor_specs(problem).items()
+            }
 
     assert _key(Static(), prob) != base
     assert _key(Static(), plan.problem(n=2000)) != _key(Static(), prob)  # static shapes differ
+
     # and the implementation: the same kernel under another class name
     class Other(AxpbyPlan):
         pass

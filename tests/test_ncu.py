@@ -6,7 +6,6 @@ which may leave a record behind.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelplan.errors import KernelPlanError
 from kernelplan.cutlass_src import repo_root
+from kernelplan.errors import KernelPlanError
 from kernelplan.records import (
     SCHEMA_VERSION,
     drop_machine_paths,
@@ -109,8 +109,11 @@ def test_a_static_record_from_a_real_run_holds_no_machine_path(tmp_path, monkeyp
     cache = repo_root() / ".cache" / "kernelplan-test-records"
     monkeypatch.setenv("KERNELPLAN_CACHE", str(cache))
     results = tmp_path / "results"
-    rc = run_argv(AxpbyPlan(), ["--n", "4096", "--prof_type", "static", "--results-dir",
-                                str(results)], log=lambda s: None)
+    rc = run_argv(
+        AxpbyPlan(),
+        ["--n", "4096", "--prof_type", "static", "--results-dir", str(results)],
+        log=lambda s: None,
+    )
     assert rc == 0
     (path,) = results.rglob("*.json")
     text = path.read_text()

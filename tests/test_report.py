@@ -11,7 +11,6 @@ import pytest
 
 from kernelplan import report
 from kernelplan.errors import KernelPlanError
-from kernelplan.plan import parse_config_overrides
 from kernelplan.records import load_records, write_record
 
 H200 = {"name": "NVIDIA H200", "sm": "sm_90", "clocks_max": {"sm_mhz": 1980, "mem_mhz": 3201}}
@@ -316,9 +315,13 @@ def test_best_config_is_the_fastest_autotune_row_and_round_trips(records, capsys
         load_records(root, "gemm"), "hopper_dense_gemm", {"m": 8192, "dtype": "float16"}
     )
     assert cfg == {"tile_mn": [128, 256], "cluster_mn": [1, 1]} and us == 1445.7
-    items = report.config_overrides({**cfg, "raster_along_m": True, "swizzle_size": 1})
+    items = report.config_overrides({**cfg, "raster_along_m": False, "swizzle_size": 2})
     assert items[:2] == ["tile_mn=128x256", "cluster_mn=1x1"]
-    assert parse_config_overrides(items) == {**cfg, "raster_along_m": True, "swizzle_size": 1}
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("gemm", "hopper_dense_gemm_persistent")()
+    back = plan.config(plan.problem(), dict(i.split("=", 1) for i in items))
+    assert back.to_dict() == {**cfg, "raster_along_m": False, "swizzle_size": 2}
     rc = report.main(
         [
             "best-config",
@@ -343,7 +346,7 @@ def test_report_writes_markdown_and_pngs_and_leaves_records_alone(records):
     root, _ = records
     before = _snapshot(root)
     files = report.render_report("gemm", root, log=lambda s: None)
-    out = root / "gemm" / "report"
+    out = root / "workloads" / "gemm" / "report"  # gemm is a workload (and a package)
     names = sorted(p.name for p in files)
     assert names == ["report.md", "roofline.png", "sweep-tflops.png", "sweep-time.png"]
     for p in files:
@@ -353,10 +356,11 @@ def test_report_writes_markdown_and_pngs_and_leaves_records_alone(records):
     md = (out / "report.md").read_text()
     for needle in (
         "![roofline.png](roofline.png)",
-        "## Harness timings",
-        "## Nsight Compute",
-        "## Timing fidelity",
-        "## Comparisons with the peers",
+        "## Workload gemm",
+        "### Harness timings",
+        "### Nsight Compute",
+        "### Timing fidelity",
+        "### Comparisons with the peers",
         "### hopper_dense_gemm vs torch_matmul",
     ):
         assert needle in md, needle
@@ -379,3 +383,197 @@ def test_report_without_matplotlib_still_writes_the_markdown(records, monkeypatc
 def test_report_of_an_unknown_package_is_an_error(tmp_path):
     with pytest.raises(KernelPlanError, match="no records of package 'nope'"):
         report.render_report("nope", tmp_path)
+
+
+# -- across packages: one workload, every implementation ------------------------------------
+def static_rec(package, kernel, *, t, regs, smem, mma, arch="sm_90a", problem=None, schema1=True):
+    rec = {
+        "kind": "static",
+        "package": package,
+        "kernel": kernel,
+        "target_sm": [arch],
+        "problem": problem or prob(4096),
+        "config": {},
+        "device": None,
+        "created_utc": t,
+        "static": {
+            "kernel": "k",
+            "arch": arch,
+            "registers": regs,
+            "spill_store_bytes": 0,
+            "spill_load_bytes": 0,
+            "static_smem_bytes": 1024,
+            "dynamic_smem_bytes": smem,
+            "cubin_bytes": 20480,
+            "instructions": 700,
+            "categories": {"mma": mma, "tma": 20, "tmem": 0, "mbarrier": 28},
+            "mma_mnemonics": {"HGMMA.64x128x16.F32": mma},
+            "barriers": 2,
+        },
+    }
+    if not schema1:
+        rec["workload"] = "gemm"
+    return rec
+
+
+@pytest.fixture
+def two_packages(tmp_path):
+    """Schema-1 records (no ``workload`` field) of gemm and gemm-tutorial, and one of
+    another workload."""
+    root = tmp_path / "results"
+    recs = [
+        static_rec("gemm", "hopper_dense_gemm", t=T0, regs=154, smem=230400, mma=16),
+        {
+            **static_rec("gemm", "hopper_dense_gemm", t=T1, regs=154, smem=196608, mma=16),
+            "config": {"tile_mn": [128, 256], "cluster_mn": [1, 1], "sm_count": 132},
+        },
+        static_rec(
+            "gemm-tutorial",
+            "fp16_gemm_0",
+            t=T0,
+            regs=72,
+            smem=197632,
+            mma=12,
+            arch="sm_100a",
+            problem={**prob(8192), "init": "randint"},
+        ),
+        {
+            **static_rec(
+                "mla",
+                "cutlass_mla_decode_fp16",
+                t=T0,
+                regs=168,
+                smem=232448,
+                mma=8,
+                arch="sm_100a",
+                problem={"b": 32},
+            ),
+            "workload": "mla_decode",
+        },
+    ]
+    paths = [write_record(r, root) for r in recs]
+    return root, paths
+
+
+def test_schema_1_records_get_their_workload_from_the_registry(two_packages):
+    root, _ = two_packages
+    recs = {(r["package"], r["kernel"]): r for _p, r in report._load(root)}
+    assert recs[("gemm", "hopper_dense_gemm")]["workload"] == "gemm"
+    assert recs[("gemm-tutorial", "fp16_gemm_0")]["workload"] == "gemm"
+    assert recs[("mla", "cutlass_mla_decode_fp16")]["workload"] == "mla_decode"
+    # problem and config as today's dataclasses write them: schema-1 gaps filled, sm_count gone
+    hop = recs[("gemm", "hopper_dense_gemm")]
+    assert hop["problem"]["init"] == "randn" and "sm_count" not in hop["config"]
+    assert report.workload_of({"package": "nope", "kernel": "x"}) is None
+
+
+def test_implementations_of_a_workload_span_packages():
+    impls = report.implementations("gemm")
+    assert ("gemm", "hopper_dense_gemm") in impls and ("gemm-tutorial", "fp16_gemm_0") in impls
+    assert report.resolve_implementation("fp16_gemm_0", "gemm") == ("gemm-tutorial", "fp16_gemm_0")
+    assert report.resolve_implementation("gemm/torch_matmul", None) == ("gemm", "torch_matmul")
+    assert report.resolve_implementation("hopper_dense_gemm", "gemm") == (
+        "gemm",
+        "hopper_dense_gemm",
+    )
+    with pytest.raises(KernelPlanError, match="unknown gemm kernel 'nope'.*gemm-tutorial/fp16"):
+        report.resolve_implementation("nope", "gemm")
+    with pytest.raises(KernelPlanError, match="unknown gemm-tutorial kernel 'hopper_dense_gemm'"):
+        report.resolve_implementation("hopper_dense_gemm", "gemm-tutorial")  # a package scope
+    with pytest.raises(KernelPlanError, match="unknown package 'nopkg'"):
+        report.resolve_implementation("nopkg/k", None)
+
+
+def test_a_bare_name_two_packages_share_is_refused(monkeypatch):
+    monkeypatch.setattr(report, "implementations", lambda w: [("a", "k"), ("b", "k"), ("b", "j")])
+    assert report.resolve_implementation("j", "gemm") == ("b", "j")
+    with pytest.raises(KernelPlanError, match="'k' is ambiguous in the workload gemm: a/k, b/k"):
+        report.resolve_implementation("k", "gemm")
+
+
+def test_compare_across_packages_shows_the_static_columns(two_packages, capsys):
+    root, paths = two_packages
+    rc = report.main(
+        ["compare", "gemm", "hopper_dense_gemm", "fp16_gemm_0", "--results-dir", str(root)]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert out.startswith(
+        "### gemm/hopper_dense_gemm vs gemm-tutorial/fp16_gemm_0: static footprint (workload gemm)"
+    )
+    rows = {
+        cells[0]: cells[1:]
+        for line in out.splitlines()
+        if line.startswith("| ")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert rows["Target SM"][:2] == ["sm_90a", "sm_100a"]
+    assert rows["Registers/thread"] == ["154", "72", "gemm-tutorial/fp16_gemm_0 -82"]
+    assert rows["SMEM/block (KB)"][:2] == ["193.0", "194.0"]  # the newest gemm record
+    assert rows["MMA instructions"][:2] == ["16", "12"]
+    assert rows["Problem"][2] == "differ"
+    # the same by package/kernel, and from the two record files
+    rc = report.main(
+        [
+            "compare",
+            "gemm/hopper_dense_gemm",
+            "gemm-tutorial/fp16_gemm_0",
+            "--results-dir",
+            str(root),
+        ]
+    )
+    assert rc == 0 and "| Registers/thread | 154 | 72 |" in capsys.readouterr().out
+    rc = report.main(["compare", str(paths[1]), str(paths[2]), "--results-dir", str(root)])
+    assert rc == 0 and "| Registers/thread | 154 | 72 |" in capsys.readouterr().out
+    # implementations of two workloads are not compared
+    rc = report.main(
+        [
+            "compare",
+            "gemm",
+            "hopper_dense_gemm",
+            "mla/cutlass_mla_decode_fp16",
+            "--results-dir",
+            str(root),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and "implements gemm" in err and "implements mla_decode" in err
+    rc = report.main(["compare", "gemm", "torch_matmul", "fp16_gemm_0", "--results-dir", str(root)])
+    assert rc == 2 and "no ncu or static record of gemm/torch_matmul" in capsys.readouterr().err
+
+
+def test_workload_report_covers_every_package_and_package_report_its_own(two_packages):
+    root, _ = two_packages
+    files = report.render_report("gemm", root, log=lambda s: None)
+    md = files[0].read_text()
+    assert files[0].parent == root / "workloads" / "gemm" / "report"
+    assert "## Workload gemm" in md and "mla_decode" not in md
+    assert "| gemm/hopper_dense_gemm | sm_90a |" in md
+    assert "| gemm-tutorial/fp16_gemm_0 | sm_100a |" in md
+    md = report.render_report("gemm-tutorial", root, root / "tut", log=lambda s: None)[0]
+    text = md.read_text()
+    assert "gemm-tutorial/fp16_gemm_0" in text and "gemm/hopper_dense_gemm" not in text
+    md = report.render_report("mla", root, root / "mla", log=lambda s: None)[0].read_text()
+    assert "## Workload mla_decode" in md
+    assert not any(p.suffix == ".json" for p in (root / "workloads").rglob("*"))
+
+
+def test_committed_records_compare_across_packages_and_render(tmp_path, capsys):
+    """On the repository's own records: the Hopper GEMM of ``gemm`` against the tutorial's
+    Blackwell step of ``gemm-tutorial`` (static), and the workload report."""
+    from kernelplan.records import load_records, results_root
+
+    root = results_root()
+    have = {(r.get("package"), r.get("kernel")) for _p, r in load_records(root, kind="static")}
+    if not {("gemm", "hopper_dense_gemm"), ("gemm-tutorial", "fp16_gemm_6")} <= have:
+        pytest.skip("the committed static records are not in this checkout")
+    before = _snapshot(root)
+    rc = report.main(["compare", "gemm", "hopper_dense_gemm", "fp16_gemm_6"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "| Target SM | sm_90a | sm_100a |" in out
+    assert "| MMA kind | HGMMA" in out and "UTCHMMA" in out
+    files = report.render_report("gemm", root, tmp_path / "rep", log=lambda s: None)
+    md = files[0].read_text()
+    assert "## Workload gemm" in md and "gemm-tutorial/fp16_gemm_6" in md
+    assert "### Harness timings" in md and "### Static footprint" in md
+    assert _snapshot(root) == before

@@ -21,8 +21,8 @@ import platform
 import re
 import secrets
 import sys
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .errors import KernelPlanError

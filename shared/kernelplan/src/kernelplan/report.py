@@ -1,15 +1,26 @@
-"""Tables and plots from result records: the comparison table, timing fidelity, package reports.
+"""Tables and plots from result records: the comparison table, timing fidelity, reports.
 
-    python -m kernelplan.report compare <package> <kernel A> <kernel B> [--problem k=v ...]
+    python -m kernelplan.report compare <workload|package> <impl A> <impl B> [--problem k=v ...]
+    python -m kernelplan.report compare <package>/<A> <package>/<B> [--problem k=v ...]
     python -m kernelplan.report compare <record A.json> <record B.json>
     python -m kernelplan.report fidelity <package> [--record]
-    python -m kernelplan.report report <package> [--out DIR]
+    python -m kernelplan.report report <workload|package> [--out DIR]
     python -m kernelplan.report best-config <package> <kernel> [--problem k=v ...]
+
+Comparisons and reports are across the implementations of one *workload*, whatever package
+they live in (:func:`implementations`). An implementation is named ``package/kernel``, or by
+its bare kernel name where that is unique in the scope (the workload's implementations, or
+the package's kernels). Records of schema 1 carry no ``workload``: it is derived from the
+implementation's class through the registry, and their problem and config are read back as
+the workload's and implementation's dataclasses (:func:`normalized`), so that records of
+either schema of the same problem match.
 
 ``compare`` renders the request's table (time, TC%, DRAM%, occupancy, registers/thread,
 SMEM/block, difference, insight) from the newest ``ncu`` record of each side and, for the time,
 the harness's median from the matching ``benchmark`` record (the one with the same
-``pair_id``, else the newest of the same kernel, problem and config).
+``pair_id``, else the newest of the same kernel, problem and config). Where a side has no ncu
+record but both have ``static`` records (compiled on any machine), it renders the static
+columns instead (registers, spills, SMEM, SASS instruction mix; :func:`static_compare_table`).
 
 ``fidelity`` pairs each newest ``ncu`` record with its harness record: ratio = harness median
 / ncu ``gpu__time_duration``; for kernels of 50 us or more it must lie within 3% of 1 under
@@ -20,8 +31,9 @@ run-to-run spread (max - min) / median of the medians of the harness runs of the
 (NVML median during the harness run, ncu's ``sm__cycles_elapsed.avg.per_second``) give a
 clock-normalised ratio, which says how much of a gap is the clock alone.
 
-``report`` writes ``results/<package>/report/report.md`` and PNG plots beside it (matplotlib,
-Agg backend): the roofline (achieved TFLOP/s against arithmetic intensity on the device's
+``report`` writes ``results/<package>/report/report.md`` (``results/workloads/<workload>/
+report/`` for a workload) and PNG plots beside it (matplotlib, Agg backend), one section per
+workload: the roofline (achieved TFLOP/s against arithmetic intensity on the device's
 roof from ``kernelplan.roofline.PEAKS``) and time and TFLOP/s against problem size per kernel.
 It writes only there, never a record (``fidelity --record`` writes new ``fidelity`` records).
 """
@@ -40,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import KernelPlanError
+from .tables import markdown as _markdown
 
 FIDELITY_MIN_US = 50.0
 FIDELITY_TOL_PCT = 3.0
@@ -86,19 +99,32 @@ def _matches(problem: Mapping[str, Any], filt: Mapping[str, Any] | None) -> bool
     return all(str(problem.get(k)) == str(v) for k, v in (filt or {}).items())
 
 
+Impl = tuple[str, str]
+
+
+def _is(rec: Mapping[str, Any], impl: Impl | str | None) -> bool:
+    """Whether ``rec`` is of ``impl``: a (package, kernel) pair or a bare kernel name."""
+    if not impl:
+        return True
+    if isinstance(impl, str):
+        return rec.get("kernel") == impl
+    return (rec.get("package"), rec.get("kernel")) == tuple(impl)
+
+
 def newest(
     records: Sequence[Rec],
     *,
     kind: str,
-    kernel: str | None = None,
+    kernel: Impl | str | None = None,
     problem: Mapping[str, Any] | None = None,
     exact_problem: Mapping[str, Any] | None = None,
 ) -> Rec | None:
-    """The newest record of ``kind`` (and ``kernel``) whose problem contains ``problem`` or
-    equals ``exact_problem``."""
+    """The newest record of ``kind`` (and of the implementation ``kernel``: a (package,
+    kernel) pair or a bare name) whose problem contains ``problem`` or equals
+    ``exact_problem``."""
     best = None
     for p, r in records:
-        if r.get("kind") != kind or (kernel and r.get("kernel") != kernel):
+        if r.get("kind") != kind or not _is(r, kernel):
             continue
         if not _matches(r.get("problem") or {}, problem):
             continue
@@ -128,9 +154,145 @@ def harness_for(ncu: Mapping[str, Any], records: Sequence[Rec]) -> Rec | None:
 
 
 def _load(root: Path | None, package: str | None = None) -> list[Rec]:
+    """The records under ``root`` (of ``package``), normalised (:func:`normalized`)."""
     from .records import load_records
 
-    return load_records(root, package)
+    return [(p, normalized(r)) for p, r in load_records(root, package)]
+
+
+# -- workloads and their implementations ---------------------------------------------------
+_CLASSES: dict[Impl, Any] = {}
+
+
+def implementation_class(package: str | None, kernel: str | None):
+    """The KernelPlan class of ``package``/``kernel``, or None where the registry does not
+    have it (a retired kernel, an experiment's record)."""
+    key = (package or "", kernel or "")
+    if key not in _CLASSES:
+        from .registry import load_plan_class
+
+        try:
+            _CLASSES[key] = load_plan_class(*key)
+        except Exception:  # unknown package or kernel, or one that no longer imports
+            _CLASSES[key] = None
+    return _CLASSES[key]
+
+
+def workload_of(rec: Mapping[str, Any]) -> str | None:
+    """The record's workload: its own field (schema 2), else its implementation's through
+    the registry (schema 1), else None."""
+    if rec.get("workload"):
+        return rec["workload"]
+    cls = implementation_class(rec.get("package"), rec.get("kernel"))
+    wl = getattr(cls, "workload", None)
+    return getattr(wl, "name", None)
+
+
+def normalized(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """``rec`` with ``workload`` set (:func:`workload_of`) and, where they parse, its problem
+    and config as the dataclasses of today write them (schema 1 problems lack fields added
+    since, such as ``init``; schema 1 configs held ``sm_count``). The file is not touched."""
+    from .records import record_problem_config
+
+    out = dict(rec)
+    wl = workload_of(rec)
+    if wl:
+        out["workload"] = wl
+    cls = implementation_class(rec.get("package"), rec.get("kernel"))
+    if cls is not None and rec.get("problem") is not None:
+        try:
+            pc = record_problem_config(cls(), rec)
+        except Exception:  # an adapter that cannot be built here: keep the record as written
+            pc = None
+        if pc is not None:
+            out["problem"], out["config"] = pc[0].to_dict(), pc[1].to_dict()
+    return out
+
+
+def implementations(workload: str) -> list[Impl]:
+    """Every registered implementation of ``workload``, as (package, kernel), over every
+    package.
+
+    Raises:
+        KernelPlanError: no package implements it.
+    """
+    from .registry import kernel_names, package_names
+
+    out = []
+    for pkg in package_names():
+        try:
+            names = kernel_names(pkg)
+        except Exception:  # a package that does not import here is not listed
+            continue
+        for k in names:
+            cls = implementation_class(pkg, k)
+            if (
+                cls is not None
+                and getattr(getattr(cls, "workload", None), "name", None) == workload
+            ):
+                out.append((pkg, k))
+    if not out:
+        raise KernelPlanError(f"no implementation of workload {workload!r} in any package")
+    return out
+
+
+def _is_workload(name: str) -> bool:
+    from .workloads import WORKLOADS
+
+    return name in WORKLOADS
+
+
+def scope_implementations(scope: str) -> list[Impl]:
+    """The implementations of a workload (``gemm``) or the kernels of a package
+    (``gemm-tutorial``); a name that is both is the workload.
+
+    Raises:
+        KernelPlanError: neither a workload nor a package.
+    """
+    if _is_workload(scope):
+        return implementations(scope)
+    from .registry import kernel_names
+
+    return [(scope, k) for k in kernel_names(scope)]
+
+
+def resolve_implementation(ref: str, scope: str | None = None) -> Impl:
+    """``package/kernel``, or a bare kernel name unique among ``scope``'s implementations
+    (a workload's, or a package's kernels), as (package, kernel).
+
+    Raises:
+        KernelPlanError: an unknown package or kernel, a bare name no implementation of the
+            scope has, or one that several packages have (the message lists them).
+    """
+    from .registry import load_plan_class
+
+    if "/" in ref:
+        pkg, kernel = ref.split("/", 1)
+        load_plan_class(pkg, kernel)  # a typo is an error, not a missing profile
+        return pkg, kernel
+    if scope is None:
+        raise KernelPlanError(f"{ref!r}: name it as package/kernel")
+    cands = scope_implementations(scope)
+    hits = [c for c in cands if c[1] == ref]
+    if len(hits) == 1:
+        return hits[0]
+    what = f"workload {scope}" if _is_workload(scope) else f"package {scope}"
+    if not hits:
+        if not _is_workload(scope):
+            load_plan_class(scope, ref)  # the registry's own message lists the kernels
+        known = ", ".join(f"{p}/{k}" for p, k in cands)
+        raise KernelPlanError(f"unknown {scope} kernel {ref!r}; the {what} has: {known}")
+    raise KernelPlanError(
+        f"{ref!r} is ambiguous in the {what}: {', '.join(f'{p}/{k}' for p, k in hits)}; "
+        "name it as package/kernel"
+    )
+
+
+def impl_label(impl: Impl, other: Impl | None = None) -> str:
+    """``kernel``, or ``package/kernel`` where the two sides' packages differ."""
+    if other is not None and other[0] != impl[0]:
+        return f"{impl[0]}/{impl[1]}"
+    return impl[1]
 
 
 def _read(path: str | Path) -> Rec:
@@ -155,16 +317,6 @@ def _f(v: Any, nd: int = 1) -> str:
 
 def short_problem(problem: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in problem.items())
-
-
-def _markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
-    if not rows:
-        return "(no rows)"
-    cols = list(columns or rows[0])
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        out.append("| " + " | ".join(str(r.get(c, "")).replace("|", "/") for c in cols) + " |")
-    return "\n".join(out)
 
 
 # -- the comparison table -------------------------------------------------------------------
@@ -445,10 +597,12 @@ def _sources(s: Side) -> str:
     return ", ".join(parts)
 
 
-def side_from_record(path: Path, rec: Mapping[str, Any], records: Sequence[Rec]) -> Side:
+def side_from_record(
+    path: Path, rec: Mapping[str, Any], records: Sequence[Rec], label: str | None = None
+) -> Side:
     """A side from a record path: an ncu record (and its harness record), or a benchmark
     record (and the newest ncu record of the same kernel, problem and config)."""
-    label = rec.get("kernel", path.stem)
+    label = label or rec.get("kernel", path.stem)
     if rec.get("kind") == "ncu":
         h = harness_for(rec, records)
         return Side(label, rec, path, h[1] if h else None, h[0] if h else None)
@@ -464,14 +618,25 @@ def side_from_record(path: Path, rec: Mapping[str, Any], records: Sequence[Rec])
     raise KernelPlanError(f"{path}: a {rec.get('kind')} record; compare takes ncu or benchmark")
 
 
+def _labels(a: Impl | str, b: Impl | str) -> tuple[str, str]:
+    if isinstance(a, str) or isinstance(b, str):
+        return (a if isinstance(a, str) else a[1]), (b if isinstance(b, str) else b[1])
+    return impl_label(a, b), impl_label(b, a)
+
+
 def compare_kernels(
-    records: Sequence[Rec], kernel_a: str, kernel_b: str, problem: Mapping[str, Any] | None
+    records: Sequence[Rec],
+    kernel_a: Impl | str,
+    kernel_b: Impl | str,
+    problem: Mapping[str, Any] | None,
 ) -> tuple[Side, Side]:
-    """Newest ncu record of A matching ``problem``; B's newest at exactly A's problem."""
+    """Newest ncu record of A matching ``problem``; B's newest at exactly A's problem. A and
+    B are (package, kernel) pairs (of any packages) or bare kernel names."""
+    la, lb = _labels(kernel_a, kernel_b)
     na = newest(records, kind="ncu", kernel=kernel_a, problem=problem)
     if na is None:
         raise KernelPlanError(
-            f"no ncu record of {kernel_a}"
+            f"no ncu record of {la}"
             + (f" at {short_problem(problem)}" if problem else "")
             + ": run `<package> <kernel> --prof_type ncu ...` (or nox -s profile -- <package> "
             "<kernel> --ncu) first"
@@ -479,10 +644,118 @@ def compare_kernels(
     nb = newest(records, kind="ncu", kernel=kernel_b, exact_problem=na[1].get("problem"))
     if nb is None:
         raise KernelPlanError(
-            f"no ncu record of {kernel_b} at {short_problem(na[1].get('problem') or {})} "
-            f"(the problem of {kernel_a}'s newest ncu record {na[0].name})"
+            f"no ncu record of {lb} at {short_problem(na[1].get('problem') or {})} "
+            f"(the problem of {la}'s newest ncu record {na[0].name})"
         )
-    return side_from_record(*na, records), side_from_record(*nb, records)
+    return side_from_record(*na, records, la), side_from_record(*nb, records, lb)
+
+
+# -- the static comparison (records any machine writes) ----------------------------------
+#: (row label, how to read it from a record's ``static``, difference kind)
+STATIC_ROWS: tuple[tuple[str, Any, str], ...] = (
+    ("Registers/thread", lambda s: s.get("registers"), "count"),
+    ("Spill stores/loads (B)", lambda s: _pair(s, "spill_store_bytes", "spill_load_bytes"), ""),
+    ("SMEM/block (KB)", lambda s: _smem_kb(s), "kb"),
+    ("SASS instructions", lambda s: s.get("instructions"), "count"),
+    ("MMA instructions", lambda s: (s.get("categories") or {}).get("mma"), "count"),
+    ("MMA kind", lambda s: ", ".join(sorted(s.get("mma_mnemonics") or {})) or "none", ""),
+    ("TMA instructions", lambda s: (s.get("categories") or {}).get("tma"), "count"),
+    ("TMEM instructions", lambda s: (s.get("categories") or {}).get("tmem"), "count"),
+    ("mbarrier instructions", lambda s: (s.get("categories") or {}).get("mbarrier"), "count"),
+    ("Named barriers", lambda s: s.get("barriers"), "count"),
+    ("max_active_clusters", lambda s: s.get("max_active_clusters"), ""),
+    ("Cubin (KB)", lambda s: (s.get("cubin_bytes") or 0) / 1024 or None, "kb"),
+)
+
+
+def _pair(s: Mapping[str, Any], a: str, b: str) -> str:
+    return f"{_f(s.get(a), 0)}/{_f(s.get(b), 0)}"
+
+
+def _smem_kb(s: Mapping[str, Any]) -> float | None:
+    parts = [s.get("static_smem_bytes"), s.get("dynamic_smem_bytes")]
+    if all(p is None for p in parts):
+        return None
+    return sum(p or 0 for p in parts) / 1024
+
+
+def compare_static(
+    records: Sequence[Rec],
+    impl_a: Impl | str,
+    impl_b: Impl | str,
+    problem: Mapping[str, Any] | None,
+) -> tuple[Rec, Rec]:
+    """The newest ``static`` record of A matching ``problem``, and B's at exactly A's problem
+    where it has one, else B's newest matching ``problem`` (the footprint of a
+    dynamic-layout kernel does not depend on the problem's extents; the table shows both
+    problems)."""
+    la, lb = _labels(impl_a, impl_b)
+    sa = newest(records, kind="static", kernel=impl_a, problem=problem)
+    if sa is None:
+        raise KernelPlanError(
+            f"no ncu or static record of {la}"
+            + (f" at {short_problem(problem)}" if problem else "")
+            + ": run `<package> <kernel> --prof_type static` (any machine) or --prof_type ncu"
+        )
+    sb = newest(records, kind="static", kernel=impl_b, exact_problem=sa[1].get("problem"))
+    sb = sb or newest(records, kind="static", kernel=impl_b, problem=problem)
+    if sb is None:
+        raise KernelPlanError(
+            f"no ncu or static record of {lb}"
+            + (f" at {short_problem(problem)}" if problem else "")
+            + ": run `<package> <kernel> --prof_type static` (any machine) first"
+        )
+    return sa, sb
+
+
+def static_compare_table(a: Rec, b: Rec, label_a: str, label_b: str) -> str:
+    """Two implementations' static footprints (compiled for their own SM, read from the
+    cubin) side by side: registers, spills, SMEM, the SASS instruction mix."""
+    (pa, ra), (pb, rb) = a, b
+    sa, sb = ra.get("static") or {}, rb.get("static") or {}
+    rows = [
+        {
+            "Metric": "Implementation",
+            label_a: f"{ra.get('package')}/{ra.get('kernel')}",
+            label_b: f"{rb.get('package')}/{rb.get('kernel')}",
+            "Difference": "",
+        },
+        {"Metric": "Target SM", label_a: sa.get("arch"), label_b: sb.get("arch"), "Difference": ""},
+        {
+            "Metric": "Problem",
+            label_a: short_problem(ra.get("problem") or {}),
+            label_b: short_problem(rb.get("problem") or {}),
+            "Difference": "same"
+            if _canon(ra.get("problem")) == _canon(rb.get("problem"))
+            else "differ",
+        },
+        {
+            "Metric": "Config",
+            label_a: _config_label(ra.get("config") or {}),
+            label_b: _config_label(rb.get("config") or {}),
+            "Difference": "",
+        },
+    ]
+    for name, get, kind in STATIC_ROWS:
+        x, y = get(sa), get(sb)
+        num = isinstance(x, (int, float)) and isinstance(y, (int, float))
+        nd = 1 if kind == "kb" else 0
+        rows.append(
+            {
+                "Metric": name,
+                label_a: _f(x, nd) if num or x is None else x,
+                label_b: _f(y, nd) if num or y is None else y,
+                "Difference": _diff(kind, x, y, label_b) if num and kind else "",
+            }
+        )
+    wl = ra.get("workload") or rb.get("workload") or "?"
+    head = f"### {label_a} vs {label_b}: static footprint (workload {wl})"
+    note = (
+        "Static analysis: each kernel compiled for its own target SM with fake tensors, the "
+        "main kernel's cubin read with cuobjdump/nvdisasm (no GPU; no timing). Sources: "
+        f"{label_a}: `{_display_path(pa)}`; {label_b}: `{_display_path(pb)}`"
+    )
+    return "\n".join([head, "", _markdown(rows), "", note]) + "\n"
 
 
 # -- fidelity -------------------------------------------------------------------------------
@@ -669,10 +942,13 @@ def _newest_per_key(records: Sequence[Rec], kind: str) -> list[Rec]:
     for p, r in records:
         if r.get("kind") != kind:
             continue
-        k = (r.get("kernel"), _canon(r.get("problem")))
+        k = (r.get("package"), r.get("kernel"), _canon(r.get("problem")))
         if k not in best or rank(p, r) >= rank(*best[k]):
             best[k] = (p, r)
-    return sorted(best.values(), key=lambda pr: (pr[1].get("kernel", ""), _size(pr[1])))
+    return sorted(
+        best.values(),
+        key=lambda pr: (pr[1].get("package", ""), pr[1].get("kernel", ""), _size(pr[1])),
+    )
 
 
 def _size(rec: Mapping[str, Any]) -> float:
@@ -886,32 +1162,43 @@ def plot_sweep(benches: Sequence[Rec], path: Path, what: str = "time", title: st
 def render_report(
     package: str, root: Path | None = None, out_dir: Path | None = None, log=print
 ) -> list[Path]:
-    """``report.md`` + PNG plots for ``package`` under ``out_dir`` (default
-    ``<results>/<package>/report``). Returns the files written."""
+    """``report.md`` + PNG plots for a package or a workload (``package`` may name either;
+    a name that is both is the workload) under ``out_dir`` (default
+    ``<results>/<package>/report``, or ``<results>/workloads/<workload>/report``). The
+    markdown has one section per workload; a workload's section covers its implementations
+    in every package. Returns the files written."""
     from .records import _slug, results_root
 
     root = Path(root) if root is not None else results_root()
-    records = _load(root, package)
+    if _is_workload(package):
+        records = [(p, r) for p, r in _load(root) if r.get("workload") == package]
+        default_out = root / "workloads" / _slug(package) / "report"
+        title = f"workload {package}"
+    else:
+        records = _load(root, package)
+        default_out = root / _slug(package) / "report"
+        title = package
     if not records:
         raise KernelPlanError(f"no records of package {package!r} under {root}")
-    out_dir = Path(out_dir) if out_dir is not None else root / _slug(package) / "report"
+    out_dir = Path(out_dir) if out_dir is not None else default_out
     _ensure_writable(out_dir)  # before any plot is drawn: one line, nothing written
     benches = _newest_per_key(records, "benchmark")
     ncus = _newest_per_key(records, "ncu")
+    statics = _newest_per_key(records, "static")
     devices = sorted({(r.get("device") or {}).get("name") or "?" for _p, r in benches + ncus})
     written: list[Path] = []
     md = [
-        f"# {package}: report",
+        f"# {title}: report",
         "",
         f"Generated {_now()} from {len(records)} records under "
-        f"`{_display_path(root)}`; device(s): {', '.join(devices) or '?'}.",
+        f"`{_display_path(root)}`; device(s): {', '.join(devices) or 'none (static only)'}.",
         "",
     ]
     plots = []
     for name, fn in (
-        ("roofline.png", lambda p: plot_roofline(benches, p, f"{package} on {', '.join(devices)}")),
-        ("sweep-time.png", lambda p: plot_sweep(benches, p, "time", f"{package}: time vs size")),
-        ("sweep-tflops.png", lambda p: plot_sweep(benches, p, "tflops", f"{package}: TFLOP/s")),
+        ("roofline.png", lambda p: plot_roofline(benches, p, f"{title} on {', '.join(devices)}")),
+        ("sweep-time.png", lambda p: plot_sweep(benches, p, "time", f"{title}: time vs size")),
+        ("sweep-tflops.png", lambda p: plot_sweep(benches, p, "tflops", f"{title}: TFLOP/s")),
     ):
         try:
             written.append(fn(out_dir / name))
@@ -920,19 +1207,58 @@ def render_report(
             log(f"report: {name} skipped: {e}")
     if plots:
         md += [f"![{p}]({p})" for p in plots] + [""]
-    md += ["## Harness timings (newest per kernel and problem)", "", benchmark_table(benches), ""]
-    if ncus:
-        md += ["## Nsight Compute (newest per kernel and problem)", "", ncu_table(ncus), ""]
-        rows = fidelity_rows(records)
-        if rows:
-            md += ["## Timing fidelity", "", fidelity_table(rows), ""]
-        md += _peer_comparisons(records, ncus)
+    groups = sorted({r.get("workload") or "?" for _p, r in records})
+    for wl in groups:
+        mine = [(p, r) for p, r in records if (r.get("workload") or "?") == wl]
+        wb = [(p, r) for p, r in benches if (r.get("workload") or "?") == wl]
+        wn = [(p, r) for p, r in ncus if (r.get("workload") or "?") == wl]
+        ws = [(p, r) for p, r in statics if (r.get("workload") or "?") == wl]
+        impls = sorted({f"{r.get('package')}/{r.get('kernel')}" for _p, r in mine})
+        md += [f"## Workload {wl}", "", f"Implementations with records: {', '.join(impls)}.", ""]
+        if wb:
+            md += ["### Harness timings (newest per kernel and problem)", ""]
+            md += [benchmark_table(wb), ""]
+        if wn:
+            md += ["### Nsight Compute (newest per kernel and problem)", "", ncu_table(wn), ""]
+            rows = fidelity_rows(mine)
+            if rows:
+                md += ["### Timing fidelity", "", fidelity_table(rows), ""]
+            md += _peer_comparisons(mine, wn)
+        if ws:
+            md += ["### Static footprint (newest per kernel and problem)", ""]
+            md += [static_table(ws), ""]
     path = out_dir / "report.md"
     path.write_text("\n".join(md) + "\n")
     written.insert(0, path)
     for p in written:
         log(f"report: {p}")
     return written
+
+
+def static_table(statics: Sequence[Rec]) -> str:
+    """One row per static record: the implementation, its SM, problem and config, and its
+    footprint (registers, spills, SMEM, instruction mix)."""
+    rows = []
+    for p, r in statics:
+        s = r.get("static") or {}
+        cats = s.get("categories") or {}
+        rows.append(
+            {
+                "implementation": f"{r.get('package')}/{r.get('kernel')}",
+                "SM": s.get("arch") or "?",
+                "problem": short_problem(r.get("problem") or {}),
+                "config": _config_label(r.get("config") or {}),
+                "regs": _f(s.get("registers"), 0),
+                "spill B": _pair(s, "spill_store_bytes", "spill_load_bytes"),
+                "SMEM KB": _f(_smem_kb(s)),
+                "instr": _f(s.get("instructions"), 0),
+                "MMA": _f(cats.get("mma"), 0),
+                "MMA kind": ", ".join(sorted(s.get("mma_mnemonics") or {})) or "-",
+                "TMA": _f(cats.get("tma"), 0),
+                "record": p.name,
+            }
+        )
+    return _markdown(rows)
 
 
 def _ensure_writable(folder: Path) -> None:
@@ -967,10 +1293,12 @@ def _peer_comparisons(records: Sequence[Rec], ncus: Sequence[Rec]) -> list[str]:
                 peer.get("problem")
             ):
                 continue
-            a = side_from_record(cp, cute, records)
-            b = side_from_record(pp, peer, records)
+            ia = (cute.get("package", ""), cute.get("kernel", ""))
+            ib = (peer.get("package", ""), peer.get("kernel", ""))
+            a = side_from_record(cp, cute, records, impl_label(ia, ib))
+            b = side_from_record(pp, peer, records, impl_label(ib, ia))
             if not out:
-                out += ["## Comparisons with the peers", ""]
+                out += ["### Comparisons with the peers", ""]
             out += [compare_table(a, b), ""]
     return out
 
@@ -988,11 +1316,21 @@ def _now() -> str:
 
 # -- command line ---------------------------------------------------------------------------
 def _parse_problem(items: Sequence[str] | None) -> dict[str, Any] | None:
+    """``--problem m=8192 dtype=float16`` as a filter (values compared as strings).
+
+    Raises:
+        KernelPlanError: an item without ``=``.
+    """
     if not items:
         return None
-    from .plan import parse_config_overrides
-
-    return parse_config_overrides(items, option="--problem")
+    out: dict[str, Any] = {}
+    for item in items:
+        for part in item.split():
+            if "=" not in part:
+                raise KernelPlanError(f"--problem expects key=value, got {part!r}")
+            k, v = part.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1008,7 +1346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument(
         "items",
         nargs="+",
-        help="<package> <A> <B>, <package>/<A> <package>/<B>, or <record A.json> <record B.json>",
+        help="<workload|package> <A> <B> (A, B: kernel or package/kernel), "
+        "<package>/<A> <package>/<B>, or <record A.json> <record B.json>",
     )
     c.add_argument("--problem", nargs="*", default=None, metavar="KEY=VALUE")
     c.add_argument("--out", default=None, help="also write the markdown here")
@@ -1019,9 +1358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     f.add_argument("--record", action="store_true", help="write a fidelity record per row")
     f.add_argument("--out", default=None, help="also write the markdown here")
     r = sub.add_parser(
-        "report", parents=[common], help="markdown tables + PNG plots of a package's records"
+        "report",
+        parents=[common],
+        help="markdown tables + PNG plots of a package's or a workload's records",
     )
-    r.add_argument("package")
+    r.add_argument("package", metavar="workload|package")
     r.add_argument("--out", default=None, help="folder (default: results/<package>/report)")
     b = sub.add_parser(
         "best-config", parents=[common], help="the fastest autotuned config, as --config items"
@@ -1055,35 +1396,67 @@ def _cmd_compare(a: argparse.Namespace, root: Path | None) -> int:
     items = list(a.items)
     if len(items) == 2 and all(i.endswith(".json") for i in items):
         (pa, ra), (pb, rb) = _read(items[0]), _read(items[1])
-        pkg = ra.get("package")
-        records = _load(root, pkg) if pkg else []
+        ra, rb = normalized(ra), normalized(rb)
+        records = [(p, r) for p, r in _load(root) if r.get("kind") in ("ncu", "benchmark")]
         if not any(pp == pa for pp, _ in records):
             records = [*records, (pa, ra), (pb, rb)]
-        sa = side_from_record(pa, ra, records)
-        sb = side_from_record(pb, rb, records)
+        ia = (ra.get("package", ""), ra.get("kernel", ""))
+        ib = (rb.get("package", ""), rb.get("kernel", ""))
+        if ra.get("kind") == rb.get("kind") == "static":
+            text = static_compare_table((pa, ra), (pb, rb), impl_label(ia, ib), impl_label(ib, ia))
+        else:
+            sa = side_from_record(pa, ra, records, impl_label(ia, ib))
+            sb = side_from_record(pb, rb, records, impl_label(ib, ia))
+            text = compare_table(sa, sb)
     else:
         if len(items) == 3:
-            pkg, ka, kb = items
+            scope, ref_a, ref_b = items
         elif len(items) == 2 and all("/" in i for i in items):
-            (pkg, ka), (pkg_b, kb) = (i.split("/", 1) for i in items)
-            if pkg != pkg_b:
-                raise KernelPlanError("compare: both kernels must be of one package")
+            scope, (ref_a, ref_b) = None, items
         else:
             raise KernelPlanError(
-                "usage: compare <package> <kernel A> <kernel B> [--problem k=v ...] | "
-                "compare <record A.json> <record B.json>"
+                "usage: compare <workload|package> <A> <B> [--problem k=v ...] | "
+                "compare <package>/<A> <package>/<B> | compare <record A.json> <record B.json>"
             )
-        from .registry import load_plan_class
-
-        for k in (ka, kb):  # a name the package does not have is a typo, not a missing profile
-            load_plan_class(pkg, k)
-        sa, sb = compare_kernels(_load(root, pkg), ka, kb, _parse_problem(a.problem))
-    text = compare_table(sa, sb)
+        ia = resolve_implementation(ref_a, scope)
+        ib = resolve_implementation(ref_b, scope)
+        text = compare_implementations(_load(root), ia, ib, _parse_problem(a.problem))
     print(text)
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(text)
     return 0
+
+
+def compare_implementations(
+    records: Sequence[Rec], ia: Impl, ib: Impl, problem: Mapping[str, Any] | None
+) -> str:
+    """The ncu comparison table where both implementations have ncu records (at one
+    problem), else their static footprints side by side.
+
+    Raises:
+        KernelPlanError: the two are of different workloads, or neither kind of record is
+            there for both (the message says what to run).
+    """
+    ca, cb = implementation_class(*ia), implementation_class(*ib)
+    wa = getattr(getattr(ca, "workload", None), "name", None)
+    wb = getattr(getattr(cb, "workload", None), "name", None)
+    if wa and wb and wa != wb:
+        raise KernelPlanError(
+            f"{ia[0]}/{ia[1]} implements {wa} and {ib[0]}/{ib[1]} implements {wb}: a "
+            "comparison is between implementations of one workload"
+        )
+    mine = [(p, r) for p, r in records if _is(r, ia) or _is(r, ib)]
+    has_ncu = [newest(mine, kind="ncu", kernel=i, problem=problem) for i in (ia, ib)]
+    if all(has_ncu):
+        return compare_table(*compare_kernels(mine, ia, ib, problem))
+    try:
+        sa, sb = compare_static(mine, ia, ib, problem)
+    except KernelPlanError as e:
+        if any(has_ncu):  # the ncu side's message says which side lacks what
+            compare_kernels(mine, ia, ib, problem)
+        raise e from None
+    return static_compare_table(sa, sb, impl_label(ia, ib), impl_label(ib, ia))
 
 
 def _cmd_fidelity(a: argparse.Namespace, root: Path | None) -> int:
