@@ -15,6 +15,7 @@ Exit codes: 0 ok, 1 a check failed, 2 bad input or a kernel that cannot run here
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import device as devmod
-from .errors import KernelPlanError
+from .errors import KernelPlanError, explain
 from .plan import PROF_TYPES, KernelPlan
 from .tables import show, static_table
 from .workload import Config, Problem
@@ -160,6 +161,7 @@ def run(
     Returns the exit code (0 ok, 1 a failed check); raises KernelPlanError for bad input or a
     kernel that cannot run here, before anything is recorded.
     """
+    from .cutlass_src import check_environment
     from .records import ensure_writable, write_record
 
     faults = (*FAULTS, *plan.workload.input_faults)
@@ -170,6 +172,7 @@ def run(
     record = not opts.no_record and not opts.ncu_child
     if record:
         ensure_writable(opts.results_dir)  # before any work: a result must never be lost
+    check_environment(need_dsl=bool(plan.target_sm))  # no DSL: one line; off the pins: warned
 
     def save(rec: dict[str, Any]) -> None:
         if record:
@@ -338,16 +341,36 @@ def _child(plan, problem, config, target, opts) -> int:
 
 
 # -- entry points -----------------------------------------------------------------------------
+@contextlib.contextmanager
+def _argv_hidden():
+    """Run with ``sys.argv`` reduced to the program name. The DSL parses ``sys.argv`` on
+    every compile for its own ``-diagnostic`` flag with a plain ``argparse`` parser
+    (nvidia-cutlass-dsl 4.8.1, ``cutlass/base_dsl/dsl.py``, ``_get_diagnostic_arg_parser``);
+    argparse's prefix matching reads our ``--h 16`` (query heads) as ``--help``, prints the
+    DSL's usage and exits 0 in the middle of a compile: a silent false success. Our flags are
+    parsed already, so the DSL is shown none of them."""
+    saved = sys.argv
+    sys.argv = saved[:1]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+
 def run_argv(plan: KernelPlan, argv: Sequence[str], prog: str | None = None, *, log=print) -> int:
     """Parse ``argv`` for ``plan`` and :func:`run` it; every error is one line, exit 2."""
     try:
         problem, items, opts = parse(plan, argv, prog)
-        return run(plan, problem, items, opts, log=log)
+        with _argv_hidden():
+            return run(plan, problem, items, opts, log=log)
     except KernelPlanError as e:
-        return die(str(e))
-    except NotImplementedError as e:  # a scaffolded adapter whose TODOs are still open
-        first = str(e).splitlines()[0] if str(e) else repr(e)
-        return die(f"{plan.name} is not finished: {first}")
+        return die(str(explain(e, plan.name)))  # with what differs from the pins, if anything
+    except Exception as e:  # an unfinished adapter, or a failure while off the pins: one line
+        err = explain(e, plan.name)
+        if err is None:
+            raise
+        return die(str(err))
 
 
 def kernel_main(cls: type[KernelPlan], argv: Sequence[str] | None = None) -> int:
