@@ -224,8 +224,10 @@ class KernelPlan(abc.ABC):
         """One checked run: fresh random inputs, outputs poisoned, one launch, compare.
 
         ``fault`` plants a defect to show the check can fail: "skip-launch" (the kernel never
-        runs; the poison must be caught) or "perturb" (one output element moved by 1% of
-        max|ref| after the run).
+        runs; the poison must be caught), "perturb" (one output element moved by four times
+        the largest absolute error its tolerance allows, after the run) or one of the
+        workload's ``input_faults`` (the kernel sees corrupted inputs, the reference the true
+        ones).
 
         Returns:
             (passed, per-output results, info with the seed used).
@@ -251,10 +253,15 @@ class KernelPlan(abc.ABC):
         torch.cuda.synchronize()
         ref = self.reference(problem, inputs)
         lowp = self.reference_lowp(problem, inputs)
-        if fault == "perturb":
-            t = inputs[outs[0]]
+        if fault == "perturb":  # one element moved by 4x the largest error the check allows
+            from .check import tolerance_for
+
+            name = outs[0]
+            t = inputs[name]
+            tol = self.workload.tolerance(problem, name) or tolerance_for(t.dtype)
+            r = ref[name]
+            bump = 4 * tol.max_abs_rel * float(r[r.isfinite()].abs().max())
             flat = t.view(-1)
-            bump = 0.01 * float(ref[outs[0]].abs().max())
             flat[flat.numel() // 2] += bump
         results = [
             compare(

@@ -159,7 +159,13 @@ def _parse_value(key: str, raw: Any, hint: Any) -> Any:
         if origin is tuple:
             parts = [p for p in raw.strip("[]() ").replace("x", ",").split(",") if p.strip()]
             elem = args[0] if args else int
-            return tuple(_parse_value(key, p.strip(), elem) for p in parts)
+            try:
+                return tuple(_parse_value(key, p.strip(), elem) for p in parts)
+            except ShapeError:
+                name = getattr(elem, "__name__", str(elem))
+                raise ShapeError(
+                    f"--config {key}={raw}: not a tuple of {name} (e.g. {key}=128,256)"
+                ) from None
         if hint is bool:
             if raw.lower() in ("1", "true", "yes"):
                 return True
@@ -186,7 +192,8 @@ def _parse_value(key: str, raw: Any, hint: Any) -> Any:
         elif isinstance(hint, type) and issubclass(hint, __import__("enum").Enum):
             want = "one of " + ", ".join(m.name for m in hint)
         else:
-            want = "a " + getattr(hint, "__name__", str(hint))
+            name = getattr(hint, "__name__", str(hint))
+            want = ("an " if name[:1] in "aeiou" else "a ") + name
         raise ShapeError(f"--config {key}={raw}: not {want}") from None
 
 

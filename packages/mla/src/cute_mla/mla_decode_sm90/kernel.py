@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 
+import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
@@ -87,7 +88,7 @@ class MlaDecodeSm90Kernel:
         o: cute.Tensor,  # (b, s, h, 512)
         lse: cute.Tensor,  # (b, s, h) float32
         softmax_scale: cutlass.Float32,
-        stream,
+        stream: cuda.CUstream,
     ):
         dt = self.dtype
         rows, mt = self.rows, self.m_tiles
