@@ -11,6 +11,7 @@ WORKLOADS = {
     "add_chain": "kernelplan.workloads.add_chain:ADD_CHAIN",
     "gemm": "kernelplan.workloads.gemm:GEMM",
     "mla_decode": "kernelplan.workloads.mla_decode:MLA_DECODE",
+    "attention_fwd": "kernelplan.workloads.attention:ATTENTION_FWD",
 }
 
 

@@ -1,0 +1,22 @@
+"""cute_fmha: attention forward over the ``attention_fwd`` workload
+(:mod:`kernelplan.workloads.attention`: problem, tensors, reference, FLOPs and bytes, the
+check and profile problems are defined there once).
+
+``KERNELS`` maps each CLI name (``uv run fmha <name>``) to its KernelPlan class: the CUTLASS
+CuTe DSL examples (Hopper ``fmha.py``, sm_90a; Ampere ``flash_attention_v2.py``, sm_80) and
+the peers that run on the H200 (PyTorch SDPA, one implementation per backend; flash-attn-4).
+"""
+
+PACKAGE = "fmha"
+
+KERNELS = {
+    "hopper_fmha": "cute_fmha.hopper_fmha.hopper_fmha:HopperFmha",
+    "ampere_flash_attention_v2": (
+        "cute_fmha.ampere_flash_attention_v2.ampere_flash_attention_v2:AmpereFlashAttentionV2"
+    ),
+    "sdpa_flash": "cute_fmha.sdpa_flash.sdpa_flash:SdpaFlash",
+    "sdpa_cudnn": "cute_fmha.sdpa_cudnn.sdpa_cudnn:SdpaCudnn",
+    "sdpa_efficient": "cute_fmha.sdpa_efficient.sdpa_efficient:SdpaEfficient",
+    "sdpa_math": "cute_fmha.sdpa_math.sdpa_math:SdpaMath",
+    "flash_attn4": "cute_fmha.flash_attn4.flash_attn4:FlashAttn4",
+}

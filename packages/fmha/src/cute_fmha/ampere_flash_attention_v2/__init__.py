@@ -1,0 +1,1 @@
+"""ampere_flash_attention_v2: see ``ampere_flash_attention_v2.py``."""

@@ -1,0 +1,1 @@
+"""flash_attn4: see ``flash_attn4.py``."""

@@ -1,0 +1,1 @@
+"""hopper_fmha: see ``hopper_fmha.py``."""

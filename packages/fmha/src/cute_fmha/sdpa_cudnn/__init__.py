@@ -1,0 +1,1 @@
+"""sdpa_cudnn: see ``sdpa_cudnn.py``."""

@@ -1,0 +1,1 @@
+"""sdpa_efficient: see ``sdpa_efficient.py``."""

@@ -1,0 +1,1 @@
+"""sdpa_flash: see ``sdpa_flash.py``."""

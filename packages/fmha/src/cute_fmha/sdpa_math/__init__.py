@@ -1,0 +1,1 @@
+"""sdpa_math: see ``sdpa_math.py``."""
