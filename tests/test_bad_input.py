@@ -341,6 +341,17 @@ def test_the_single_kernel_command_says_the_same(monkeypatch, capsys, tmp_path):
     )
 
 
+def test_an_abbreviated_option_is_one_line_not_a_jsonargparse_deprecation(capsys):
+    """Item 10: jsonargparse deprecates abbreviations (v5 drops them); the parser refuses them."""
+    from kernelplan.cli import run_argv
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rc = run_argv(AxpbyPlan(), ["--prof_type", "static", "--no-rec"])
+    assert rc == 2
+    assert _only_line(capsys.readouterr().err) == "error: unrecognized arguments: --no-rec"
+
+
 # -- unknown packages -----------------------------------------------------------------------
 def test_nox_check_of_an_unknown_package_lists_the_packages():
     proc = subprocess.run(

@@ -97,6 +97,7 @@ def build_parser(plan: KernelPlan, prog: str | None = None):
         prog=prog or f"{plan.package} {plan.name}",
         description=f"{plan.description or plan.name} [workload {plan.workload.name}]",
         exit_on_error=False,
+        allow_abbrev=False,  # jsonargparse deprecates abbreviated options (a warning, not a line)
         env_prefix="KERNELPLAN_CLI",
         default_env=False,
     )
