@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -103,7 +104,12 @@ def build_parser(plan: KernelPlan, prog: str | None = None):
     )
     cls = plan.problem_class()
     p.add_class_arguments(cls, nested_key=None, as_group=True)
-    p.set_defaults(plan.default_problem().to_dict())
+    # the implementation's own defaults, except for fields the problem derives from others
+    # (declared None: c_dtype from dtype, num_pages from the lengths, a softmax scale from the
+    # head dims), so that e.g. --t 8192 does not keep the default problem's page count
+    derived = {f.name for f in dataclasses.fields(cls) if f.default is None}
+    defaults = plan.default_problem().to_dict()
+    p.set_defaults({k: v for k, v in defaults.items() if k not in derived})
     _run_options(p)
     return p
 
