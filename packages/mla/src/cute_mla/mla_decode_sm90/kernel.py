@@ -51,6 +51,7 @@ D_V = 512  # latent: V is the first 512 columns of the K tile
 NUM_WG = 2  # math warpgroups; warpgroup w owns O columns [256 w, 256 w + 256)
 THREADS = 128 * NUM_WG
 KV_STAGES = 2
+COMBINE_ROWS = 4  # packed rows per combine CTA (one warp each)
 
 
 def _mn_view(t: cute.Tensor) -> cute.Tensor:
@@ -87,7 +88,11 @@ class MlaDecodeSm90Kernel:
         seqlens: cute.Tensor,  # (b,) int32
         o: cute.Tensor,  # (b, s, h, 512)
         lse: cute.Tensor,  # (b, s, h) float32
+        o_acc: cute.Tensor,  # (cap, b, s, h, 512) float32 workspace: partial O per split
+        lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace: partial LSE (log2) per split
         softmax_scale: cutlass.Float32,
+        num_splits: cutlass.Int32,
+        split: cutlass.Constexpr,
         stream: cuda.CUstream,
     ):
         dt = self.dtype
@@ -109,6 +114,21 @@ class MlaDecodeSm90Kernel:
         )
         mL = cute.make_tensor(
             lse.iterator, cute.make_layout((b, mt, TILE_M), stride=(rows, TILE_M, 1))
+        )
+        # the split workspace (used only when ``split``): split sp's partial O of packed row
+        # r of sequence b at [sp, b, r, :]; the split stride b*rows*512 is a multiple of 512
+        cap = o_acc.shape[0]
+        sp_o = cute.assume(b * (rows * D_V), divby=rows * D_V)
+        sp_l = cute.assume(b * rows, divby=rows)
+        mOa = cute.make_tensor(
+            o_acc.iterator,
+            cute.make_layout(
+                (cap, b, mt, TILE_M, D_V), stride=(sp_o, rows * D_V, TILE_M * D_V, D_V, 1)
+            ),
+        )
+        mLa = cute.make_tensor(
+            lse_acc.iterator,
+            cute.make_layout((cap, b, mt, TILE_M), stride=(sp_l, rows, TILE_M, 1)),
         )
 
         K = warpgroup.OperandMajorMode.K
@@ -151,9 +171,34 @@ class MlaDecodeSm90Kernel:
 
         scale_log2 = softmax_scale * LOG2_E
         self.kernel(
-            mQ, mKV, page_table, seqlens, mO, mL, scale_log2,
-            qk_mma, pv_mma, tiled_copy, sQ_layout, sK_layout, sVt_outer,
-        ).launch(grid=[mt, b, 1], block=[THREADS, 1, 1], stream=stream)  # fmt: skip
+            mQ, mKV, page_table, seqlens, mO, mL, mOa, mLa, scale_log2, num_splits,
+            qk_mma, pv_mma, tiled_copy, sQ_layout, sK_layout, sVt_outer, split,
+        ).launch(grid=[mt, b, num_splits], block=[THREADS, 1, 1], stream=stream)  # fmt: skip
+        if cutlass.const_expr(split):
+            # the combine: one warp per packed row of every sequence (b*s*h rows, a multiple of
+            # 16), launched as a programmatic dependent of the split kernel
+            total = b * rows
+            vO = cute.make_tensor(
+                o_acc.iterator,
+                cute.make_layout(
+                    (cap, total, D_V // 128, 32, 4),
+                    stride=(cute.assume(total * D_V, divby=rows * D_V), D_V, 128, 4, 1),
+                ),
+            )
+            vL = cute.make_tensor(
+                lse_acc.iterator,
+                cute.make_layout((cap, total), stride=(cute.assume(total, divby=rows), 1)),
+            )
+            vOut = cute.make_tensor(
+                o.iterator, cute.make_layout((total, D_V // 128, 32, 4), stride=(D_V, 128, 4, 1))
+            )
+            vLse = cute.make_tensor(lse.iterator, cute.make_layout((total,), stride=(1,)))
+            self.combine(vO, vL, vOut, vLse, num_splits, total).launch(
+                grid=[(total + COMBINE_ROWS - 1) // COMBINE_ROWS, 1, 1],
+                block=[32 * COMBINE_ROWS, 1, 1],
+                stream=stream,
+                use_pdl=True,
+            )
 
     @cute.kernel
     def kernel(
@@ -164,16 +209,20 @@ class MlaDecodeSm90Kernel:
         mLens: cute.Tensor,
         mO: cute.Tensor,
         mL: cute.Tensor,
+        mOa: cute.Tensor,
+        mLa: cute.Tensor,
         scale_log2: cutlass.Float32,
+        num_splits: cutlass.Int32,
         qk_mma: cute.TiledMma,
         pv_mma: cute.TiledMma,
         tiled_copy: cute.TiledCopy,
         sQ_layout: cute.ComposedLayout,
         sK_layout: cute.ComposedLayout,
         sVt_outer: cute.Layout,
+        split: cutlass.Constexpr,
     ):
         tidx, _, _ = cute.arch.thread_idx()
-        m_blk, bidx, _ = cute.arch.block_idx()
+        m_blk, bidx, sp = cute.arch.block_idx()
         wg = tidx // 128
         wg_tidx = tidx % 128
         lane = tidx % 32
@@ -186,6 +235,14 @@ class MlaDecodeSm90Kernel:
 
         seqlen = mLens[bidx]
         n_pages = (seqlen + PAGE - 1) // PAGE
+        # this CTA's pages [p0, p1): split sp of num_splits equal parts of the sequence's own
+        # pages (an empty range leaves O = 0 and LSE = -inf, which the combine weighs 0)
+        p0 = cutlass.Int32(0)
+        p1 = n_pages
+        if cutlass.const_expr(split):
+            per = (n_pages + num_splits - 1) // num_splits
+            p0 = cutlass.min(sp * per, n_pages)
+            p1 = cutlass.min(p0 + per, n_pages)
         valid_rows = self.rows - m_blk * TILE_M  # query rows of this tile that exist (may be > 64)
 
         # ---- global -> SMEM copies (cp.async) ----------------------------------------------
@@ -204,8 +261,8 @@ class MlaDecodeSm90Kernel:
             else:  # a query row past s*h: row 0 of the tile stands in (never stored)
                 cute.copy(tiled_copy, tQgQ0[None, m, None], tQsQ[None, m, None])
 
-        if n_pages > 0:
-            self.load_page(mKV, mPT, bidx, seqlen, 0, 0, thr_copy, tiled_copy, tXcT, tKsK)
+        if p1 > p0:
+            self.load_page(mKV, mPT, bidx, seqlen, p0, 0, thr_copy, tiled_copy, tXcT, tKsK)
         cute.arch.cp_async_commit_group()  # group: Q (+ page 0)
 
         # ---- MMA partitions ----------------------------------------------------------------
@@ -238,20 +295,21 @@ class MlaDecodeSm90Kernel:
             limit[i] = lim
 
         # ---- main loop over the pages ------------------------------------------------------
-        for n in cutlass.range(n_pages, unroll=1):
-            stage = n % KV_STAGES
+        for it in cutlass.range(p1 - p0, unroll=1):
+            n = p0 + it
+            stage = it % KV_STAGES
             cute.arch.cp_async_wait_group(0)
             # cp.async wrote through the generic proxy; WGMMA reads through the async proxy
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier()  # page n visible to both warpgroups; page n-1 fully consumed
-            if n + 1 < n_pages:
+            if n + 1 < p1:
                 self.load_page(
                     mKV,
                     mPT,
                     bidx,
                     seqlen,
                     n + 1,
-                    (n + 1) % KV_STAGES,
+                    (it + 1) % KV_STAGES,
                     thr_copy,
                     tiled_copy,
                     tXcT,
@@ -317,24 +375,99 @@ class MlaDecodeSm90Kernel:
             for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
                 acc_o_mn[i, j] = acc_o_mn[i, j] * inv
 
-        rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
-        rO.store(acc_o.load().to(self.dtype))
-        gO = cute.local_tile(mO[bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
-        tOgO = thr_pv.partition_C(gO)
-        tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
-        for e in cutlass.range_constexpr(cute.size(rO)):
-            if tOcO[e][0] < valid_rows:
-                tOgO[e] = rO[e]
+        if cutlass.const_expr(split):
+            # the combine may start its prologue now (it waits for this grid's completion
+            # before reading the workspace)
+            cute.arch.griddepcontrol_launch_dependents()
+            # fp32 partial O (normalised by this split's own sum) and its log2-domain LSE
+            gOa = cute.local_tile(mOa[sp, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
+            tOgOa = thr_pv.partition_C(gOa)
+            tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
+            for e in cutlass.range_constexpr(cute.size(acc_o)):
+                if tOcO[e][0] < valid_rows:
+                    tOgOa[e] = acc_o[e]
+            if wg == 0 and lane % 4 == 0:
+                gLa = mLa[sp, bidx, m_blk, None]
+                for i in cutlass.range_constexpr(n_rows):
+                    row = tScS[i, 0][0]
+                    if row < valid_rows:
+                        val = -cutlass.Float32.inf
+                        if row_sum[i] > 0.0:
+                            val = row_max[i] * scale_log2 + cute.math.log2(row_sum[i])
+                        gLa[row] = val
+        else:
+            rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
+            rO.store(acc_o.load().to(self.dtype))
+            gO = cute.local_tile(mO[bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
+            tOgO = thr_pv.partition_C(gO)
+            tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
+            for e in cutlass.range_constexpr(cute.size(rO)):
+                if tOcO[e][0] < valid_rows:
+                    tOgO[e] = rO[e]
 
-        if wg == 0 and lane % 4 == 0:
-            gL = mL[bidx, m_blk, None]
-            for i in cutlass.range_constexpr(n_rows):
-                row = tScS[i, 0][0]
-                if row < valid_rows:
-                    val = -cutlass.Float32.inf
-                    if row_sum[i] > 0.0:
-                        val = (row_max[i] * scale_log2 + cute.math.log2(row_sum[i])) * LN_2
-                    gL[row] = val
+            if wg == 0 and lane % 4 == 0:
+                gL = mL[bidx, m_blk, None]
+                for i in cutlass.range_constexpr(n_rows):
+                    row = tScS[i, 0][0]
+                    if row < valid_rows:
+                        val = -cutlass.Float32.inf
+                        if row_sum[i] > 0.0:
+                            val = (row_max[i] * scale_log2 + cute.math.log2(row_sum[i])) * LN_2
+                        gL[row] = val
+
+    @cute.kernel
+    def combine(
+        self,
+        vO: cute.Tensor,  # (cap, rows_total, 4, 32, 4) fp32 partial O
+        vL: cute.Tensor,  # (cap, rows_total) fp32 partial LSE, log2 domain
+        vOut: cute.Tensor,  # (rows_total, 4, 32, 4) O in the dtype
+        vLse: cute.Tensor,  # (rows_total,) fp32 natural-log LSE
+        num_splits: cutlass.Int32,
+        total: cutlass.Int32,
+    ):
+        """Merge the splits of one packed row per warp: m = max_i lse_i, w_i = 2^(lse_i - m),
+        O = sum_i w_i O_i / sum_i w_i, LSE = (m + log2 sum_i w_i) ln 2. Lane l owns columns
+        128 k + 4 l .. +3 (k < 4): 16-byte loads, a warp reads 512 contiguous bytes each."""
+        tidx, _, _ = cute.arch.thread_idx()
+        blk, _, _ = cute.arch.block_idx()
+        lane = tidx % 32
+        row = blk * COMBINE_ROWS + tidx // 32
+        cute.arch.griddepcontrol_wait()  # the split kernel's workspace is complete
+        if row < total:
+            # the max and the weight sum over the splits (lane i holds splits i, i + 32, ...)
+            mx = -cutlass.Float32.inf
+            for i in cutlass.range(lane, num_splits, 32, unroll=1):
+                mx = cute.arch.fmax(mx, vL[i, row])
+            mx = cute.arch.warp_reduction_max(mx)
+            base = mx
+            if mx == -cutlass.Float32.inf:
+                base = cutlass.Float32(0.0)  # no split saw a key: every weight is 0
+            wsum = cutlass.Float32(0.0)
+            for i in cutlass.range(lane, num_splits, 32, unroll=1):
+                wsum += cute.math.exp2(vL[i, row] - base, fastmath=True)
+            wsum = cute.arch.warp_reduction_sum(wsum)
+            inv = cutlass.Float32(0.0)
+            if wsum > 0.0:
+                inv = 1.0 / wsum
+            acc = cute.make_rmem_tensor(cute.make_layout((D_V // 128, 4)), cutlass.Float32)
+            acc.fill(0.0)
+            part = cute.make_rmem_tensor(cute.make_layout((4,)), cutlass.Float32)
+            for i in cutlass.range(num_splits, unroll=1):
+                w = cute.math.exp2(vL[i, row] - base, fastmath=True) * inv
+                if w > 0.0:  # an empty split (weight 0) is not read
+                    for k in cutlass.range_constexpr(D_V // 128):
+                        cute.autovec_copy(vO[i, row, k, lane, None], part)
+                        for v in cutlass.range_constexpr(4):
+                            acc[k, v] = acc[k, v] + w * part[v]
+            out = cute.make_rmem_tensor(cute.make_layout((4,)), self.dtype)
+            for k in cutlass.range_constexpr(D_V // 128):
+                out.store(acc[k, None].load().to(self.dtype))
+                cute.autovec_copy(out, vOut[row, k, lane, None])
+            if lane == 0:
+                val = -cutlass.Float32.inf
+                if wsum > 0.0:
+                    val = (mx + cute.math.log2(wsum)) * LN_2
+                vLse[row] = val
 
     @cute.jit
     def load_page(

@@ -8,15 +8,24 @@ Each is passed with a dynamic layout (``leading_dim`` = the last mode) so that o
 serves every batch, length, page-table width and cache size; the kernel rebuilds static
 row-major views from the base pointers (s*h and the 576/512 widths are compile-time).
 
-v0 (this step): cp.async loads, no split-KV (one CTA per 64 packed query rows and sequence),
-both warpgroups compute the full S. Correctness first; see the kernel module for the list.
+v0: cp.async loads, no split-KV (one CTA per 64 packed query rows and sequence), both
+warpgroups compute the full S. Step 1 (this one): split-KV. Each sequence's pages are cut into
+``num_splits`` equal parts, one CTA each; the parts' fp32 O and log2 LSE go to a workspace
+(two more tensors: ``o_acc`` (cap, b, s, h, 512) and ``lse_acc`` (cap, b, s, h)), and a
+combine kernel launched right after (programmatic dependent launch) merges them. The number of
+splits is chosen per call on the host from B, the longest length, h and the SM count
+(:func:`choose_splits`); it is a runtime argument, so one compile serves every choice > 1
+(a second compile, without the combine, serves 1). ``--config splits=1`` runs v0's code path.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
-from kernelplan import STREAM, CuteKernel, KernelPlan, NoConfig, ShapeError, Target, TensorSpec
+from kernelplan import (
+    STREAM, Config, Const, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec,
+)  # fmt: skip
 from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
 
 #: what this kernel takes (supports() refuses the rest with one line)
@@ -24,6 +33,56 @@ HEADS = (16, 32, 64, 128)
 DTYPES = ("bfloat16", "float16")
 #: the cache view's page offsets are 32-bit: num_pages * 64 * 576 must stay below 2**31
 MAX_PAGES = (2**31 - 1) // (64 * 576)
+#: split-KV: at most this many splits per sequence, and never more CTAs than two waves of the
+#: largest sm_90 part (132 SMs) unless one split per sequence already exceeds it
+MAX_SPLITS = 64
+CTA_BOUND = 2 * 132
+#: the cost model's fixed cost of one CTA, in pages (Q load, prologue, fp32 epilogue)
+CTA_OVERHEAD_PAGES = 2
+#: and of the combine step when there is one, in pages of the slowest CTA
+COMBINE_PAGES = 1
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def split_cap(problem: MlaDecodeProblem) -> int:
+    """The most splits any call of ``problem`` may use: sizes the workspace (independent of the
+    target and the config, as the tensor specs must be)."""
+    p = problem
+    ctas = _ceil(p.s * p.h, 64) * p.b
+    pages = max([_ceil(n, 64) for n in p.lengths()] + [1])
+    return max(1, min(MAX_SPLITS, pages, CTA_BOUND // ctas))
+
+
+def choose_splits(problem: MlaDecodeProblem, sm_count: int) -> int:
+    """The number of splits for one call: the s in 1..cap that minimises the modelled time
+    ceil(CTAs * s / SMs) waves x (ceil(pages / s) + the CTA's fixed cost) (+ the combine when
+    s > 1), ties to the smaller s. One CTA per SM (221 KB of SMEM); pages = the longest
+    sequence's (each sequence is cut into s parts of its own pages)."""
+    p = problem
+    ctas = _ceil(p.s * p.h, 64) * p.b
+    pages = max([_ceil(n, 64) for n in p.lengths()] + [1])
+    best, best_cost = 1, None
+    for s in range(1, split_cap(p) + 1):
+        waves = _ceil(ctas * s, max(1, sm_count))
+        cost = waves * (_ceil(pages, s) + CTA_OVERHEAD_PAGES) + (COMBINE_PAGES if s > 1 else 0)
+        if best_cost is None or cost < best_cost:
+            best, best_cost = s, cost
+    return best
+
+
+@dataclass(frozen=True)
+class MlaSm90Config(Config):
+    """``splits``: KV splits per sequence; 0 chooses per call (:func:`choose_splits`), 1 is
+    v0's path (no workspace, no combine kernel)."""
+
+    splits: int = 0
+
+    def validate(self) -> None:
+        if not 0 <= self.splits <= MAX_SPLITS:
+            raise ShapeError(f"splits must be in 0..{MAX_SPLITS} (got {self.splits})")
 
 
 class MlaDecodeSm90(KernelPlan):
@@ -35,13 +94,13 @@ class MlaDecodeSm90(KernelPlan):
     workload = MLA_DECODE
     source: ClassVar[str | None] = None  # own code (kernel.py here), no upstream example
     target_sm: ClassVar[tuple[str, ...]] = ("sm_90a",)
-    config_type = NoConfig
+    config_type = MlaSm90Config
     runtime_problem_fields: ClassVar[tuple[str, ...]] = (
         "b", "t", "varlen", "varlen_seed", "seqlens", "num_pages", "softmax_scale",
     )  # fmt: skip
     description: ClassVar[str] = (
         "own CuTe DSL MLA decode for sm_90a (WGMMA, 2 math warpgroups, cp.async pages, "
-        "V = transposed K page in SMEM), v0: no split-KV"
+        "V = transposed K page in SMEM), split-KV with a combine kernel"
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
@@ -71,10 +130,23 @@ class MlaDecodeSm90(KernelPlan):
                 f"--num_pages {p.pages_total()})"
             )
 
+    def supports_config(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> None:
+        cap = split_cap(problem)
+        if config.splits > cap:
+            raise ShapeError(
+                f"{self.name}: splits {config.splits} exceeds this problem's workspace "
+                f"({cap} splits at most)"
+            )
+
     def tensor_specs(self, problem: MlaDecodeProblem) -> dict[str, TensorSpec]:
         """The workload's tensors, each with a dynamic layout (leading_dim = last mode): one
-        compile per (s, h, causal, dtype)."""
-        specs = dict(self.workload.tensor_specs(problem))
+        compile per (s, h, causal, dtype, split or not); plus the split workspace (fp32
+        partial O and LSE for :func:`split_cap` splits; zeroed once, written before read)."""
+        p = problem
+        specs = dict(self.workload.tensor_specs(p))
+        cap = split_cap(p)
+        specs["o_acc"] = TensorSpec((cap, p.b, p.s, p.h, p.d_latent), "float32", init="empty")
+        specs["lse_acc"] = TensorSpec((cap, p.b, p.s, p.h), "float32", init="empty")
         for n, s in specs.items():
             specs[n] = TensorSpec(
                 s.shape, s.dtype, perm=s.perm, role=s.role, init=s.init, scale=s.scale,
@@ -82,7 +154,12 @@ class MlaDecodeSm90(KernelPlan):
             )  # fmt: skip
         return specs
 
-    def plan(self, problem: MlaDecodeProblem, config: NoConfig, target: Target) -> CuteKernel:
+    def splits_for(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> int:
+        if config.splits:
+            return min(config.splits, split_cap(problem))
+        return choose_splits(problem, target.sm_count or 132)
+
+    def plan(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> CuteKernel:
         import cutlass
 
         from .kernel import MlaDecodeSm90Kernel
@@ -90,6 +167,7 @@ class MlaDecodeSm90(KernelPlan):
         p = problem
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
         k = MlaDecodeSm90Kernel(p.s, p.h, bool(p.causal), dt)
+        splits = self.splits_for(p, config, target)
         return CuteKernel(
             self.name,
             k,
@@ -100,9 +178,19 @@ class MlaDecodeSm90(KernelPlan):
                 t["seqlens"],
                 t["o"],
                 t["lse"],
+                t["o_acc"],
+                t["lse_acc"],
                 cutlass.Float32(p.scale()),
+                cutlass.Int32(splits),
+                Const(splits > 1),
                 STREAM,
             ),  # fmt: skip
             self.tensor_specs(p),
-            meta={"split_kv": 1, "kv_load": "cp.async", "math_warpgroups": 2},
+            meta={
+                "split_kv": splits,
+                "split_rule": "config" if config.splits else "choose_splits",
+                "kv_load": "cp.async",
+                "math_warpgroups": 2,
+                "combine": "pdl" if splits > 1 else None,
+            },
         )
