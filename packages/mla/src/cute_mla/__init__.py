@@ -16,4 +16,6 @@ KERNELS = {
         "cute_mla.cutlass_mla_decode_fp8.cutlass_mla_decode_fp8:CutlassMlaDecodeFp8"
     ),
     "mla_decode_sm90": "cute_mla.mla_decode_sm90.mla_decode_sm90:MlaDecodeSm90",
+    "flashinfer_mla": "cute_mla.flashinfer_mla.flashinfer_mla:FlashInferMla",
+    "tilegym_mla": "cute_mla.tilegym_mla.tilegym_mla:TileGymMla",
 }

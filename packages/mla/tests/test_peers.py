@@ -1,0 +1,359 @@
+"""The MLA decode peers' adapters on the CPU, without the peers: a missing peer is one line
+naming what to install; supports() refusals; the layouts the adapters build from the
+workload's own page table (FlashInfer's CSR page list, TileGym's dense gather); and each
+adapter's wiring end to end against the workload's reference, with the peer replaced by a
+small PyTorch stand-in that follows the peer's documented contract."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+import torch
+from cute_mla.flashinfer_mla import FlashInferMla
+from cute_mla.flashinfer_mla import flashinfer_mla as fim
+from cute_mla.tilegym_mla import TileGymMla
+from cute_mla.tilegym_mla import tilegym_mla as tgm
+
+from kernelplan import KernelPlanError, ShapeError
+from kernelplan.check import compare
+from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
+
+W = MLA_DECODE
+
+
+def inputs_for(p: MlaDecodeProblem, seed: int = 0) -> dict:
+    return W.prepare_inputs(p, W.tensor_specs(p), seed, device="cpu")
+
+
+def token_row(x: dict, p: MlaDecodeProblem, i: int, k: int) -> torch.Tensor:
+    """Token k of sequence i, by the workload's definition."""
+    return x["kv_cache"][x["page_table"][i, k // p.page], k % p.page]
+
+
+# -- a missing peer: one line naming the package and version ---------------------------------
+@pytest.mark.parametrize(
+    ("plan_cls", "module", "needles"),
+    [
+        (
+            FlashInferMla,
+            "flashinfer",
+            ("flashinfer-python==0.7.2.post1", "apache-tvm-ffi==0.1.15.post2"),
+        ),
+        (TileGymMla, "tilegym", ("tilegym==1.5.1", "cuda-tile==1.7.0")),
+    ],
+)
+def test_missing_peer_is_one_line(monkeypatch, plan_cls, module, needles):
+    monkeypatch.setitem(sys.modules, module, None)  # `import <module>` raises ImportError
+    plan = plan_cls()
+    p = plan.problem(b=2, t=128)
+    with pytest.raises(KernelPlanError) as e:
+        plan.kernel(p, plan.default_config(p), plan.target("sm_90a"))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"{plan.name} needs")
+    for n in needles:
+        assert n in msg
+    assert e.value.__cause__ is None and e.value.__suppress_context__  # no chained traceback
+
+
+# -- supports(): one line each ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"dtype": "float8_e4m3fn"}, "takes dtype bfloat16 or float16"),
+        ({"dtype": "float32"}, "takes dtype bfloat16 or float16"),
+        ({"d_latent": 448}, "d_latent a multiple of 128"),
+        ({"d_rope": 32}, "d_rope a positive multiple of 64"),
+        ({"d_rope": 0}, "d_rope a positive multiple of 64"),
+        # s*h = 192 rows: a 128-row tile splits query 2's heads; its last key 64 starts a tile
+        ({"b": 1, "s": 4, "h": 48, "t": 66}, "FlashInfer refuses this causal plan"),
+    ],
+)
+def test_flashinfer_refuses_in_one_line(kw, needle):
+    plan = FlashInferMla()
+    base = {"b": 2, "t": 100}
+    with pytest.raises(ShapeError, match=needle) as e:
+        plan.problem(**{**base, **kw})
+    assert "\n" not in str(e.value)
+
+
+def test_flashinfer_work_item_bound(monkeypatch):
+    # b * ceil(s*h / tile) query tiles against FlashInfer's 16384 (a b of 16385 is slow to
+    # build: the workload's validate() is quadratic in b), so the bound is lowered here
+    assert fim.MAX_WORK_ITEMS == 16384
+    monkeypatch.setattr(fim, "MAX_WORK_ITEMS", 7)
+    plan = FlashInferMla()
+    plan.problem(b=7, t=10, h=16)  # 7 tiles of 64 rows
+    with pytest.raises(ShapeError, match="8 query tiles exceed FlashInfer's 7 work items"):
+        plan.problem(b=4, t=10, h=128, s=2)  # 4 * ceil(256 / 128)
+
+
+def test_flashinfer_takes():
+    plan = FlashInferMla()
+    for kw in (
+        {"b": 1, "s": 4, "h": 48, "t": 67},  # the same tile split, but key 65 starts no tile
+        {"b": 1, "s": 4, "h": 48, "t": 66, "causal": False},
+        {"b": 4, "s": 2, "h": 128, "t": 1000},  # tile 128 divides by h: never refused
+        {"b": 8, "t": 777, "varlen": True},
+        {"b": 2, "t": 100, "page": 16, "dtype": "float16"},
+        {"b": 2, "t": 100, "page": 1},
+    ):
+        plan.problem(**kw)
+    # fa3 narrows d_latent; fa2 does not
+    p = plan.problem(b=2, t=100, d_latent=384)
+    with pytest.raises(ShapeError, match="backend fa3 takes d_latent"):
+        plan.config(p, {"backend": "fa3"})
+    assert plan.config(p, {"backend": "fa2"}).backend == "fa2"
+    with pytest.raises(ShapeError, match="one of fa3, fa2"):
+        plan.config(p, {"backend": "auto"})
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"varlen": True, "b": 8}, "one KV length for the whole batch"),
+        ({"seqlens": (100, 99)}, "one KV length for the whole batch"),
+        ({"s": 2}, "has no causal mask: s > 1 needs --causal false"),
+        ({"h": 8}, "s\\*h a multiple of 16"),
+        ({"dtype": "float8_e4m3fn"}, "takes dtype bfloat16 or float16"),
+        ({"d_rope": 48}, "powers of two"),
+        ({"d_rope": 0}, "powers of two"),
+    ],
+)
+def test_tilegym_refuses_in_one_line(kw, needle):
+    plan = TileGymMla()
+    with pytest.raises(ShapeError, match=needle) as e:
+        plan.problem(**{"b": 2, "t": 100, **kw})
+    assert "\n" not in str(e.value)
+
+
+def test_tilegym_takes_and_declares_o_only():
+    plan = TileGymMla()
+    for kw in (
+        {"b": 2, "t": 100},
+        {"b": 2, "seqlens": (100, 100)},
+        {"b": 2, "s": 2, "h": 8, "t": 100, "causal": False},  # 16 folded heads
+        {"b": 2, "t": 100, "page": 16},
+    ):
+        p = plan.problem(**kw)
+        assert plan.output_names(p) == ["o"]  # no LSE: lse is neither poisoned nor compared
+    # the workload's own outputs are both; the other implementations check both
+    assert FlashInferMla().output_names(p) == ["o", "lse"]
+    # which of the workload's check/profile problems it takes
+    assert [q.label() for q in plan.check_problems()] == [
+        q.label() for q in W.check_problems() if not q.varlen and q.s == 1
+    ]
+    assert all(not q.varlen and q.s == 1 for q in plan.profile_problems())
+
+
+def test_tilegym_config():
+    C = tgm.TileGymMlaConfig
+    c = C.from_overrides(C(), {"gather": "at_bind", "kv_len_per_split": "512"})
+    assert (c.gather, c.kv_len_per_split) == ("at_bind", 512)
+    for bad in ("300", "64"):
+        with pytest.raises(ShapeError, match="power of two >= 128"):
+            C.from_overrides(C(), {"kv_len_per_split": bad})
+    with pytest.raises(ShapeError, match="one of in_launch, at_bind"):
+        C.from_overrides(C(), {"gather": "never"})
+    assert all(c.gather == "in_launch" for c in TileGymMla().autotune_configs(None))
+    # the op's own default split (mla-peers.md: 1024 at B=32 T=4096, 4096 at B=128)
+    assert tgm.default_split(4096, 32, 132) == 1024
+    assert tgm.default_split(4096, 128, 132) == 4096
+    assert tgm.default_split(100, 2, 132) == 128
+
+
+# -- layouts from the workload's own page table ----------------------------------------------
+@pytest.mark.parametrize(
+    "p",
+    [
+        MlaDecodeProblem(b=3, t=1000),  # a partly filled last page (its tail is NaN)
+        MlaDecodeProblem(b=4, t=64),  # exactly one page each
+        MlaDecodeProblem(b=2, t=100, page=16, d_latent=128, d_rope=64),
+    ],
+    ids=lambda p: f"b{p.b}-s{p.s}-h{p.h}-t{p.t}-page{p.page}" + ("-varlen" if p.varlen else ""),
+)
+def test_dense_gather_follows_the_page_table(p):
+    x = inputs_for(p, seed=3)
+    rows = tgm.dense_row_index(x["page_table"], p.t, p.page)
+    assert rows.shape == (p.b * p.t,) and rows.dtype == torch.int64
+    latent = torch.full((p.b, p.t, p.d_latent), float("nan"), dtype=x["kv_cache"].dtype)
+    rope = torch.full((p.b, p.t, p.d_rope), float("nan"), dtype=x["kv_cache"].dtype)
+    tgm.gather_dense(x["kv_cache"], rows, latent, rope)
+    assert not torch.isnan(latent).any() and not torch.isnan(rope).any()  # no slot past an end
+    for i in range(p.b):
+        for k in {0, p.page - 1, p.page, p.t // 2, p.t - 1} & set(range(p.t)):
+            row = token_row(x, p, i, k)
+            assert torch.equal(latent[i, k], row[: p.d_latent])
+            assert torch.equal(rope[i, k], row[p.d_latent :])
+    # and all of it, the slow way
+    want = torch.stack(
+        [torch.stack([token_row(x, p, i, k) for k in range(p.t)]) for i in range(p.b)]
+    )
+    assert torch.equal(torch.cat([latent, rope], -1), want)
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        MlaDecodeProblem(b=8, t=777, varlen=True),  # an empty sequence, partial pages
+        MlaDecodeProblem(b=4, s=2, t=1000),
+        MlaDecodeProblem(b=3, seqlens=(64, 1, 129), page=32),
+    ],
+    ids=lambda p: f"b{p.b}-s{p.s}-h{p.h}-t{p.t}-page{p.page}" + ("-varlen" if p.varlen else ""),
+)
+def test_csr_follows_the_page_table(p):
+    x = inputs_for(p, seed=5)
+    qo, kvp, kvi, kvl = fim.csr_metadata(x["page_table"], x["seqlens"], p.page, p.s)
+    assert all(t.dtype == torch.int32 and t.device.type == "cpu" for t in (qo, kvp, kvi, kvl))
+    assert qo.tolist() == [i * p.s for i in range(p.b + 1)]
+    assert kvl.tolist() == list(p.lengths())
+    owned = []
+    for i, n in enumerate(p.lengths()):
+        npg = -(-n // p.page)
+        assert kvp[i + 1] - kvp[i] == npg
+        mine = kvi[kvp[i] : kvp[i + 1]]
+        assert mine.tolist() == x["page_table"][i, :npg].tolist()
+        owned += mine.tolist()
+        # every token the CSR names is the workload's token, and none is a NaN slot
+        rows = x["kv_cache"][mine.long()].reshape(-1, p.d_qk)[:n]
+        assert not torch.isnan(rows).any()
+        for k in {0, n // 2, n - 1} if n else ():
+            assert torch.equal(rows[k], token_row(x, p, i, k))
+    assert len(owned) == len(set(owned)) == kvi.numel() == p.pages_needed()
+
+
+# -- the adapters end to end, the peers replaced by PyTorch stand-ins ---------------------------
+class FakeMetadata:
+    @staticmethod
+    def csr(qo_indptr, kv_indptr, kv_indices, kv_len_arr):
+        return (qo_indptr, kv_indptr, kv_indices, kv_len_arr)
+
+
+class FakeWrapper:
+    """FlashInfer's documented contract (mla-peers.md section 1): CSR pages, packed query rows
+    batch-major, causal right-aligned, LSE base 2 unless planned and run as natural log."""
+
+    instances: list = []
+
+    def __init__(self, workspace, backend="auto"):
+        self.backend = backend
+        FakeWrapper.instances.append(self)
+
+    def plan(self, *, metadata, num_heads, head_dim_ckv, head_dim_kpe, page_size, causal,
+             sm_scale, q_data_type, kv_data_type, lse_mode="none"):  # fmt: skip
+        self.meta = metadata
+        self.kw = dict(h=num_heads, dl=head_dim_ckv, dr=head_dim_kpe, page=page_size,
+                       causal=causal, scale=sm_scale, lse_mode=lse_mode)  # fmt: skip
+        self.runs = 0
+
+    def run(self, *, query, kv_cache, out, lse, return_lse, return_lse_base_on_e):
+        k = self.kw
+        assert return_lse and (k["lse_mode"] == "basee") == return_lse_base_on_e
+        qo, kvp, kvi, kvl = self.meta
+        for i in range(kvl.numel()):
+            n, q0, q1 = int(kvl[i]), int(qo[i]), int(qo[i + 1])
+            pages = kvi[int(kvp[i]) : int(kvp[i + 1])].long()
+            rows = kv_cache[pages].reshape(-1, kv_cache.shape[-1])[:n].double()
+            for r in range(q1 - q0):
+                seen = n - (q1 - q0) + r + 1 if k["causal"] else n
+                seen = max(0, min(seen, n))
+                s = query[q0 + r].double() @ rows[:seen].T * k["scale"]  # (h, seen)
+                if seen == 0:
+                    out[q0 + r] = 0
+                    lse[q0 + r] = -math.inf
+                    continue
+                m = torch.logsumexp(s, -1)
+                out[q0 + r] = (torch.softmax(s, -1) @ rows[:seen, : k["dl"]]).to(out.dtype)
+                lse[q0 + r] = (m if return_lse_base_on_e else m / math.log(2)).float()
+        self.runs += 1
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        MlaDecodeProblem(b=8, h=16, t=300, varlen=True),  # an empty sequence: o 0, lse -inf
+        MlaDecodeProblem(b=3, s=2, h=16, t=200),  # causal s = 2
+        MlaDecodeProblem(b=2, h=16, t=130, page=16),
+    ],
+    ids=lambda p: f"b{p.b}-s{p.s}-h{p.h}-t{p.t}-page{p.page}" + ("-varlen" if p.varlen else ""),
+)
+def test_flashinfer_adapter_wiring(monkeypatch, p):
+    monkeypatch.setattr(fim, "load_flashinfer", lambda: (FakeWrapper, FakeMetadata, "fake"))
+    monkeypatch.setenv(fim.CUDA_HOME_ENV, "/opt/some-cuda")
+    FakeWrapper.instances.clear()
+    plan = FlashInferMla()
+    x = inputs_for(p, seed=7)
+    for n in ("o", "lse"):
+        x[n].fill_(float("nan"))
+    kernel = plan.kernel(p, plan.config(p, {"backend": "fa2"}), plan.target("sm_90a"))
+    launch = kernel.bind(x)
+    w = FakeWrapper.instances[-1]
+    assert w.backend == "fa2" and w.runs == 0  # planned at bind, nothing run yet
+    assert w.kw["causal"] == (p.s > 1) and w.kw["lse_mode"] == "basee"
+    assert w.kw["scale"] == p.scale() and w.kw["page"] == p.page
+    assert torch.isnan(x["o"]).all()  # bind writes no output (the skip-launch fault holds)
+    launch()
+    launch()
+    assert w.runs == 2 and len(FakeWrapper.instances) == 1  # one plan, many launches
+    ref, low = W.reference(p, x), W.reference_lowp(p, x)
+    for n in ("o", "lse"):
+        r = compare(n, x[n], ref[n], W.tolerance(p, n), baseline=low[n])
+        assert r.passed, r.line()
+    assert torch.equal(torch.isneginf(x["lse"]), torch.isneginf(ref["lse"]))
+
+
+def fake_tilegym(calls: list):
+    def op(q_nope, q_pe, kv, kpe, sm_scale, kv_len_per_split=None, backend=None):
+        assert backend == "cutile" and kv_len_per_split >= 128
+        assert all(t.is_contiguous() for t in (q_nope, q_pe, kv, kpe))
+        calls.append(kv_len_per_split)
+        s = (q_nope.double() @ kv.double().transpose(1, 2)
+             + q_pe.double() @ kpe.double().transpose(1, 2)) * sm_scale  # fmt: skip
+        return (torch.softmax(s, -1) @ kv.double()).to(q_nope.dtype)
+
+    return op
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        MlaDecodeProblem(b=3, h=16, t=1000),  # partial last page: its NaN tail must stay out
+        MlaDecodeProblem(b=2, s=2, h=16, t=200, causal=False),  # folded heads
+    ],
+    ids=lambda p: f"b{p.b}-s{p.s}-h{p.h}-t{p.t}-page{p.page}" + ("-varlen" if p.varlen else ""),
+)
+def test_tilegym_adapter_wiring(monkeypatch, p):
+    calls: list = []
+    monkeypatch.setattr(tgm, "load_tilegym", lambda: (fake_tilegym(calls), "fake"))
+    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda")
+    plan = TileGymMla()
+    x = inputs_for(p, seed=9)
+    x["o"].fill_(float("nan"))
+    x["lse"].fill_(float("nan"))
+    kernel = plan.kernel(p, plan.default_config(p), plan.target("sm_90a", sm_count=132))
+    launch = kernel.bind(x)
+    assert len(calls) == 1 and torch.isnan(x["o"]).all()  # the compile call wrote scratch only
+    launch()
+    ref, low = W.reference(p, x), W.reference_lowp(p, x)
+    r = compare("o", x["o"], ref["o"], baseline=low["o"])
+    assert r.passed, r.line()
+    assert torch.isnan(x["lse"]).all()  # no LSE: left as it was, and not compared
+    assert calls == [tgm.default_split(p.t, p.b, 132)] * 2
+
+
+def test_tilegym_gather_is_in_the_launch(monkeypatch):
+    """in_launch re-reads the paged cache every launch; at_bind does not."""
+    monkeypatch.setattr(tgm, "load_tilegym", lambda: (fake_tilegym([]), "fake"))
+    plan = TileGymMla()
+    p = plan.problem(b=2, h=16, t=128)
+    results = {}
+    for gather in ("in_launch", "at_bind"):
+        x = inputs_for(p, seed=1)
+        launch = plan.kernel(p, plan.config(p, {"gather": gather}), plan.target("sm_90a")).bind(x)
+        launch()
+        before = x["o"].clone()
+        x["kv_cache"].mul_(2)  # the cache changes after bind
+        launch()
+        results[gather] = torch.equal(before, x["o"])
+    assert results == {"in_launch": False, "at_bind": True}

@@ -1,0 +1,200 @@
+#!/bin/bash
+# The mla package's table on the H200: `python -m kernelplan check mla` and
+# `python -m kernelplan profile mla` over every implementation of the mla_decode workload
+# (torch_reference, mla_decode_sm90, the two CUTLASS Blackwell decodes (static there),
+# flashinfer_mla, tilegym_mla), records and logs under $OUT.
+#
+#   bash scripts/device/mla-table.sh stage                       # staging calls (below)
+#   bash scripts/device/mla-table.sh check | profile | extras    # one per call (<= 10 min each)
+#   bash scripts/device/mla-table.sh check-each | profile-each  # one kernel at a time, if the
+#                                                                # whole package overruns a call
+#
+# Bundles, made here before the calls (git-ignored, under .device/):
+#   .device/a, .device/b      bash ../shared/gpu/prepare.sh nvtx nvidia-ml-py rich markdown-it-py
+#                             mdurl pygments apache-tvm-ffi   (the CuTe DSL 4.8.1 + jsonargparse ...)
+#   .device/cutlass           bash scripts/device/stage-cutlass.sh   (the CuTeDSL example tree)
+#   .device/fi-1, .device/fi-2   bash ../shared/gpu/pack.sh fi flashinfer-python==0.7.2.post1
+#                             apache-tvm-ffi==0.1.15.post2   (43.2 MiB + 19.2 MiB)
+#   .device/c1, .device/c2    bash ../shared/gpu/prepare-cutile.sh tilegym==1.5.1   (33 + 41 MB)
+# (results/logs/2026-12-01-h200-mla-peers/NOTE.md: the same staging, done once before.)
+#
+# Calls, back to back (a machine is kept ~30 s after a call; `carry` of the device tool):
+#   1. carry [".device/a", ".device/cutlass"]    bash scripts/device/mla-table.sh stage
+#   2. carry [".device/b"]                       bash scripts/device/mla-table.sh stage
+#   3. carry [".device/fi-1"]                    bash scripts/device/mla-table.sh stage
+#   4. carry [".device/fi-2", ".device/c1"]      bash scripts/device/mla-table.sh stage
+#   5. carry [".device/c2"]                      bash scripts/device/mla-table.sh stage
+#      (the stage call that completes the FlashInfer set, call 4, also JIT-builds FlashInfer's
+#      fa3 and fa2 MLA modules, ~17-19 s each, with the host's nvcc and no cuTile on PATH, into
+#      /tmp/fiws; later processes load them in ~0.02 s. Call 5 finds them built.)
+#   6. no carry    OUT=$OUT bash scripts/device/mla-table.sh check     -> $OUT/check.tgz
+#   7. no carry    OUT=$OUT bash scripts/device/mla-table.sh profile   -> $OUT/profile.tgz
+#   8. no carry    OUT=$OUT bash scripts/device/mla-table.sh extras    -> $OUT/extras.tgz
+#      extras: flashinfer_mla with --cuda-graph (whether FlashInfer's launch captures), fa2 at
+#      the profile problems, tilegym_mla with the gather outside the timing (gather=at_bind: the
+#      probe's kernel-only figure) and with --cuda-graph, planted faults that must fail.
+# Each tgz holds logs/ (one log per command, rc in run.log) and results/ (the records); here,
+# unpack it, `cp -rn results/. results/` (never overwrite a record) and keep the logs under
+# results/logs/<date>-h200-mla-table/.
+# Clocks are never changed: the records carry the clocks as found.
+set -uo pipefail
+cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
+steps=("$@"); [ ${#steps[@]} -eq 0 ] && { sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 2; }
+py=${PY:-python3}
+
+stage() {  # install whatever bundle this call carried (each step is idempotent)
+    set -e
+    [ -d .device/a ] && bash .device/a/stage.sh
+    if [ -d .device/cutlass ]; then
+        mkdir -p /root/stage/cutlass
+        tar xzf .device/cutlass/cutedsl.tgz -C /root/stage/cutlass
+        cp .device/cutlass/CUTLASS_COMMIT /root/stage/cutlass/CuTeDSL/
+        echo "CuTeDSL examples at /root/stage/cutlass/CuTeDSL ($(cat .device/cutlass/CUTLASS_COMMIT))"
+    fi
+    [ -d .device/b ] && (source .device/b/env.sh && echo "DSL in /tmp/site")
+    for d in .device/fi-*; do [ -f "$d/unpack.sh" ] && bash "$d/unpack.sh"; done
+    [ -d .device/c1 ] && bash .device/c1/stage.sh
+    [ -d .device/c2 ] && (source .device/c2/cutile-env.sh && echo "cuTile in /tmp/cutile-site")
+    set +e
+    if [ -d /tmp/site/flashinfer ] && [ -d /tmp/site/nvidia_cutlass_dsl ]; then
+        warm_flashinfer
+    fi
+}
+
+env_setup() {  # what .device/b/env.sh and .device/c2/cutile-env.sh export, without the bundles
+    [ -d /tmp/site/nvidia_cutlass_dsl ] || { echo "no DSL in /tmp/site: run the stage calls first" >&2; exit 3; }
+    local src
+    src=$(find "$(pwd)" -maxdepth 4 -type d -name src -not -path '*/.*' -not -path '*/third_party/*' | tr '\n' ':')
+    export PYTHONPATH="${src}/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages"
+    local nvd; nvd=$(ls -d /tmp/site/nvidia/cu*/bin 2>/dev/null | head -1)
+    [ -n "$nvd" ] && export PATH="$nvd:$PATH"
+    export PYTHONUNBUFFERED=1
+    export CUTLASS_DIR="${CUTLASS_DIR:-/root/stage/cutlass/CuTeDSL}"
+    export FLASHINFER_WORKSPACE_BASE=/tmp/fiws TVM_FFI_CACHE_DIR=/tmp/tvmffi MAX_JOBS=16
+    # FlashInfer's plan() JIT needs nvcc through CUDA_HOME (the adapter sets it around plan());
+    # tilegym_mla unsets CUDA_HOME/CUDA_PATH itself around its compiling call
+    export KERNELPLAN_FLASHINFER_CUDA_HOME="${KERNELPLAN_FLASHINFER_CUDA_HOME:-/usr/local/cuda}"
+}
+
+cutile_path() {  # cuTile after the rest: tileiras with its own ptxas first on PATH
+    if [ -d /tmp/cutile-site/cuda/tile ]; then
+        export PATH="/tmp/cutile-site/nvidia/cu13/bin:$PATH"
+        export PYTHONPATH="/tmp/cutile-site:$PYTHONPATH"
+    else
+        echo "no cuTile in /tmp/cutile-site: tilegym_mla will report what to install" >&2
+    fi
+}
+
+warm_flashinfer() {  # JIT-build FlashInfer's MLA modules once, before cuTile is on PATH
+    ( env_setup
+      export CUDA_HOME=/usr/local/cuda
+      timeout 300 $py - <<'EOF'
+import time
+from cute_mla.flashinfer_mla import FlashInferMla
+plan = FlashInferMla()
+p = plan.problem(b=2, t=128)
+for backend in ("fa3", "fa2"):
+    t0 = time.perf_counter()
+    k = plan.kernel(p, plan.config(p, {"backend": backend}), plan.target())
+    k.bind(plan.prepare_inputs(p, seed=0))
+    print(f"flashinfer {backend}: planned (JIT or cache) in {time.perf_counter() - t0:.1f} s")
+EOF
+    ) || echo "warm_flashinfer failed (see above); check will report it per kernel"
+}
+
+LOG=""
+run() {  # run NAME TIMEOUT CMD...: log to $LOG/NAME.log; the rc and the log's tail printed
+    local name=$1 limit=$2; shift 2
+    echo "== $(date -u +%H:%M:%S) $name: $*" | tee -a "$LOG/run.log"
+    timeout "$limit" "$@" > "$LOG/$name.log" 2>&1
+    local rc=$?
+    echo "   rc=$rc" | tee -a "$LOG/run.log"; tail -n 25 "$LOG/$name.log"
+}
+
+begin() {  # begin STEP: a fresh logs/results pair under $OUT/STEP
+    : "${OUT:?set OUT to a folder for logs and records}"
+    env_setup; cutile_path
+    W="$OUT/$1"; LOG="$W/logs"; mkdir -p "$LOG" "$W/results"
+    export KERNELPLAN_RESULTS="$W/results"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw --format=csv > "$LOG/nvidia-smi-start.csv" 2>&1
+    $py - > "$LOG/versions.log" 2>&1 <<'EOF'
+import importlib.metadata as md, torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))
+for d in ("nvidia-cutlass-dsl", "flashinfer-python", "apache-tvm-ffi", "tilegym", "cuda-tile", "nvidia-cuda-tileiras"):
+    try:
+        print(d, md.version(d))
+    except md.PackageNotFoundError:
+        print(d, "not installed")
+EOF
+    cat "$LOG/versions.log"
+}
+
+finish() {  # bundle $OUT/STEP into $OUT/STEP.tgz (the device tool brings back at most 8 files)
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$LOG/nvidia-smi-end.csv" 2>&1
+    tar czf "$OUT/$1.tgz" -C "$W" logs results && rm -rf "$W"
+    echo "bundle: $OUT/$1.tgz ($(du -h "$OUT/$1.tgz" | cut -f1))"
+}
+
+problems_argv() {  # KERNEL [CONFIG...]: one line of CLI flags per profile problem it takes
+    $py - "$@" <<'EOF'
+import sys
+from kernelplan.registry import load_plan_class
+plan = load_plan_class("mla", sys.argv[1])()
+for p in plan.profile_problems():
+    d = p.to_dict()
+    flags = [f"--{k}={str(v).lower() if isinstance(v, bool) else v}"
+             for k, v in d.items() if v is not None and k not in ("softmax_scale", "num_pages")]
+    print(" ".join(flags))
+EOF
+}
+
+for s in "${steps[@]}"; do case $s in
+stage)
+    stage ;;
+check)
+    begin check
+    run check-mla 560 $py -m kernelplan check mla
+    finish check ;;
+profile)
+    begin profile
+    run profile-mla 560 $py -m kernelplan profile mla
+    finish profile ;;
+check-each)  # the same, one process per kernel (when the whole package does not fit a call)
+    begin check-each
+    for k in torch_reference mla_decode_sm90 cutlass_mla_decode_fp16 cutlass_mla_decode_fp8 \
+             flashinfer_mla tilegym_mla; do
+        run "check-$k" 300 $py -m kernelplan check mla "$k"
+    done
+    finish check-each ;;
+profile-each)  # the same, one process per kernel (when the whole package does not fit a call)
+    begin profile-each
+    for k in torch_reference mla_decode_sm90 flashinfer_mla tilegym_mla; do
+        run "profile-$k" 300 $py -m kernelplan profile mla "$k"
+    done
+    finish profile-each ;;
+extras)
+    begin extras
+    fi="$py -m cute_mla flashinfer_mla"; tg="$py -m cute_mla tilegym_mla"
+    # does FlashInfer's launch capture in a CUDA graph? (a record each; an error line if not)
+    run fi-graph-profile 240 $py -m kernelplan profile mla flashinfer_mla --cuda-graph
+    run tg-graph-b32-t4096 120 $tg --b 32 --t 4096 --cuda-graph
+    # FlashInfer fa2 at the profile problems (the notes' second backend)
+    i=0; while read -r flags; do i=$((i + 1))
+        run "fi-fa2-$i" 120 $fi $flags --config backend=fa2
+    done < <(problems_argv flashinfer_mla)
+    # TileGym with the gather outside the timing: the op's kernels alone (compare with profile)
+    i=0; while read -r flags; do i=$((i + 1))
+        run "tg-at-bind-$i" 120 $tg $flags --config gather=at_bind
+    done < <(problems_argv tilegym_mla)
+    # planted faults: each must FAIL its check (rc=1)
+    run fi-fault-wrong-page 120 $fi --b 4 --t 1024 --inject-fault wrong-page --prof_type disabled
+    run fi-fault-skip 120 $fi --b 4 --t 1024 --inject-fault skip-launch --prof_type disabled
+    run fi-fault-perturb 120 $fi --b 8 --t 777 --varlen true --inject-fault perturb --prof_type disabled
+    run tg-fault-wrong-page 120 $tg --b 4 --t 1024 --inject-fault wrong-page --prof_type disabled
+    run tg-fault-skip 120 $tg --b 4 --t 1024 --inject-fault skip-launch --prof_type disabled
+    # refusals, one line each, nothing recorded
+    run tg-refuse-varlen 60 $tg --b 8 --t 777 --varlen true --check
+    run tg-refuse-causal 60 $tg --b 4 --s 2 --t 1000 --check
+    finish extras ;;
+*) echo "unknown step $s (stage, check, profile, check-each, profile-each, extras)" >&2; exit 2 ;;
+esac; done
