@@ -220,6 +220,8 @@ def run(
         )
         for r in results:
             log(f"{plan.name} {config.label()}: {r.line()}")
+        if info.get("not_produced"):
+            log(f"{plan.name}: does not produce {', '.join(info['not_produced'])} (not checked)")
         check_part = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}
         rc = 0 if ok else 1
         if opts.prof_type == "disabled":

@@ -316,13 +316,31 @@ class CuteKernel:
 
 class TorchKernel:
     """A peer implementation: ``fn(inputs)`` writes the outputs in place (e.g. cuBLAS through
-    ``torch.matmul(..., out=...)``)."""
+    ``torch.matmul(..., out=...)``).
+
+    Args:
+        name: for messages and records.
+        fn: the launch; with ``setup``, called as ``fn(inputs, state)``.
+        meta: facts recorded with every run (peer version, backend, what a launch includes).
+        setup: per input set, once, outside the timed launches: ``setup(inputs) -> state``
+            (a planner that reads the page table, a JIT build, a gather done at bind).
+    """
 
     compile_seconds = None
 
-    def __init__(self, name: str, fn: Callable[[Mapping[str, Any]], Any]):
-        self.name, self.fn = name, fn
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        meta: Mapping[str, Any] | None = None,
+        setup: Callable[[Mapping[str, Any]], Any] | None = None,
+    ):
+        self.name, self.fn, self.setup = name, fn, setup
+        self.meta = dict(meta or {})
 
     def bind(self, inputs: Mapping[str, Any]) -> Callable[[], Any]:
         fn = self.fn
-        return lambda: fn(inputs)
+        if self.setup is None:
+            return lambda: fn(inputs)
+        state = self.setup(inputs)
+        return lambda: fn(inputs, state)

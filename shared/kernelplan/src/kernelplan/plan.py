@@ -273,7 +273,14 @@ class KernelPlan(abc.ABC):
             )
             for n in outs
         ]
+        produced = set(outs)
+        not_produced = [
+            n
+            for n, spec in self.workload.tensor_specs(problem).items()
+            if spec.role == "output" and n not in produced
+        ]
         info = {
+            "not_produced": not_produced,
             "seed": seed,
             "fault": fault,
             "compile_seconds": kernel.compile_seconds,
@@ -516,7 +523,7 @@ class KernelPlan(abc.ABC):
             timing=st.to_dict(),
             roofline=roof.to_dict(),
             clocks={"before": before, "after": after},
-            kernel_meta=getattr(kernel, "meta", None),
+            kernel_meta=getattr(kernel, "meta", None) or None,
         )
         record_throttle(rec, dev, before, after, st, log)
         return rec, st, roof

@@ -43,6 +43,17 @@ def results_root() -> Path:
     return repo_root() / "results"
 
 
+#: Distributions of peer implementations whose versions every record carries when installed.
+PEER_DISTS = (
+    "flashinfer-python",
+    "tilegym",
+    "cuda-tile",
+    "flash-attn-4",
+    "quack-kernels",
+    "flash-mla",
+)
+
+
 def _version(dist: str) -> str | None:
     try:
         from importlib.metadata import version
@@ -68,6 +79,8 @@ def environment(device: Any = None) -> dict[str, Any]:
         "cutlass_commit_pinned": PINNED_COMMIT,
         "cutlass_commit_sources": source_commit(),
         "cute_dsl_arch_env": os.environ.get("CUTE_DSL_ARCH"),
+        # the peers' versions where installed (a record names what it compared against)
+        "peers": {d: v for d in PEER_DISTS if (v := _version(d))},
         "device": device.to_dict() if device is not None else None,
     }
 

@@ -128,6 +128,8 @@ def _check_one(plan, dev, rows, results_dir, record, fault, log) -> int:
             ok, results, info = plan.run_check(prob, config, target=target, fault=fault)
             for r in results:
                 log(f"{plan.name} {prob.label()}: {r.line()}")
+            if info.get("not_produced"):
+                log(f"{plan.name}: does not produce {', '.join(info['not_produced'])}")
             failed += not ok
             rec = plan.record_base("check", prob, config, target)
             rec["check"] = {"passed": ok, "outputs": [r.to_dict() for r in results], **info}

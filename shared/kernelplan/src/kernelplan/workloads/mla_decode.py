@@ -205,7 +205,8 @@ class MlaDecodeProblem(Problem):
             raise ShapeError(f"--softmax_scale must be a positive number (got {sc!r})")
         object.__setattr__(self, "softmax_scale", float(sc))
         need = self.pages_needed()
-        spare = 1 if any(_ceil_div(n, self.page) < self.table_pages() for n in lens) else 0
+        width = self.table_pages()  # once: it walks every length
+        spare = 1 if any(_ceil_div(n, self.page) < width for n in lens) else 0
         if self.num_pages is None:
             object.__setattr__(self, "num_pages", need + SPARE_PAGES)
             auto.add("num_pages")
