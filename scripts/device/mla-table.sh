@@ -159,6 +159,11 @@ profile)
     begin profile
     run profile-mla 560 $py -m kernelplan profile mla
     finish profile ;;
+table)  # every implementation alternated in one run per problem, CUDA-graph replays (host hidden)
+    begin table
+    run table-mla 580 $py -m kernelplan.alternate mla_decode torch_reference mla_decode_sm90 \
+        flashinfer_mla tilegym_mla --cuda-graph --reps 30
+    finish table ;;
 check-each)  # the same, one process per kernel (when the whole package does not fit a call)
     begin check-each
     for k in torch_reference mla_decode_sm90 cutlass_mla_decode_fp16 cutlass_mla_decode_fp8 \
@@ -196,5 +201,5 @@ extras)
     run tg-refuse-varlen 60 $tg --b 8 --t 777 --varlen true --check
     run tg-refuse-causal 60 $tg --b 4 --s 2 --t 1000 --check
     finish extras ;;
-*) echo "unknown step $s (stage, check, profile, check-each, profile-each, extras)" >&2; exit 2 ;;
+*) echo "unknown step $s (stage, check, profile, table, check-each, profile-each, extras)" >&2; exit 2 ;;
 esac; done

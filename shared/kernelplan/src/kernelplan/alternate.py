@@ -1,0 +1,268 @@
+"""Implementations of one workload timed in one run, alternated: the comparison table.
+
+``python -m kernelplan.alternate <workload> [package/kernel ...] [--problems profile|check]
+[--reps N] [--cuda-graph] [--check]`` takes every implementation of the workload that runs on
+this GPU (or those named), and for each problem it takes: checks it (with ``--check``: a
+failing implementation is reported and left out of the timing), binds cold-L2 workspaces for
+each, then times them in rounds, each round launching every implementation once in a rotated
+order between CUDA events, so that clock and power drift fall on all of them alike. One
+``benchmark`` record per implementation and problem (``alternated_with`` names the others and
+``round_id`` ties them), and a markdown table with the ratio of each to the fastest.
+
+Comparisons of implementations belong here, in one run; single-kernel timings of different
+runs are not compared (the clocks differ: see ``knowledge/anti-patterns/
+data-dependent-power-throttling.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import device as devmod
+from .errors import KernelPlanError
+from .timing import TimingStats, summarize, workspaces_for_cold_l2
+
+
+def alternate(
+    launchers: dict[str, list[Callable[[], Any]]],
+    *,
+    warmup: int = 5,
+    reps: int = 50,
+    cuda_graph: bool = False,
+    graph_launches: int = 10,
+) -> dict[str, TimingStats]:
+    """Time several implementations in rounds: round ``i`` launches each once, in an order
+    rotated by ``i``, each between two CUDA events; workspaces rotate per implementation.
+
+    Args:
+        launchers: label -> zero-argument launchers (one per workspace).
+        cuda_graph: time CUDA-graph replays of ``graph_launches`` launches per sample.
+
+    Returns:
+        label -> TimingStats (microseconds per launch), or a KernelPlanError for an
+        implementation whose launches could not be captured in a CUDA graph.
+    """
+    import torch
+
+    from .clocks import ClockSampler
+
+    labels = list(launchers)
+    stream = torch.cuda.current_stream()
+    for lab in labels:
+        fns = launchers[lab]
+        for i in range(warmup):
+            fns[i % len(fns)]()
+    torch.cuda.synchronize()
+    steps: dict[str, Callable[[int], None]] = {}
+    uncapturable: dict[str, str] = {}
+    per_sample = graph_launches if cuda_graph else 1
+    for lab in list(labels):
+        fns = launchers[lab]
+        if cuda_graph:
+            graphs = []
+            side = torch.cuda.Stream()
+            side.wait_stream(stream)
+            try:
+                with torch.cuda.stream(side):
+                    for j in range(len(fns)):
+                        g = torch.cuda.CUDAGraph()
+                        with torch.cuda.graph(g, stream=side):
+                            for k in range(graph_launches):
+                                fns[(j + k) % len(fns)]()
+                        graphs.append(g)
+            except Exception as e:  # an implementation that cannot be captured is left out
+                torch.cuda.synchronize()
+                msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+                uncapturable[lab] = msg
+                labels.remove(lab)
+                continue
+            stream.wait_stream(side)
+            torch.cuda.synchronize()
+            steps[lab] = lambda i, gs=graphs: gs[i % len(gs)].replay()
+        else:
+            steps[lab] = lambda i, fs=fns: fs[i % len(fs)]()
+    events = {lab: [] for lab in labels}
+    with ClockSampler() as clk:
+        for i in range(reps):
+            k = i % len(labels)
+            for lab in labels[k:] + labels[:k]:
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record(stream)
+                steps[lab](i)
+                e.record(stream)
+                events[lab].append((s, e))
+        torch.cuda.synchronize()
+    clocks = clk.summary() or None
+    out = {}
+    for lab in labels:
+        samples = [1000.0 * s.elapsed_time(e) / per_sample for s, e in events[lab]]
+        st = summarize(
+            samples,
+            warmup=warmup,
+            workspaces=len(launchers[lab]),
+            cuda_graph=cuda_graph,
+            graph_launches=per_sample,
+        )
+        st.clocks_during = clocks
+        out[lab] = st
+    for lab, why in uncapturable.items():
+        out[lab] = KernelPlanError(f"CUDA graph capture failed: {why}")
+    return out
+
+
+def _workspaces(plan, problem) -> int:
+    import torch
+
+    per_ws = sum(s.nbytes() for s in plan.tensor_specs(problem).values())
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20) or (50 << 20)
+    free, _ = torch.cuda.mem_get_info()
+    return max(1, min(workspaces_for_cold_l2(per_ws, l2), int(0.3 * free // max(per_ws, 1))))
+
+
+def run_table(
+    workload: str,
+    impls: Sequence[str] = (),
+    *,
+    problems: str = "profile",
+    reps: int = 50,
+    warmup: int = 5,
+    cuda_graph: bool = False,
+    check: bool = True,
+    results_dir=None,
+    record: bool = True,
+    log=print,
+) -> int:
+    """The comparison table of ``workload`` on this GPU (see the module docstring). Returns
+    the exit code: 1 when an implementation failed its check."""
+    from .records import ensure_writable, write_record
+    from .registry import load_plan_class
+    from .report import implementations, resolve_implementation
+    from .tables import markdown
+    from .workloads import get
+
+    wl = get(workload)
+    dev = devmod.current_device()
+    if dev is None:
+        raise KernelPlanError("the comparison table needs a CUDA GPU; none is visible")
+    if record:
+        ensure_writable(results_dir)
+    chosen = [resolve_implementation(r, workload) for r in impls] or implementations(workload)
+    plans = []
+    for pkg, k in chosen:
+        plan = load_plan_class(pkg, k)()
+        try:
+            devmod.require_runs_on(plan.name, plan.target_sm, dev)
+        except devmod.ArchMismatch as e:
+            log(f"skip: {e}")
+            continue
+        plans.append(plan)
+    probs = wl.profile_problems() if problems == "profile" else wl.check_problems()
+    log(f"device: {dev.name} ({dev.sm}); {len(plans)} implementation(s) of {workload}")
+    rows, failed = [], 0
+    for prob in probs:
+        entries = {}
+        for plan in plans:
+            if not plan.takes(prob):
+                continue
+            p = plan.problem(prob.to_dict())
+            cfg, tgt = plan.default_config(p), plan.target()
+            label = f"{plan.package}/{plan.name}"
+            try:
+                if check:
+                    ok, results, _info = plan.run_check(p, cfg, target=tgt)
+                    if not ok:
+                        failed += 1
+                        log(f"FAIL {label} {p.label()}: " + "; ".join(r.line() for r in results))
+                        continue
+                kernel = plan.kernel(p, cfg, tgt)
+                n_ws = _workspaces(plan, p)
+                launchers = [kernel.bind(plan.prepare_inputs(p, seed=i)) for i in range(n_ws)]
+            except KernelPlanError as e:
+                log(f"skip {label} {p.label()}: {e}")
+                continue
+            entries[label] = (plan, p, cfg, tgt, kernel, launchers)
+        if not entries:
+            continue
+        before = devmod.clocks_now()
+        stats = alternate(
+            {lab: e[5] for lab, e in entries.items()},
+            warmup=warmup,
+            reps=reps,
+            cuda_graph=cuda_graph,
+        )
+        after = devmod.clocks_now()
+        for lab, st in list(stats.items()):
+            if isinstance(st, KernelPlanError):
+                log(f"skip {lab} {prob.label()}: {st}")
+                del stats[lab], entries[lab]
+        if not stats:
+            continue
+        best = min(st.median_us for st in stats.values())
+        round_id = secrets.token_hex(4)
+        for lab, (plan, p, cfg, tgt, kernel, _l) in entries.items():
+            st = stats[lab]
+            roof = plan.roofline_for(p, st.median_us, dev.name)
+            rec = plan.record_base("benchmark", p, cfg, tgt)
+            rec.update(
+                timing=st.to_dict(),
+                roofline=roof.to_dict(),
+                clocks={"before": before, "after": after},
+                kernel_meta=getattr(kernel, "meta", None) or None,
+                alternated_with=[x for x in entries if x != lab],
+                host_launch_hidden=cuda_graph,
+                round_id=round_id,
+                check={"passed": True} if check else None,
+            )
+            path = write_record(rec, results_dir) if record else None
+            rows.append(
+                {
+                    "problem": p.label(),
+                    "implementation": lab,
+                    "median_us": f"{st.median_us:.1f}",
+                    "p10-p90_us": f"{st.p10_us:.1f}-{st.p90_us:.1f}",
+                    "TFLOP/s": f"{roof.tflops:.1f}",
+                    "GB/s": f"{roof.gbps:.0f}",
+                    "x fastest": f"{st.median_us / best:.2f}",
+                    "record": path.name if path else "-",
+                }
+            )
+    log(markdown(rows))
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .cli import die
+
+    p = argparse.ArgumentParser(prog="python -m kernelplan.alternate")
+    p.add_argument("workload")
+    p.add_argument("impls", nargs="*", help="package/kernel or a unique kernel name")
+    p.add_argument("--problems", choices=("profile", "check"), default="profile")
+    p.add_argument("--reps", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--cuda-graph", action="store_true")
+    p.add_argument("--no-check", action="store_true")
+    p.add_argument("--no-record", action="store_true")
+    p.add_argument("--results-dir", default=None)
+    a = p.parse_args(argv)
+    try:
+        return run_table(
+            a.workload,
+            a.impls,
+            problems=a.problems,
+            reps=a.reps,
+            warmup=a.warmup,
+            cuda_graph=a.cuda_graph,
+            check=not a.no_check,
+            results_dir=a.results_dir,
+            record=not a.no_record,
+        )
+    except KernelPlanError as e:
+        return die(str(e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
