@@ -133,13 +133,14 @@ class MlaDecodeSm90Kernel:
 
         K = warpgroup.OperandMajorMode.K
         MN = warpgroup.OperandMajorMode.MN
+        # step 2: warpgroup w computes S for tokens [32 w, 32 w + 32) of the page only (no
+        # S computed twice); P of both halves meets in SMEM as the PV MMA's A operand
         qk_mma = sm90_utils.make_trivial_tiled_mma(
-            dt, dt, K, K, cutlass.Float32, (1, 1, 1), (TILE_M, PAGE)
+            dt, dt, K, K, cutlass.Float32, (1, 1, 1), (TILE_M, PAGE // NUM_WG)
         )
         pv_mma = sm90_utils.make_trivial_tiled_mma(
-            dt, dt, K, MN, cutlass.Float32, (1, 1, 1), (TILE_M, D_V // NUM_WG),
-            warpgroup.OperandSource.RMEM,
-        )  # fmt: skip
+            dt, dt, K, MN, cutlass.Float32, (1, 1, 1), (TILE_M, D_V // NUM_WG)
+        )
 
         # SMEM: Q (64 x 576) and KV_STAGES pages (64 x 576), K-major with the 128-byte swizzle.
         # The atom is 8 rows x 64 columns; tiling rows first puts each 64-column chunk of a
@@ -148,6 +149,7 @@ class MlaDecodeSm90Kernel:
         atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dt)
         sQ_layout = cute.tile_to_shape(atom, (TILE_M, D_QK), (0, 1))
         sK_layout = cute.tile_to_shape(atom, (PAGE, D_QK, KV_STAGES), (0, 1, 2))
+        sP_layout = cute.tile_to_shape(atom, (TILE_M, PAGE), (0, 1))  # P (64 x 64), 8 KB
         # (column, token, stage) -> (token, column, stage) of sK's domain
         vt = cute.make_layout((D_V, PAGE, KV_STAGES), stride=(PAGE, 1, PAGE * D_QK))
         sVt_outer = cute.composition(sK_layout.outer, vt)
@@ -166,13 +168,17 @@ class MlaDecodeSm90Kernel:
         class SharedStorage:
             sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
             sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sK_layout)], 1024]
+            sP: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sP_layout)], 1024]
+            # per row and warpgroup: the page's row max, and at the end the row sum
+            sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
+            sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
 
         self.shared_storage = SharedStorage
 
         scale_log2 = softmax_scale * LOG2_E
         self.kernel(
             mQ, mKV, page_table, seqlens, mO, mL, mOa, mLa, scale_log2, num_splits,
-            qk_mma, pv_mma, tiled_copy, sQ_layout, sK_layout, sVt_outer, split,
+            qk_mma, pv_mma, tiled_copy, sQ_layout, sK_layout, sVt_outer, sP_layout, split,
         ).launch(grid=[mt, b, num_splits], block=[THREADS, 1, 1], stream=stream)  # fmt: skip
         if cutlass.const_expr(split):
             # the combine: one warp per packed row of every sequence (b*s*h rows, a multiple of
@@ -219,6 +225,7 @@ class MlaDecodeSm90Kernel:
         sQ_layout: cute.ComposedLayout,
         sK_layout: cute.ComposedLayout,
         sVt_outer: cute.Layout,
+        sP_layout: cute.ComposedLayout,
         split: cutlass.Constexpr,
     ):
         tidx, _, _ = cute.arch.thread_idx()
@@ -232,6 +239,9 @@ class MlaDecodeSm90Kernel:
         sQ = storage.sQ.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.sK.get_tensor(sK_layout.outer, swizzle=sK_layout.inner)
         sVt = storage.sK.get_tensor(sVt_outer, swizzle=sK_layout.inner)  # (512, 64, stages)
+        sP = storage.sP.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)  # (64, 64)
+        sMax = storage.sMax.get_tensor(cute.make_layout((TILE_M, NUM_WG)))
+        sSum = storage.sSum.get_tensor(cute.make_layout((TILE_M, NUM_WG)))
 
         seqlen = mLens[bidx]
         n_pages = (seqlen + PAGE - 1) // PAGE
@@ -268,19 +278,24 @@ class MlaDecodeSm90Kernel:
         # ---- MMA partitions ----------------------------------------------------------------
         thr_qk = qk_mma.get_slice(wg_tidx)
         tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ))  # (MMA, 1, 36)
-        tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK))  # (MMA, 1, 36, stages)
-        acc_s_shape = thr_qk.partition_shape_C((TILE_M, PAGE))
-        tScS = _mn_view(thr_qk.partition_C(cute.make_identity_tensor((TILE_M, PAGE))))
+        HALF = PAGE // NUM_WG
+        sK_wg = cute.local_tile(sK, (HALF, D_QK, KV_STAGES), (wg, 0, 0))  # this WG's tokens
+        tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK_wg))  # (MMA, 1, 36, stages)
+        acc_s_shape = thr_qk.partition_shape_C((TILE_M, HALF))
+        tScS = _mn_view(thr_qk.partition_C(cute.make_identity_tensor((TILE_M, HALF))))
+        # this warpgroup's 32 columns of P in SMEM, in its S accumulator's thread layout
+        tPsP = thr_qk.partition_C(cute.local_tile(sP, (TILE_M, HALF), (0, wg)))
 
         thr_pv = pv_mma.get_slice(wg_tidx)
         sVt_wg = cute.local_tile(sVt, (D_V // NUM_WG, PAGE, KV_STAGES), (wg, 0, 0))
         tOrV = thr_pv.make_fragment_B(thr_pv.partition_B(sVt_wg))  # (MMA, 1, 4, stages)
+        tOrP = thr_pv.make_fragment_A(thr_pv.partition_A(sP))  # (MMA, 1, 4)
         acc_o = thr_pv.make_fragment_C(thr_pv.partition_shape_C((TILE_M, D_V // NUM_WG)))
         acc_o.fill(0.0)
         acc_o_mn = _mn_view(acc_o)
 
         n_rows = cute.size(tScS, mode=[0])  # rows per thread (2)
-        n_cols = cute.size(tScS, mode=[1])  # S columns per thread and row (16)
+        n_cols = cute.size(tScS, mode=[1])  # S columns per thread and row (8)
         row_max = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
         row_sum = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
         limit = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Int32)
@@ -326,15 +341,21 @@ class MlaDecodeSm90Kernel:
             warpgroup.commit_group()
             warpgroup.wait_group(0)
 
-            # online softmax (fp32, log2 domain)
+            # online softmax (fp32, log2 domain); the row max spans both warpgroups' halves
             s_mn = _mn_view(acc_s)
+            mloc = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
             for i in cutlass.range_constexpr(n_rows):
                 mx = row_max[i]
                 for j in cutlass.range_constexpr(n_cols):
-                    if n * PAGE + tScS[i, j][1] >= limit[i]:
+                    if n * PAGE + wg * HALF + tScS[i, j][1] >= limit[i]:
                         s_mn[i, j] = -cutlass.Float32.inf
                     mx = cute.arch.fmax(mx, s_mn[i, j])
-                mx = cute.arch.warp_reduction_max(mx, threads_in_group=4)
+                mloc[i] = cute.arch.warp_reduction_max(mx, threads_in_group=4)
+                if lane % 4 == 0:
+                    sMax[tScS[i, 0][0], wg] = mloc[i]
+            cute.arch.barrier()  # both halves' maxima in SMEM
+            for i in cutlass.range_constexpr(n_rows):
+                mx = cute.arch.fmax(mloc[i], sMax[tScS[i, 0][0], 1 - wg])
                 base = mx * scale_log2
                 if mx == -cutlass.Float32.inf:
                     base = cutlass.Float32(0.0)  # nothing seen yet: exp2(-inf - 0) = 0, never NaN
@@ -349,13 +370,16 @@ class MlaDecodeSm90Kernel:
                 for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
                     acc_o_mn[i, j] = acc_o_mn[i, j] * corr
 
-            # P (bf16) as the A operand from registers: the m64n64 accumulator's 8 registers
-            # of columns 16k..16k+15 are the m64k16 A fragment of k-block k
-            tOrP = cute.make_rmem_tensor(cute.make_layout(((2, 2, 2), 1, PAGE // 16)), self.dtype)
-            tOrP_as_s = cute.make_tensor(tOrP.iterator, cute.make_layout(acc_s.shape))
-            tOrP_as_s.store(acc_s.load().to(self.dtype))
+            # P (dtype) of this warpgroup's 32 columns into SMEM; the async proxy (WGMMA)
+            # reads what the generic proxy wrote after the fence and the barrier
+            rP = cute.make_rmem_tensor(acc_s.layout, self.dtype)
+            rP.store(acc_s.load().to(self.dtype))
+            for e in cutlass.range_constexpr(cute.size(rP)):
+                tPsP[e] = rP[e]
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier()  # the whole P (64 x 64) in SMEM
 
-            # O += P V (this warpgroup's 256 columns)
+            # O += P V (this warpgroup's 256 columns, all 64 tokens)
             warpgroup.fence()
             pv_mma.set(warpgroup.Field.ACCUMULATE, True)
             for k in cutlass.range_constexpr(PAGE // 16):
@@ -366,8 +390,14 @@ class MlaDecodeSm90Kernel:
         cute.arch.cp_async_wait_group(0)  # nothing in flight at exit (zero-length sequences)
 
         # ---- epilogue: O / sum -> dtype, LSE (natural log) -------------------------------
+        # the row sums of both halves (the same max was used by both)
         for i in cutlass.range_constexpr(n_rows):
-            total = cute.arch.warp_reduction_sum(row_sum[i], threads_in_group=4)
+            mine = cute.arch.warp_reduction_sum(row_sum[i], threads_in_group=4)
+            if lane % 4 == 0:
+                sSum[tScS[i, 0][0], wg] = mine
+        cute.arch.barrier()
+        for i in cutlass.range_constexpr(n_rows):
+            total = sSum[tScS[i, 0][0], 0] + sSum[tScS[i, 0][0], 1]
             row_sum[i] = total
             inv = cutlass.Float32(0.0)
             if total > 0.0:
