@@ -746,3 +746,127 @@ def test_raw_timing_samples_cannot_back_a_figure():
     leaves = numeric_leaves(rec)
     assert 186.1 in leaves and 3 in leaves
     assert 324.2 not in leaves and 183.3 not in leaves
+
+
+# ---- knowledge/QUESTIONS.md: links resolve, answers within two hops, source lines cited --------
+
+QUESTIONS = "knowledge/QUESTIONS.md"
+QUESTIONS_TEXT = """\
+# Questions
+
+Asked before reading; answered from the [catalog](CATALOG.md).
+
+## Pipelines
+
+### 1. Who releases a ring slot?
+Answer: [Demo ring pipeline, Mechanism](languages/cute-dsl/optimizations/demo-ring.md#mechanism)
+The consumers, after reading it.
+Source: `cute/demo/gemm.py:L12-L18`
+
+### 2. Which descriptors does the demo GEMM build?
+Answer: [Reading notes: demo GEMM](reading/demo-gemm.md#tma-descriptors)
+A and B.
+Source: `cute/demo/gemm.py:L5-L6`
+"""
+
+MID = "knowledge/notes/mid.md"
+DEEP = "knowledge/notes/deep.md"
+
+
+@pytest.fixture
+def qtree(tree: Layout) -> Layout:
+    """The good tree plus a QUESTIONS.md that lints clean, and two notes outside the catalog:
+    the pattern (one hop from the catalog) links mid.md (two hops), which links deep.md
+    (three hops)."""
+    write(tree.root, QUESTIONS, QUESTIONS_TEXT)
+    write(tree.root, MID, "# Mid\n\nSee [deep](deep.md); `cute/demo/gemm.py:L10-L20`.\n")
+    write(tree.root, DEEP, "# Deep\n\nThe loop: `cute/demo/gemm.py:L10-L20`.\n")
+    edit(tree, PATTERN, "- None known.\n", "- None known; see [mid](../../../notes/mid.md).\n")
+    return tree
+
+
+def test_questions_good_tree_passes(qtree: Layout) -> None:
+    assert errors(qtree) == []
+
+
+def test_questions_broken_link_fails(qtree: Layout) -> None:
+    edit(qtree, QUESTIONS, "(reading/demo-gemm.md#", "(reading/demo-gem.md#")
+    line = line_of(qtree, QUESTIONS, "demo-gem.md")
+    assert (
+        only_error(qtree) == f"{QUESTIONS}:{line}: link target reading/demo-gem.md does not exist"
+    )
+
+
+def test_questions_broken_anchor_fails(qtree: Layout) -> None:
+    edit(qtree, QUESTIONS, "#tma-descriptors)", "#tma-descriptor)")
+    line = line_of(qtree, QUESTIONS, "#tma-descriptor)")
+    assert only_error(qtree) == (
+        f"{QUESTIONS}:{line}: link target reading/demo-gemm.md#tma-descriptor: "
+        "knowledge/reading/demo-gemm.md has no heading with anchor #tma-descriptor"
+    )
+
+
+def test_questions_two_hop_answer_passes(qtree: Layout) -> None:
+    edit(
+        qtree,
+        QUESTIONS,
+        "(languages/cute-dsl/optimizations/demo-ring.md#mechanism)",
+        "(notes/mid.md)",
+    )
+    assert errors(qtree) == []
+
+
+def test_questions_three_hop_answer_fails(qtree: Layout) -> None:
+    edit(
+        qtree,
+        QUESTIONS,
+        "(languages/cute-dsl/optimizations/demo-ring.md#mechanism)",
+        "(notes/deep.md)",
+    )
+    line = line_of(qtree, QUESTIONS, "(notes/deep.md)")
+    assert only_error(qtree).startswith(
+        f"{QUESTIONS}:{line}: answer {DEEP} is 3 hops from the catalog"
+    )
+
+
+def test_questions_unreachable_answer_fails(qtree: Layout) -> None:
+    edit(qtree, PATTERN, "; see [mid](../../../notes/mid.md)", "")
+    edit(
+        qtree,
+        QUESTIONS,
+        "(languages/cute-dsl/optimizations/demo-ring.md#mechanism)",
+        "(notes/mid.md)",
+    )
+    assert f"answer {MID} is not reachable from the catalog" in only_error(qtree)
+
+
+def test_question_without_source_lines_fails(qtree: Layout) -> None:
+    edit(qtree, QUESTIONS, "Source: `cute/demo/gemm.py:L12-L18`\n", "")
+    line = line_of(qtree, QUESTIONS, "### 1.")
+    assert only_error(qtree) == (
+        f"{QUESTIONS}:{line}: question cites no source lines: add `<path>:L<start>-L<end>`"
+    )
+
+
+def test_question_citing_lines_its_answer_does_not_cite_fails(qtree: Layout) -> None:
+    edit(qtree, QUESTIONS, "`cute/demo/gemm.py:L12-L18`", "`cute/demo/gemm.py:L12-L30`")
+    assert "`cute/demo/gemm.py:L12-L30` is not among the lines" in only_error(qtree)
+
+
+def test_question_without_answer_fails(qtree: Layout) -> None:
+    edit(qtree, QUESTIONS, "Answer: [Reading notes: demo GEMM]", "See: [Reading notes: demo GEMM]")
+    line = line_of(qtree, QUESTIONS, "### 2.")
+    assert only_error(qtree) == (
+        f"{QUESTIONS}:{line}: question has no 'Answer:' line: link the entry that answers it"
+    )
+
+
+def test_repository_questions_are_answered_within_two_hops() -> None:
+    """The committed list: at least 20 questions, and none of the lint's defects in it."""
+    from kernelplan.kb.markdown import Doc
+    from kernelplan.kb.questions import questions
+
+    layout = Layout(REPO)
+    doc = Doc.read(REPO / QUESTIONS, QUESTIONS)
+    assert len(questions(doc)) >= 20
+    assert [str(d) for d in lint(layout) if d.path == QUESTIONS] == []

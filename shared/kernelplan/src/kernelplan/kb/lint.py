@@ -10,6 +10,7 @@ from kernelplan.errors import KernelPlanError
 
 from . import catalog, facts
 from . import manifest as manifest_mod
+from . import questions as questions_mod
 from .citations import (
     LONG_PREFIXES,
     SOURCE_RE,
@@ -66,7 +67,8 @@ class Linter:
 
     def run(self) -> list[Defect]:
         self.check_manifest()
-        for entry in scan_knowledge(self.layout):
+        entries = scan_knowledge(self.layout)
+        for entry in entries:
             self.check_common(entry.doc)
             if entry.kind == "pattern":
                 self.check_pattern(entry)
@@ -74,6 +76,8 @@ class Linter:
                 self.check_reading(entry)
             elif entry.kind == "devlog":
                 self.check_devlog(entry)
+            elif entry.kind == "questions":
+                self.check_questions(entry, entries)
             elif entry.kind == "other":
                 self.warn(
                     entry.rel,
@@ -387,6 +391,16 @@ class Linter:
                 if not (self.layout.root / raw).exists():
                     self.error(doc.rel, lineno, f"imported path `{raw}` does not exist")
         self.check_evidence(doc, "Performance", required=False)
+
+    def check_questions(self, entry: Entry, entries: list[Entry]) -> None:
+        """knowledge/QUESTIONS.md: anchors resolve, answers within two hops of the catalog,
+        each question cites source lines its answer cites (kernelplan/kb/questions.py)."""
+        docs = {e.rel: e.doc for e in entries}
+        for path in (self.layout.catalog, self.layout.examples_catalog):
+            if path.is_file():
+                docs[self.layout.rel(path)] = Doc.read(path, self.layout.rel(path))
+        doc = entry.doc
+        questions_mod.check(self.layout, doc, docs, lambda n, m: self.error(doc.rel, n, m))
 
     # ---- catalogs ------------------------------------------------------------------------
 

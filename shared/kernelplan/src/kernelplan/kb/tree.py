@@ -11,6 +11,7 @@ from pathlib import Path
 from .citations import strip_prefix
 from .layout import CATALOG_NAME, EXAMPLES_NAME, Layout
 from .markdown import Doc
+from .questions import QUESTIONS_NAME
 from .templates import DEVLOG_FOLDER, PATTERN_FOLDERS, READING_FOLDER
 
 GENERATED = {CATALOG_NAME, EXAMPLES_NAME}
@@ -19,7 +20,7 @@ LANGUAGE_FOLDER_RE = re.compile(r"^languages/[\w.-]+/(optimizations|anti-pattern
 
 @dataclass
 class Entry:
-    kind: str  # "pattern", "reading", "devlog", "readme", "other"
+    kind: str  # "pattern", "reading", "devlog", "readme", "questions", "other"
     folder: str  # folder relative to knowledge/ ("" for the top)
     doc: Doc
 
@@ -40,6 +41,8 @@ class Entry:
 def classify(rel_k: str) -> tuple[str, str]:
     """(kind, folder) for a Markdown file's path relative to knowledge/."""
     folder, _, name = rel_k.rpartition("/")
+    if rel_k == QUESTIONS_NAME:
+        return "questions", folder
     if name == "README.md":
         return "readme", folder
     if folder in PATTERN_FOLDERS or LANGUAGE_FOLDER_RE.match(folder):
