@@ -24,9 +24,39 @@ def test_mla_decode_sm90_compiles_for_sm90a(shape, tmp_path, monkeypatch):
     assert st["arch"] == "sm_90a" and st["cache"]["hit"] is False
     assert st["registers"] <= 255
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
-    # 36 k-blocks of S = Q K^T (K = 576) + 4 of O += P V (64 tokens) per page
-    assert sum(n for m, n in st["opcodes"].items() if m.startswith("HGMMA")) == 40
-    assert st["dynamic_smem_bytes"] == (64 * 576 * 3) * 2  # Q + 2 pages, bf16
+    # 36 k-blocks of S = Q K^T (K = 576; 32 tokens per warpgroup since step 2) + 4 of
+    # O += P V (64 tokens) per page
+    assert st["mma_mnemonics"] == {"HGMMA.64x32x16.F32.BF16": 36, "HGMMA.64x256x16.F32.BF16": 4}
+    # Q + 2 pages + P (64 x 64), bf16, + the row max and row sum exchange (2 x 64 fp32 each)
+    assert st["dynamic_smem_bytes"] == (64 * 576 * 3 + 64 * 64) * 2 + 2 * 2 * 64 * 4
+    # the split kernel's combine (when the problem splits) has no spills either
+    for f in st.get("functions", []):
+        assert f["spill_store_bytes"] == 0 and f["spill_load_bytes"] == 0
+
+
+def test_mla_decode_sm90_split_choice():
+    """Splits per call from B, the longest length, h and the SM count (132 on the H200):
+    enough CTAs to fill the SMs, none where two waves of one split already do."""
+    from kernelplan.registry import load_plan_class
+
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import choose_splits, split_cap
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    cases = [
+        ({"b": 32, "t": 4096}, 2),  # 64 CTAs -> 128
+        ({"b": 32, "t": 16384}, 2),
+        ({"b": 128, "t": 4096}, 1),  # 256 CTAs: two waves already
+        ({"b": 128, "t": 4096, "h": 64}, 1),  # 128 CTAs
+        ({"b": 4, "t": 1024}, 16),  # 8 CTAs, 16 pages: one page each
+        ({"b": 2, "seqlens": (1, 0)}, 1),  # one page: nothing to split
+    ]
+    for shape, want in cases:
+        prob = plan.problem(**shape)
+        got = choose_splits(prob, 132)
+        assert got == want, (shape, got)
+        assert got <= split_cap(prob)
+        specs = plan.tensor_specs(prob)
+        assert specs["o_acc"].shape[0] == split_cap(prob)
 
 
 @pytest.mark.parametrize(

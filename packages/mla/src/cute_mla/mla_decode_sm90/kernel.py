@@ -1,29 +1,31 @@
-"""MLA decode for Hopper (sm_90a) in the CuTe DSL: the kernel (v0, correctness first).
+"""MLA decode for Hopper (sm_90a) in the CuTe DSL: the kernel (step 2).
 
-One CTA per (64-row tile of the s*h packed query rows, sequence b); 256 threads = two math
-warpgroups; no producer warpgroup. Per 64-token page of the sequence:
+One CTA per (64-row tile of the s*h packed query rows, sequence b, split); 256 threads = two
+math warpgroups; no producer warpgroup. Per 64-token page of the CTA's part of the sequence:
 
 1. the page (64 tokens x 576 bf16 = 72 KB) is copied global -> SMEM with cp.async (16-byte
    vectors, 256 threads), double-buffered: page n+1 is in flight while page n is computed;
    the page index is read from the page table on the device;
-2. S = Q K^T (64 x 64, K = 576) on WGMMA with Q (64 x 576, loaded once) and K from SMEM;
-3. online softmax in fp32 registers (row max over the quad of lanes that holds a row, scale in
-   the log2 domain, rescale of the running sum and of O);
-4. P (bf16, from registers: the accumulator layout of m64n64 is the A-operand layout of the
-   m64k16 blocks) times V, where V is the first 512 columns of the same SMEM page seen
-   transposed (an MN-major view of the same bytes: no second load); each warpgroup owns 256
-   of the 512 output columns (a 64 x 256 fp32 accumulator, 128 registers per thread).
+2. S = Q K^T, warpgroup w for tokens [32 w, 32 w + 32) only (64 x 32, K = 576, WGMMA 64x32x16
+   with Q, loaded once, and K from SMEM);
+3. online softmax in fp32 registers: each warpgroup's row max goes through SMEM so both use
+   the max over all 64 tokens (the same correction factor rescales both halves of O);
+4. P (dtype) of both halves into one 64 x 64 SMEM tile (128-byte swizzle), then O += P V with
+   P from SMEM and V the first 512 columns of the same SMEM page seen transposed (an MN-major
+   view of the same bytes: no second load); each warpgroup owns 256 of the 512 output columns
+   (a 64 x 256 fp32 accumulator, 128 registers per thread); the row sums of both halves meet
+   in SMEM at the end.
 
-v0 simplifications (each one a later step):
+Split-KV (step 1): ``num_splits`` (runtime) CTAs per (tile, sequence), each on an equal part of
+the sequence's own pages; with ``split`` (compile time) the parts' fp32 O and log2 LSE go to a
+workspace and :meth:`MlaDecodeSm90Kernel.combine` (one warp per packed row) merges them,
+launched with programmatic dependent launch. Without it (one split) O and LSE are written
+directly (v0's epilogue).
 
-* both warpgroups compute the same S = Q K^T (the 36 k-blocks twice), so neither waits for the
-  other's softmax: no P exchange through SMEM, no cross-warpgroup barrier but the page one;
-* no split-KV, no combine kernel: the grid is ceil(s*h/64) x b CTAs;
-* cp.async instead of TMA (see ``load_page``): rows past the sequence's end are not read at all
-  (their 16-byte vectors are taken from row 0 of the same page instead, a valid token), so the
-  SMEM page holds only finite values and a masked P of exactly 0 cannot meet a NaN;
-* the mask is applied on every page (not only the last one / the causal band);
-* O is written straight from the accumulator registers to global memory (2-byte stores).
+Still simple (later steps): cp.async instead of TMA (see ``load_page``): rows past the
+sequence's end are not read at all (their 16-byte vectors are taken from row 0 of the same
+page, a valid token), so the SMEM page holds only finite values; the mask is applied on every
+page; O is written from the accumulator registers; three CTA barriers per page.
 
 NaN safety: cache slots past a sequence's end hold NaN (the workload's check). They never reach
 SMEM (substitution above); S of those tokens is set to -inf before the max, so P = exp2(-inf) =
