@@ -1,17 +1,23 @@
-"""The attention_fwd workload on the CPU: its reference against a deliberately naive loop,
-the mask rules (bottom-right causal, windows, refusals), and FLOPs/bytes checked by hand."""
+"""The attention workloads on the CPU: the forward reference against a deliberately naive loop,
+the mask rules (bottom-right causal, windows, refusals), FLOPs/bytes checked by hand; the
+backward's autograd reference against the gradient formulas written out in float64, its
+low-precision baseline, FLOPs/bytes, and planted faults that the check must catch (through
+``KernelPlan.run_check`` itself, on CPU tensors)."""
 
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import pytest
 import torch
 
+from kernelplan import KernelPlan, NoConfig, Target
 from kernelplan.check import compare
+from kernelplan.kernel import TorchKernel
 from kernelplan.workload import ShapeError
 from kernelplan.workloads import get
-from kernelplan.workloads.attention import ATTENTION_FWD, AttentionProblem
+from kernelplan.workloads.attention import ATTENTION_BWD, ATTENTION_FWD, AttentionProblem
 
 W = ATTENTION_FWD
 P = AttentionProblem
@@ -201,12 +207,183 @@ def test_check_and_profile_problems_are_valid():
     }
 
 
-def test_derived_fields_follow_the_command_line():
-    """Derived fields travel as None, so a CLI that starts from the defaults re-derives them
-    (``--sq 1024`` alone gives sk = 1024, not the default problem's 4096)."""
+def test_records_show_derived_values_and_the_cli_rederives_them():
+    """A problem's dict (what records and compile keys hold) has the real sk, h_kv, d_v and
+    softmax_scale; the command line, which leaves fields declared None out of an
+    implementation's defaults, derives them again from the flags given (``--sq 1024`` alone
+    gives sk = 1024, not the default problem's 4096)."""
+    from kernelplan.cli import parse
+
     d = P().to_dict()
-    assert d["sk"] is None and d["h_kv"] is None and d["softmax_scale"] is None
-    q = P.from_dict({**d, "sq": 1024, "d_qk": 64})
+    assert (d["sk"], d["h_kv"], d["d_v"]) == (4096, 32, 128)
+    assert d["softmax_scale"] == pytest.approx(128**-0.5)
+    assert P.from_dict(d) == P()  # a record's problem reads back to the same problem
+    plan = _CpuPlan()
+    q, _, _ = parse(plan, ["--sq", "1024", "--d_qk", "64"])
     assert (q.sk, q.d_v, q.softmax_scale) == (1024, 64, 0.125)
-    assert P(sq=8, sk=8).to_dict()["sk"] == 8  # given: kept
-    assert "sk=1024" in q.label()
+    q, _, _ = parse(plan, ["--sq", "1024", "--sk", "2048"])
+    assert q.sk == 2048  # given: kept
+    assert "sk=1024" in P(sq=1024).label()
+
+
+# -- backward ------------------------------------------------------------------------------------
+B = ATTENTION_BWD
+
+
+def bwd_inputs(p: AttentionProblem, seed: int = 0) -> dict:
+    return B.prepare_inputs(p, B.tensor_specs(p), seed, device="cpu")
+
+
+def naive_bwd(p: AttentionProblem, x: dict) -> dict:
+    """float64, the gradient formulas written out with the visibility rule of :func:`naive`:
+    P = softmax(S) over visible keys, dV = P^T dO, dS = P * (dO V^T - rowsum(dO * O)),
+    dQ = scale dS K, dK = scale dS^T Q, dK/dV summed over each KV head's query heads."""
+    q, k, v, do = (x[n].double() for n in ("q", "k", "v", "do"))
+    dq = torch.zeros(p.b, p.sq, p.h_q, p.d_qk, dtype=torch.float64)
+    dk = torch.zeros(p.b, p.sk, p.h_kv, p.d_qk, dtype=torch.float64)
+    dv = torch.zeros(p.b, p.sk, p.h_kv, p.d_v, dtype=torch.float64)
+    r_idx = torch.arange(p.sq).view(-1, 1) + (p.sk - p.sq)
+    k_idx = torch.arange(p.sk).view(1, -1)
+    vis = torch.ones(p.sq, p.sk, dtype=torch.bool)
+    right = 0 if p.causal else (None if p.window_right < 0 else p.window_right)
+    if right is not None:
+        vis &= k_idx <= r_idx + right
+    if p.window_left >= 0:
+        vis &= k_idx >= r_idx - p.window_left
+    for i in range(p.b):
+        for j in range(p.h_q):
+            g = j // (p.h_q // p.h_kv)
+            s = (q[i, :, j] @ k[i, :, g].T) * p.scale()
+            s = s.masked_fill(~vis, float("-inf"))
+            pr = torch.softmax(s, dim=-1)
+            o = pr @ v[i, :, g]
+            dv[i, :, g] += pr.T @ do[i, :, j]
+            ds = pr * (do[i, :, j] @ v[i, :, g].T - (do[i, :, j] * o).sum(-1, keepdim=True))
+            dq[i, :, j] = ds @ k[i, :, g] * p.scale()
+            dk[i, :, g] += ds.T @ q[i, :, j] * p.scale()
+    return {"dq": dq, "dk": dk, "dv": dv}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bwd_reference_matches_the_formulas(name):
+    p = CASES[name]
+    x = bwd_inputs(p, seed=5)
+    ref = B.reference(p, x)
+    want = naive_bwd(p, x)
+    for n in ("dq", "dk", "dv"):
+        assert ref[n].shape == B.tensor_specs(p)[n].shape
+        torch.testing.assert_close(ref[n].double(), want[n], rtol=1e-5, atol=1e-5)
+
+
+def test_bwd_inputs_carry_the_forward():
+    """O and LSE are the forward reference's (O rounded to the dtype), so a kernel that reads
+    them gets a consistent forward; Q, K, V are the forward's draws for the same seed."""
+    p = P(b=1, sq=12, sk=20, h_q=4, h_kv=2, d_qk=8, causal=True)
+    x = bwd_inputs(p, seed=9)
+    f = W.reference(p, x)
+    assert torch.equal(x["o"], f["o"].to(x["o"].dtype))
+    assert torch.equal(x["lse"], f["lse"])
+    assert torch.equal(x["q"], inputs_for(p, seed=9)["q"])
+    assert get("attention_bwd") is B
+
+
+def test_bwd_reference_chunks_heads(monkeypatch):
+    import kernelplan.workloads.attention as att
+
+    p = P(b=2, sq=9, sk=13, h_q=6, h_kv=2, d_qk=8, causal=True)
+    x = bwd_inputs(p)
+    whole, whole_low = B.reference(p, x), B.reference_lowp(p, x)
+    monkeypatch.setattr(att, "REF_CHUNK_ELEMS", 2 * 9 * 13)  # 2 heads per chunk
+    parts, parts_low = B.reference(p, x), B.reference_lowp(p, x)
+    for n in ("dq", "dk", "dv"):
+        torch.testing.assert_close(whole[n], parts[n])
+        torch.testing.assert_close(whole_low[n], parts_low[n])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_bwd_lowp_baseline_rounds_and_passes(dtype):
+    p = P(b=1, sq=64, sk=96, h_q=4, h_kv=2, d_qk=32, causal=True, dtype=dtype)
+    x = bwd_inputs(p)
+    ref, low = B.reference(p, x), B.reference_lowp(p, x)
+    for n in ("dq", "dk", "dv"):
+        assert not torch.equal(ref[n], low[n])
+        lp = low[n].to(getattr(torch, dtype))
+        assert torch.equal(low[n], lp.float())
+        r = compare(n, lp, ref[n], B.tolerance(p, n))  # within the dtype's own bound
+        assert r.passed, r.line()
+
+
+def test_bwd_flops_are_2_5x_forward_counted_exactly():
+    for p in (
+        P(b=2, sq=256, h_q=4, d_qk=64),
+        P(b=1, sq=300, h_q=4, d_qk=128, causal=True),
+        P(b=1, sq=100, sk=333, h_q=8, h_kv=2, d_qk=64, causal=True, window_left=50),
+    ):
+        assert B.flops_bytes(p)[0] == 2.5 * W.flops_bytes(p)[0]
+    p = P(b=1, sq=1024, h_q=1, d_qk=64, causal=True)
+    assert B.flops_bytes(p)[0] == 2 * (1024 * 1025 // 2) * (3 * 64 + 2 * 64)
+    # d_qk != d_v: five matmuls, three over d_qk (S, dQ, dK) and two over d_v (dP, dV)
+    p = P(b=1, sq=4, h_q=1, d_qk=8, d_v=4)
+    assert B.flops_bytes(p)[0] == 2 * 16 * (3 * 8 + 2 * 4)
+
+
+def test_bwd_bytes():
+    p = P(b=1, sq=6, sk=10, h_q=4, h_kv=2, d_qk=8, d_v=4, dtype="float16")
+    q, kv, o, lse = 6 * 4 * 8, 10 * 2 * (8 + 4), 6 * 4 * 4, 4 * 6 * 4
+    # read Q, K, V, O, dO (2 B) and LSE (4 B); write dQ, dK, dV (2 B)
+    assert B.flops_bytes(p)[1] == (2 * q + 2 * kv + 2 * o) * 2 + lse
+
+
+# -- planted faults through KernelPlan.run_check, on the CPU -------------------------------------
+class _CpuPlan(KernelPlan):
+    """A stand-in implementation on CPU tensors: the "kernel" writes the workload's
+    low-precision baseline into the outputs (what a correct flash kernel would produce)."""
+
+    name: ClassVar[str] = "cpu_lowp"
+    package: ClassVar[str] = "test"
+    workload = ATTENTION_FWD
+
+    def prepare_inputs(self, problem, seed, device="cuda"):
+        return super().prepare_inputs(problem, seed, device="cpu")
+
+    def plan(self, problem, config, target):
+        def fn(t):
+            low = self.workload.reference_lowp(problem, t)
+            for n, v in low.items():
+                t[n].copy_(v)
+
+        return TorchKernel(self.name, fn)
+
+
+class _CpuBwdPlan(_CpuPlan):
+    name: ClassVar[str] = "cpu_lowp_bwd"
+    workload = ATTENTION_BWD
+
+
+@pytest.fixture
+def no_cuda_sync(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+
+
+FAULT_CASES = [
+    P(b=1, sq=64, sk=80, h_q=4, h_kv=2, d_qk=32, causal=True),
+    P(b=2, sq=48, h_q=2, d_qk=16, dtype="float16"),
+]
+
+
+@pytest.mark.parametrize("plan_cls", [_CpuBwdPlan, _CpuPlan], ids=["bwd", "fwd"])
+@pytest.mark.parametrize("p", FAULT_CASES, ids=["bf16-causal-gqa", "fp16"])
+def test_planted_faults_fail_the_check(no_cuda_sync, plan_cls, p):
+    """The correct outputs pass; ``perturb`` (one element of the FIRST output, dq for the
+    backward, moved by 4x its tolerance) and ``skip-launch`` (outputs left poisoned) fail."""
+    plan = plan_cls()
+    target = Target.resolve("sm_90a")
+    ok, res, _ = plan.run_check(p, NoConfig(), target=target, seed=1)
+    assert ok, [r.line() for r in res]
+    ok, res, _ = plan.run_check(p, NoConfig(), target=target, seed=1, fault="perturb")
+    assert not ok
+    first = plan.output_names(p)[0]
+    assert [r.name for r in res if not r.passed] == [first]
+    assert first == ("dq" if plan.workload is B else "o")
+    ok, res, _ = plan.run_check(p, NoConfig(), target=target, seed=1, fault="skip-launch")
+    assert not ok and not any(r.passed for r in res)

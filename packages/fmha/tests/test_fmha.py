@@ -11,7 +11,7 @@ import torch
 from kernelplan import KernelPlanError, ShapeError
 from kernelplan.check import compare
 from kernelplan.testing import needs_sources
-from kernelplan.workloads.attention import ATTENTION_FWD, AttentionProblem
+from kernelplan.workloads.attention import ATTENTION_BWD, ATTENTION_FWD, AttentionProblem
 
 P = AttentionProblem
 
@@ -33,9 +33,12 @@ def test_registered():
         "sdpa_efficient",
         "sdpa_math",
         "flash_attn4",
+        "blackwell_fmha",
+        "blackwell_fmha_bwd",
     }
     for n in KERNELS:
-        assert plan_of(n).workload is ATTENTION_FWD
+        want = ATTENTION_BWD if n.endswith("_bwd") else ATTENTION_FWD
+        assert plan_of(n).workload is want
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,10 @@
-"""cute_fmha: attention forward over the ``attention_fwd`` workload
-(:mod:`kernelplan.workloads.attention`: problem, tensors, reference, FLOPs and bytes, the
+"""cute_fmha: attention forward and backward over the ``attention_fwd`` and ``attention_bwd``
+workloads (:mod:`kernelplan.workloads.attention`: problem, tensors, reference, FLOPs and bytes, the
 check and profile problems are defined there once).
 
 ``KERNELS`` maps each CLI name (``uv run fmha <name>``) to its KernelPlan class: the CUTLASS
-CuTe DSL examples (Hopper ``fmha.py``, sm_90a; Ampere ``flash_attention_v2.py``, sm_80) and
+CuTe DSL examples (Hopper ``fmha.py``, sm_90a; Ampere ``flash_attention_v2.py``, sm_80;
+Blackwell ``fmha.py`` and ``fmha_bwd.py``, sm_100a, static here) and
 the peers that run on the H200 (PyTorch SDPA, one implementation per backend; flash-attn-4).
 """
 
@@ -19,4 +20,6 @@ KERNELS = {
     "sdpa_efficient": "cute_fmha.sdpa_efficient.sdpa_efficient:SdpaEfficient",
     "sdpa_math": "cute_fmha.sdpa_math.sdpa_math:SdpaMath",
     "flash_attn4": "cute_fmha.flash_attn4.flash_attn4:FlashAttn4",
+    "blackwell_fmha": "cute_fmha.blackwell_fmha.blackwell_fmha:BlackwellFmha",
+    "blackwell_fmha_bwd": "cute_fmha.blackwell_fmha_bwd.blackwell_fmha_bwd:BlackwellFmhaBwd",
 }

@@ -12,6 +12,9 @@ WORKLOADS = {
     "gemm": "kernelplan.workloads.gemm:GEMM",
     "mla_decode": "kernelplan.workloads.mla_decode:MLA_DECODE",
     "attention_fwd": "kernelplan.workloads.attention:ATTENTION_FWD",
+    "ssd": "kernelplan.workloads.ssd:SSD",
+    "rmsnorm": "kernelplan.workloads.rmsnorm:RMSNORM",
+    "attention_bwd": "kernelplan.workloads.attention:ATTENTION_BWD",
 }
 
 

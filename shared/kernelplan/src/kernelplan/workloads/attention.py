@@ -1,4 +1,5 @@
-"""The attention forward workload: softmax(Q K^T * scale, masked) V, with its log-sum-exp.
+"""The attention workloads: forward (softmax(Q K^T * scale, masked) V, with its log-sum-exp)
+and backward (dQ, dK, dV from dO, given the forward's O and LSE), over one problem type.
 
 For batch ``i``, query head ``j`` (of ``h_q``), query position ``r`` (of ``sq``)::
 
@@ -42,6 +43,22 @@ FLOPs: ``2 * (d_qk + d_v)`` per visible (query, key) pair and head (QK^T and PV;
 not counted), i.e. ``4 * b * h_q * sq * sk * d`` without a mask when ``d_qk = d_v = d``; under a
 causal or windowed mask the visible pairs are counted exactly. Minimum bytes: Q, K, V read once,
 O and the fp32 LSE written once.
+
+Backward (``attention_bwd``, the same problem): given dO (b, sq, h_q, d_v) and the forward's O
+and LSE, with ``P = exp(S - lse)`` over the visible keys and ``D = rowsum(dO * O)``::
+
+    dV = P^T dO          dP = dO V^T          dS = P * (dP - D)
+    dQ = scale * dS K    dK = scale * dS^T Q
+
+(dK and dV of a KV head summed over the query heads of its group). Tensors: inputs q, k, v,
+o, lse (as the forward's: o in ``dtype``, lse fp32 (b, h_q, sq)) and ``do`` (b, sq, h_q, d_v);
+outputs dq (b, sq, h_q, d_qk), dk (b, sk, h_kv, d_qk), dv (b, sk, h_kv, d_v), in ``dtype``.
+The workload draws q, k, v, do from the seed and computes o and lse with the forward reference
+(o rounded to ``dtype``), so a kernel gets a consistent forward. FLOPs: the five matmuls per
+visible pair and head, ``2 * (3 * d_qk + 2 * d_v)`` (S recomputed, dP, dV, dQ, dK), i.e. 2.5x
+the forward's ``2 * (d_qk + d_v)`` when ``d_qk = d_v`` (flash-attention's convention), visible
+pairs counted exactly. Minimum bytes: Q, K, V, O, dO and the fp32 LSE read once, dQ, dK, dV
+written once (a kernel's fp32 dQ accumulator and D are workspace, not counted).
 """
 
 from __future__ import annotations
@@ -152,19 +169,13 @@ class AttentionProblem(Problem):
         derived = {k: None for k in getattr(self, "_auto", ())}
         return dataclasses.replace(self, **{**derived, **changes})
 
-    def to_dict(self) -> dict[str, Any]:
-        """The fields, with the derived ones (``sk``, ``h_kv``, ``d_v``, ``softmax_scale``
-        when not given) as None: the command line starts from this dict, and a resolved
-        ``sk`` there would stay 4096 under ``--sq 1024``. ``from_dict`` derives them again,
-        to the same values; :meth:`label` and :meth:`resolved` show the values."""
-        d = super().to_dict()
-        for k in getattr(self, "_auto", ()):
-            d[k] = None
-        return d
-
     def resolved(self) -> dict[str, Any]:
-        """Every field with its value (derived ones included)."""
-        return Problem.to_dict(self)
+        """Every field with its value (derived ones included; the same as :meth:`to_dict`,
+        which records and compile keys use: a record shows the real ``sk``, ``h_kv``,
+        ``d_v`` and ``softmax_scale``). The command line re-derives these fields when they
+        are not given (they are declared None: :func:`kernelplan.cli.build_parser` leaves
+        them out of an implementation's defaults), so ``--sq 1024`` alone gives sk 1024."""
+        return self.to_dict()
 
     def label(self) -> str:
         r = self.resolved()
@@ -399,3 +410,175 @@ class AttentionFwdWorkload(Workload):
 
 
 ATTENTION_FWD = AttentionFwdWorkload()
+
+
+# -- backward --------------------------------------------------------------------------------
+#: the backward's tensors: inputs (the forward's O and LSE among them), then outputs
+BWD_INPUTS = ("q", "k", "v", "o", "lse", "do")
+BWD_OUTPUTS = ("dq", "dk", "dv")
+
+
+class AttentionBwdWorkload(Workload):
+    """See the module docstring (backward)."""
+
+    name: ClassVar[str] = "attention_bwd"
+    problem_type: ClassVar[type[Problem]] = AttentionProblem
+    description: ClassVar[str] = (
+        "dQ, dK, dV of softmax(scale Q K^T, mask bottom-right aligned) V from dO, given the "
+        "forward's O and LSE; GQA, BSHD"
+    )
+
+    def tensor_specs(self, problem: AttentionProblem) -> dict[str, TensorSpec]:
+        p = problem
+        out = {"role": "output", "init": "empty"}
+        return {
+            "q": TensorSpec((p.b, p.sq, p.h_q, p.d_qk), p.dtype),
+            "k": TensorSpec((p.b, p.sk, p.h_kv, p.d_qk), p.dtype),
+            "v": TensorSpec((p.b, p.sk, p.h_kv, p.d_v), p.dtype),
+            "o": TensorSpec((p.b, p.sq, p.h_q, p.d_v), p.dtype, init="empty"),
+            "lse": TensorSpec((p.b, p.h_q, p.sq), "float32", init="empty"),
+            "do": TensorSpec((p.b, p.sq, p.h_q, p.d_v), p.dtype),
+            "dq": TensorSpec((p.b, p.sq, p.h_q, p.d_qk), p.dtype, **out),
+            "dk": TensorSpec((p.b, p.sk, p.h_kv, p.d_qk), p.dtype, **out),
+            "dv": TensorSpec((p.b, p.sk, p.h_kv, p.d_v), p.dtype, **out),
+        }
+
+    def prepare_inputs(
+        self,
+        problem: AttentionProblem,
+        specs: Mapping[str, TensorSpec],
+        seed: int,
+        device: str = "cuda",
+    ) -> dict[str, Any]:
+        """The workload's tensors in its shapes, whatever ``specs`` an implementation passes
+        (it takes views in its own ``prepare_inputs``): Q, K, V, dO from N(0, 1) drawn from
+        ``seed``, O and LSE from the forward reference (O rounded to ``dtype``, the LSE in
+        fp32), outputs zeroed. Tensors only the implementation names (a workspace) are
+        allocated as its specs say."""
+        import torch
+
+        own = self.tensor_specs(problem)
+        gen = torch.Generator(device=device)
+        gen.manual_seed(seed)
+        out = {n: own[n].allocate(gen, device) for n in (*BWD_INPUTS, *BWD_OUTPUTS)}
+        fwd = ATTENTION_FWD.reference(problem, out)
+        out["o"].copy_(fwd["o"].to(out["o"].dtype))
+        out["lse"].copy_(fwd["lse"])
+        for n, s in specs.items():
+            if n not in out:
+                out[n] = s.allocate(gen, device)
+        return out
+
+    # -- references ---------------------------------------------------------------------------
+    def _head_chunk(self, problem: AttentionProblem) -> int:
+        p = problem
+        return max(1, min(p.h_q, REF_CHUNK_ELEMS // max(1, p.sq * p.sk)))
+
+    def reference(self, problem: AttentionProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """torch autograd in float32 (TF32 off) through the forward recomputed from Q, K, V
+        (not the given O and LSE), with dO as the output's gradient; one batch and a chunk
+        of query heads at a time (memory bound), dK and dV summed over each KV head's group.
+        Inputs may come as views of the same memory (an implementation's 5-D views)."""
+        import torch
+
+        p = problem
+        q, k, v, do = (inputs[n] for n in ("q", "k", "v", "do"))
+        dev = q.device
+        q = q.reshape(p.b, p.sq, p.h_q, p.d_qk)
+        k = k.reshape(p.b, p.sk, p.h_kv, p.d_qk)
+        v = v.reshape(p.b, p.sk, p.h_kv, p.d_v)
+        do = do.reshape(p.b, p.sq, p.h_q, p.d_v)
+        dq = torch.empty((p.b, p.sq, p.h_q, p.d_qk), dtype=torch.float32, device=dev)
+        dk = torch.zeros((p.b, p.sk, p.h_kv, p.d_qk), dtype=torch.float32, device=dev)
+        dv = torch.zeros((p.b, p.sk, p.h_kv, p.d_v), dtype=torch.float32, device=dev)
+        mask = visible_mask(p, None, dev)
+        hc = self._head_chunk(p)
+        with _no_tf32(), torch.enable_grad():
+            for i in range(p.b):
+                for j0 in range(0, p.h_q, hc):
+                    heads = torch.arange(j0, min(p.h_q, j0 + hc), device=dev)
+                    kv = heads // p.group
+                    qf = q[i, :, heads].float().requires_grad_(True)  # (sq, hc, d_qk)
+                    kf = k[i][:, kv].float().requires_grad_(True)  # (sk, hc, d_qk)
+                    vf = v[i][:, kv].float().requires_grad_(True)  # (sk, hc, d_v)
+                    s = torch.einsum("qhd,khd->hqk", qf, kf) * p.scale()
+                    if mask is not None:
+                        s = s.masked_fill(~mask.unsqueeze(0), float("-inf"))
+                    o = torch.einsum("hqk,khd->qhd", torch.softmax(s, dim=-1), vf)
+                    o.backward(do[i, :, heads].float())
+                    dq[i, :, heads] = qf.grad
+                    dk[i].index_add_(1, kv, kf.grad)
+                    dv[i].index_add_(1, kv, vf.grad)
+        return {"dq": dq, "dk": dk, "dv": dv}
+
+    def reference_lowp(
+        self, problem: AttentionProblem, inputs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """What a flash backward must round: S, P = exp(S - lse) and D = rowsum(dO * O) in
+        float32 from the given O and LSE; P and dS rounded to ``dtype`` (the MMAs' operand
+        type) before dV = P^T dO, dQ = dS K, dK = dS^T Q; the results rounded to ``dtype``."""
+        import torch
+
+        p = problem
+        lp = getattr(torch, p.dtype)
+        q = inputs["q"].reshape(p.b, p.sq, p.h_q, p.d_qk)
+        k = inputs["k"].reshape(p.b, p.sk, p.h_kv, p.d_qk)
+        v = inputs["v"].reshape(p.b, p.sk, p.h_kv, p.d_v)
+        o = inputs["o"].reshape(p.b, p.sq, p.h_q, p.d_v)
+        do = inputs["do"].reshape(p.b, p.sq, p.h_q, p.d_v)
+        lse = inputs["lse"].reshape(p.b, p.h_q, p.sq)
+        dev = q.device
+        dq = torch.empty((p.b, p.sq, p.h_q, p.d_qk), dtype=torch.float32, device=dev)
+        dk = torch.zeros((p.b, p.sk, p.h_kv, p.d_qk), dtype=torch.float32, device=dev)
+        dv = torch.zeros((p.b, p.sk, p.h_kv, p.d_v), dtype=torch.float32, device=dev)
+        mask = visible_mask(p, None, dev)
+        hc = self._head_chunk(p)
+
+        def r(t):
+            return t.to(lp).float()
+
+        with _no_tf32():
+            for i in range(p.b):
+                for j0 in range(0, p.h_q, hc):
+                    heads = torch.arange(j0, min(p.h_q, j0 + hc), device=dev)
+                    kv = heads // p.group
+                    qf, dof = q[i, :, heads].float(), do[i, :, heads].float()
+                    kf, vf = k[i][:, kv].float(), v[i][:, kv].float()
+                    s = torch.einsum("qhd,khd->hqk", qf, kf) * p.scale()
+                    pr = torch.exp(s - lse[i, heads].unsqueeze(-1))
+                    if mask is not None:
+                        pr = pr.masked_fill(~mask.unsqueeze(0), 0.0)
+                    dsum = (dof * o[i, :, heads].float()).sum(-1).transpose(0, 1)  # (hc, sq)
+                    dp = torch.einsum("qhd,khd->hqk", dof, vf)
+                    ds = r(pr * (dp - dsum.unsqueeze(-1)))
+                    dv[i].index_add_(1, kv, torch.einsum("hqk,qhd->khd", r(pr), dof))
+                    dq[i, :, heads] = torch.einsum("hqk,khd->qhd", ds, kf) * p.scale()
+                    dk[i].index_add_(1, kv, torch.einsum("hqk,qhd->khd", ds, qf) * p.scale())
+        return {"dq": r(dq), "dk": r(dk), "dv": r(dv)}
+
+    # -- roofline -----------------------------------------------------------------------------
+    def flops_bytes(self, problem: AttentionProblem) -> tuple[float, float]:
+        p = problem
+        flops = 2.0 * p.b * p.h_q * p.visible_pairs() * (3 * p.d_qk + 2 * p.d_v)
+        e = dtypes.nbytes(p.dtype)
+        q = p.b * p.sq * p.h_q * p.d_qk
+        kv = p.b * p.sk * p.h_kv * (p.d_qk + p.d_v)
+        o = p.b * p.sq * p.h_q * p.d_v
+        lse = p.b * p.h_q * p.sq * 4
+        # read Q, K, V, O, dO, LSE; write dQ, dK, dV
+        return flops, float((2 * (q + kv) + 2 * o) * e + lse)
+
+    def compute_dtype(self, problem: AttentionProblem) -> str:
+        return problem.dtype
+
+    # -- problems -----------------------------------------------------------------------------
+    def check_problems(self) -> list[AttentionProblem]:
+        """The forward's check problems (the same shapes, masks and GQA)."""
+        return ATTENTION_FWD.check_problems()
+
+    def profile_problems(self) -> list[AttentionProblem]:
+        """The forward's profile problems (issue 12 item 4: backward at the same settings)."""
+        return ATTENTION_FWD.profile_problems()
+
+
+ATTENTION_BWD = AttentionBwdWorkload()
