@@ -591,8 +591,18 @@ def read_report(
         NcuError: no such file, or it cannot be read.
     """
     path = Path(path)
+    if not path.is_file() and Path(str(path) + ".xz").is_file():
+        path = Path(str(path) + ".xz")  # a record written before its report was compressed
     if not path.is_file():
         raise NcuError(f"no Nsight Compute report at {path}")
+    if path.suffix == ".xz":  # reports are kept xz-compressed (~40x smaller); read a copy
+        import lzma
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="kernelplan-ncu-") as tmp:
+            plain = Path(tmp) / path.name.removesuffix(".xz")
+            plain.write_bytes(lzma.decompress(path.read_bytes()))
+            return read_report(plain, ncu=ncu, module=module)
     if module is None:
         module = load_ncu_report(ncu)
     if module is not None:
@@ -893,7 +903,7 @@ def profile(
         **summary,
         "complete": complete,
         "incomplete_reason": why,
-        "report": _rel(rep, root),
+        "report": _rel(_compress(rep), root),
         "log": _rel(logpath, root),
         "reader": reader,
         "ncu_version": ncu_version(ncu),
@@ -945,6 +955,21 @@ def profile(
             log,
         )
     return rec, path
+
+
+def _compress(rep: Path) -> Path:
+    """Replace the report by its xz copy (a report is mostly repeated structure: about 40x
+    smaller, and committed reports must travel to GPU hosts with the checkout); readers take
+    either (:func:`read_report`). Returns the path kept."""
+    import lzma
+
+    xz = Path(str(rep) + ".xz")
+    try:
+        xz.write_bytes(lzma.compress(rep.read_bytes(), preset=6))
+        rep.unlink()
+    except OSError:
+        return rep
+    return xz
 
 
 def _rel(p: Path, root: Path) -> str:
