@@ -10,4 +10,8 @@ KERNELS = {
         "cute_epilogue.custom_epilogue_dense_gemm.custom_epilogue_dense_gemm"
         ":CustomEpilogueDenseGemm"
     ),
+    "activation_custom_epilogue_dense_gemm": (
+        "cute_epilogue.activation_custom_epilogue_dense_gemm.activation_custom_epilogue_dense_gemm"
+        ":ActivationCustomEpilogueDenseGemm"
+    ),
 }
