@@ -13,7 +13,6 @@ WORKLOADS = {
     "mla_decode": "kernelplan.workloads.mla_decode:MLA_DECODE",
     "attention_fwd": "kernelplan.workloads.attention:ATTENTION_FWD",
     "ssd": "kernelplan.workloads.ssd:SSD",
-    "ssd": "kernelplan.workloads.ssd:SSD",
     "rmsnorm": "kernelplan.workloads.rmsnorm:RMSNORM",
     "attention_bwd": "kernelplan.workloads.attention:ATTENTION_BWD",
 }
