@@ -22,4 +22,12 @@ KERNELS = {
     "flash_attn4": "cute_fmha.flash_attn4.flash_attn4:FlashAttn4",
     "blackwell_fmha": "cute_fmha.blackwell_fmha.blackwell_fmha:BlackwellFmha",
     "blackwell_fmha_bwd": "cute_fmha.blackwell_fmha_bwd.blackwell_fmha_bwd:BlackwellFmhaBwd",
+    "mixed_input_fmha_prefill_d256": (
+        "cute_fmha.mixed_input_fmha_prefill_d256.mixed_input_fmha_prefill_d256:"
+        "MixedInputFmhaPrefillD256"
+    ),
+    "mixed_input_fmha_prefill_d512": (
+        "cute_fmha.mixed_input_fmha_prefill_d512.mixed_input_fmha_prefill_d512:"
+        "MixedInputFmhaPrefillD512"
+    ),
 }
