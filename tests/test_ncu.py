@@ -461,7 +461,7 @@ def test_profile_writes_one_complete_ncu_record(results_dir, fake_ncu):
     assert n["complete"] is True and n["incomplete_reason"] is None
     assert n["clock_control"] == "none" and n["cache_control"] == "all"
     assert n["ncu_version"] == "2025.3.1.0" and n["reader"] == "ncu_report"
-    assert n["report"].endswith(".ncu-rep") and (results_dir / n["report"]).exists()
+    assert n["report"].endswith(".ncu-rep.xz") and (results_dir / n["report"]).exists()
     assert (results_dir / n["log"]).read_text() == "==PROF== Disconnected"
     assert n["filter"]["nvtx_range"] == f"tests/axpby {CFG.label()}"
     assert n["duration_us"] == pytest.approx(1430.0)
