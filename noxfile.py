@@ -166,6 +166,19 @@ def kb(session: nox.Session) -> None:
 
 
 @nox.session
+def docs(session: nox.Session) -> None:
+    """The knowledge base, catalogs and result reports as a static site (Sphinx + MyST) in
+    docs/_build/html, then checked in headless chromium (tests/test_docs.py: pages render, no
+    internal link broken, search finds the pipeline pattern; screenshots in
+    docs/_build/screenshots)."""
+    _sync(session)
+    session.run(PY, "docs/build.py", external=True)
+    site = ROOT / "docs" / "_build"
+    env = {"KB_SITE_DIR": str(site / "html"), "KB_SITE_SCREENSHOTS": str(site / "screenshots")}
+    session.run(PY, "-m", "pytest", "tests/test_docs.py", "-q", env=env, external=True)
+
+
+@nox.session
 def catalog(session: nox.Session) -> None:
     """The SELECT step: regenerate knowledge/EXAMPLES.md (and knowledge/CATALOG.md)."""
     session.run(PY, "-m", "kernelplan.kb", "catalog", external=True)
