@@ -27,6 +27,23 @@ EXAMPLE = "cute/demo/gemm.py"
 PATTERN = "knowledge/languages/cute-dsl/optimizations/demo-ring.md"
 READING = "knowledge/reading/demo-gemm.md"
 DEVLOG = "knowledge/kernels/demo-gemm.md"
+SNIPPET = "knowledge/snippets/demo-ring.py"
+SNIPPET_TEXT = """\
+SM = "generic"
+
+# snippet:begin
+# a comment in a snippet is not a heading
+slots = 4
+# snippet:end
+
+
+def compile_snippet():
+    return f"{slots} slots"
+
+
+def check():
+    return compile_snippet()
+"""
 RECORD = "results/demo/gemm/2026-11-29T14-00-00Z-h200-benchmark-ab12cd.json"
 
 PATTERN_TEXT = """\
@@ -44,6 +61,7 @@ Slots are filled by one thread and released by the consumers.
 - Duration
 
 ## Implementation
+<!-- snippet: knowledge/snippets/demo-ring.py -->
 ```python
 # a comment in a snippet is not a heading
 slots = 4
@@ -205,6 +223,7 @@ def tree(tmp_path: Path) -> Layout:
     layout = Layout(root)
     write(root, "knowledge/cutlass-manifest.json", manifest.dumps(fake_manifest()))
     write(root, PATTERN, PATTERN_TEXT.format(record=RECORD))
+    write(root, SNIPPET, SNIPPET_TEXT)
     write(root, READING, READING_TEXT)
     write(root, DEVLOG, DEVLOG_TEXT.format(record=RECORD))
     record = {
@@ -870,3 +889,76 @@ def test_repository_questions_are_answered_within_two_hops() -> None:
     doc = Doc.read(REPO / QUESTIONS, QUESTIONS)
     assert len(questions(doc)) >= 20
     assert [str(d) for d in lint(layout) if d.path == QUESTIONS] == []
+
+
+# ---- executable snippets -------------------------------------------------------------------
+
+
+def test_snippet_block_that_differs_from_its_file(tree: Layout, capsys) -> None:
+    (tree.root / SNIPPET).write_text(SNIPPET_TEXT.replace("slots = 4", "slots = 5"))
+    err = only_error(tree)
+    assert err.startswith(f"{PATTERN}:{line_of(tree, PATTERN, '```python')}: the block differs")
+    assert main(["catalog", "--root", str(tree.root), "--check"]) == 1
+    assert main(["catalog", "--root", str(tree.root)]) == 0
+    assert "slots = 5" in (tree.root / PATTERN).read_text()
+    assert errors(tree) == []
+    capsys.readouterr()
+
+
+def test_implementation_block_without_a_snippet_file(tree: Layout) -> None:
+    edit(tree, PATTERN, "<!-- snippet: knowledge/snippets/demo-ring.py -->\n", "")
+    errs = errors(tree)
+    assert any("code block in Implementation is not an executable snippet" in e for e in errs)
+    assert any("Implementation shows no executable snippet" in e for e in errs)
+
+
+def test_snippet_marker_naming_a_missing_file(tree: Layout) -> None:
+    edit(tree, PATTERN, "snippets/demo-ring.py", "snippets/nope.py")
+    assert "snippet `knowledge/snippets/nope.py`: no such file" in only_error(tree)
+
+
+def test_snippet_without_sm_or_compile(tree: Layout) -> None:
+    (tree.root / SNIPPET).write_text(
+        SNIPPET_TEXT.replace('SM = "generic"', "").replace("def compile_snippet", "def other")
+    )
+    errs = errors(tree)
+    assert any("declares no SM" in e for e in errs), errs
+    assert any("defines no compile_snippet()" in e for e in errs), errs
+
+
+def test_pending_snippet_is_a_warning(tree: Layout) -> None:
+    (tree.root / SNIPPET).write_text('PENDING = "a fragment"\n' + SNIPPET_TEXT)
+    assert errors(tree) == []
+    warns = [str(d) for d in lint(tree) if d.severity == "warning"]
+    assert any("is not compiled yet: a fragment" in w for w in warns), warns
+
+
+def test_known_bad_snippet_must_expect_a_timeout(tree: Layout) -> None:
+    write(tree.root, "knowledge/snippets/bad/demo-ring.py", SNIPPET_TEXT)
+    assert "must declare EXPECT = 'timeout'" in only_error(tree)
+
+
+def test_snippet_regions_are_dedented_and_joined() -> None:
+    from kernelplan.kb.snippets import shown_text
+
+    src = (
+        "x = 1\n    # snippet:begin\n    a = 1\n    # snippet:end\n"
+        "# snippet:begin\nb = 2\n# snippet:end\n"
+    )
+    assert shown_text(src) == "a = 1\n# ...\nb = 2"
+    assert shown_text("y = 2\n") == "y = 2"
+
+
+def test_snippets_compile_and_run_in_subprocesses(tree: Layout, capsys) -> None:
+    root = str(tree.root)
+    assert main(["snippets", "list", "--root", root]) == 0
+    assert "1 compiled in CI, 1 runnable" in capsys.readouterr().out
+    assert main(["snippets", "run", "--root", root, "--timeout", "120"]) == 0
+    assert "4 slots" in capsys.readouterr().out
+    hang = SNIPPET_TEXT.replace(
+        "def check():", "def check():\n    import time\n\n    time.sleep(60)"
+    )
+    write(tree.root, "knowledge/snippets/bad/demo-ring.py", 'EXPECT = "timeout"\n' + hang)
+    assert main(["snippets", "run", "bad/", "--root", root, "--timeout", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("timeout") and "expected timeout: ok" in out, out

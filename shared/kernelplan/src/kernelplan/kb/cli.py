@@ -6,15 +6,17 @@ import argparse
 import os
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 from kernelplan.errors import KernelPlanError
 
 from . import catalog
 from . import manifest as manifest_mod
+from . import snippets as snippets_mod
 from .layout import Layout, find_root
 from .lint import lint
-from .templates import DEVLOG_TEMPLATE, PATTERN_TEMPLATE, READING_TEMPLATE
+from .templates import DEVLOG_TEMPLATE, PATTERN_TEMPLATE, READING_TEMPLATE, SNIPPET_TEMPLATE
 
 
 def _layout(args: argparse.Namespace) -> Layout:
@@ -52,6 +54,9 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     man = _manifest_or_fail(layout)
     if args.check:
         stale = []
+        for rel in snippets_mod.refresh(layout, check_only=True):
+            print(f"{rel}:1: stale snippet block: run `python -m kernelplan.kb catalog`")
+            stale.append(rel)
         for rel, text in catalog.render(layout, man).items():
             path = layout.root / rel
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
@@ -59,6 +64,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         for rel in stale:
             print(f"{rel}:1: stale catalog: run `python -m kernelplan.kb catalog`")
         return 1 if stale else 0
+    for rel in snippets_mod.refresh(layout):
+        print(f"refreshed the snippet blocks of {rel}")
     for rel in catalog.write(layout, man):
         print(f"wrote {rel}")
     return 0
@@ -100,6 +107,77 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _selected(layout: Layout, paths: list[str]) -> list[snippets_mod.Snippet]:
+    found = snippets_mod.all_snippets(layout)
+    if not paths:
+        return found
+    out = []
+    for p in paths:
+        hits = [s for s in found if s.rel == p or s.rel.endswith("/" + p) or p in s.rel]
+        if not hits:
+            raise KernelPlanError(f"no snippet matches {p!r}")
+        out += [h for h in hits if h not in out]
+    return out
+
+
+def cmd_snippets(args: argparse.Namespace) -> int:
+    layout = _layout(args)
+    if args.action == "exec":
+        path = Path(args.paths[0]) if args.paths else None
+        if path is None or len(args.paths) != 2 or args.paths[1] not in ("compile", "check"):
+            raise KernelPlanError("usage: snippets exec <file> compile|check")
+        return snippets_mod.exec_in_process(layout.root / path, args.paths[1])
+    chosen = _selected(layout, args.paths)
+    if args.action == "list":
+        print("| snippet | SM | compiled in CI | runs on the H200 | expect |")
+        print("|---|---|---|---|---|")
+        for s in chosen:
+            compiled = "yes" if s.compiles else (f"no: {s.pending}" if s.pending else "no")
+            print(
+                f"| `{s.rel}` | {s.sm} | {compiled} | {'yes' if s.runnable else 'no'} | "
+                f"{s.expect if s.runnable else ''} |"
+            )
+        n_c = sum(s.compiles for s in chosen)
+        n_r = sum(s.runnable for s in chosen)
+        n_p = sum(s.pending is not None for s in chosen)
+        print(f"\n{len(chosen)} snippets: {n_c} compiled in CI, {n_r} runnable, {n_p} pending")
+        return 0
+    what = "compile" if args.action == "compile" else "check"
+    todo = [s for s in chosen if (s.compiles if what == "compile" else s.runnable)]
+    skipped = [s for s in chosen if s not in todo]
+    failed = 0
+    for s in todo:
+        limit = args.timeout or s.timeout_s or snippets_mod.DEFAULT_TIMEOUT_S
+        if what == "compile":
+            limit = args.timeout or 600
+        o = snippets_mod.run_one(s, what, limit, layout.root)
+        verdict = "ok" if o.as_expected else "UNEXPECTED"
+        want = s.expect if what == "check" else "pass"
+        arch = f" for {s.compile_arch}" if what == "compile" else ""
+        print(
+            f"{o.status:8s} {s.rel}{arch} ({o.seconds:.1f} s, limit {limit:g} s; "
+            f"expected {want}: {verdict})",
+            flush=True,
+        )
+        last = o.tail.splitlines()[-1] if o.tail else ""
+        if o.as_expected and last and o.status == "pass":
+            print(f"         {last}")
+        if not o.as_expected:
+            failed += 1
+            print(textwrap.indent(o.tail, "         | "))
+    for s in skipped:
+        why = s.pending or (
+            f"SM {s.sm} is not the H200's" if s.compiles and what == "check" else "not compiled"
+        )
+        print(f"skipped  {s.rel} ({why})")
+    print(
+        f"snippets {args.action}: {len(todo) - failed} as expected, {failed} not, "
+        f"{len(skipped)} skipped",
+        file=sys.stderr,
+    )
+    return 1 if failed else 0
+
+
 NEW_KINDS = ("pattern", "anti-pattern", "reading", "devlog")
 
 
@@ -111,7 +189,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     if args.kind in ("pattern", "anti-pattern"):
         sub = "optimizations" if args.kind == "pattern" else "anti-patterns"
         folder = sub if args.shared else f"languages/{args.lang}/{sub}"
-        text = PATTERN_TEMPLATE.replace("[Pattern name]", args.name)
+        text = PATTERN_TEMPLATE.replace("[Pattern name]", args.name).replace("[entry-name]", slug)
     elif args.kind == "reading":
         if not args.example:
             raise KernelPlanError(
@@ -138,6 +216,11 @@ def cmd_new(args: argparse.Namespace) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     print(f"wrote {layout.rel(path)}: fill it in, then run `python -m kernelplan.kb catalog`")
+    snippet = layout.root / snippets_mod.SNIPPET_FOLDER / f"{slug}.py"
+    if args.kind in ("pattern", "anti-pattern") and not snippet.exists():
+        snippet.parent.mkdir(parents=True, exist_ok=True)
+        snippet.write_text(SNIPPET_TEMPLATE.format(entry=layout.rel(path)), encoding="utf-8")
+        print(f"wrote {layout.rel(snippet)}: its Implementation snippet (PENDING until written)")
     return 0
 
 
@@ -184,6 +267,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--commit", help="CUTLASS commit (default: the submodule pin)")
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 when it differs")
     s.set_defaults(func=cmd_manifest)
+
+    s = sub.add_parser(
+        "snippets",
+        parents=[common],
+        help="the executable snippets: list, compile (CPU, each for its SM), run (GPU checks)",
+    )
+    s.add_argument(
+        "action",
+        choices=("list", "compile", "run", "exec"),
+        help="list; compile each in a subprocess with CUTE_DSL_ARCH=its SM; run each check "
+        "that runs here (generic, sm_90) in a subprocess under a time limit; exec (internal)",
+    )
+    s.add_argument("paths", nargs="*", help="only these snippets (a path or part of one)")
+    s.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per snippet (default: its TIMEOUT_S, else "
+        f"{snippets_mod.DEFAULT_TIMEOUT_S}; compile: 600)",
+    )
+    s.set_defaults(func=cmd_snippets)
 
     s = sub.add_parser("new", parents=[common], help="start a knowledge file from its template")
     s.add_argument("kind", choices=NEW_KINDS)

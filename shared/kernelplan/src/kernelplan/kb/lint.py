@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from kernelplan.errors import KernelPlanError
 
 from . import catalog, facts
+from . import snippets as snippets_mod
 from . import manifest as manifest_mod
 from . import questions as questions_mod
 from .citations import (
@@ -68,8 +69,11 @@ class Linter:
     def run(self) -> list[Defect]:
         self.check_manifest()
         entries = scan_knowledge(self.layout)
+        self.shown_snippets: set[str] = set()
         for entry in entries:
             self.check_common(entry.doc)
+            if entry.kind != "readme":  # the README shows the template's placeholder
+                self.check_snippet_blocks(entry.doc)
             if entry.kind == "pattern":
                 self.check_pattern(entry)
             elif entry.kind == "reading":
@@ -86,6 +90,7 @@ class Linter:
                     "languages/<lang>/optimizations/, languages/<lang>/anti-patterns/, "
                     "reading/, kernels/): move it",
                 )
+        self.check_snippet_files()
         self.check_catalogs()
         return sorted(set(self.defects), key=lambda d: (d.path, d.line, d.message))
 
@@ -282,6 +287,7 @@ class Linter:
     def check_pattern(self, entry: Entry) -> None:
         doc = entry.doc
         self.check_sections(doc, PATTERN_SECTIONS, "pattern")
+        self.check_implementation(doc)
         rel = facts.relation(doc)
         if rel is None:
             self.error(
@@ -401,6 +407,71 @@ class Linter:
                 docs[self.layout.rel(path)] = Doc.read(path, self.layout.rel(path))
         doc = entry.doc
         questions_mod.check(self.layout, doc, docs, lambda n, m: self.error(doc.rel, n, m))
+
+    # ---- executable snippets -------------------------------------------------------------
+
+    def check_snippet_blocks(self, doc: Doc) -> None:
+        """Every marker names a valid snippet file and its block shows that file as it is."""
+        for b in snippets_mod.blocks(doc.lines, doc.in_code):
+            line = b.marker + 1
+            try:
+                want = snippets_mod.expected_body(self.layout, b.rel)
+            except KernelPlanError as exc:
+                self.error(doc.rel, line, f"snippet `{b.rel}`: {exc}")
+                continue
+            self.shown_snippets.add(b.rel)
+            if b.open is None or b.close is None:
+                self.error(doc.rel, line, f"no fenced block after the snippet marker: {REGENERATE}")
+            elif b.body(doc.lines) != want:
+                self.error(
+                    doc.rel,
+                    b.open + 1,
+                    f"the block differs from `{b.rel}` (edit the file, then {REGENERATE})",
+                )
+            snip = snippets_mod.read_snippet(self.layout, b.rel)
+            for problem in snip.problems:
+                self.error(doc.rel, line, f"snippet `{b.rel}` {problem}")
+            if snip.pending is not None and not snip.problems:
+                self.warn(doc.rel, line, f"snippet `{b.rel}` is not compiled yet: {snip.pending}")
+
+    def check_implementation(self, doc: Doc) -> None:
+        """A pattern's Implementation shows only executable snippets: each code block in it
+        comes from a file under knowledge/snippets/, and there is at least one."""
+        sec = facts.section(doc, "Implementation")
+        if sec is None:
+            return
+        marked = {
+            b.open
+            for b in snippets_mod.blocks(doc.lines, doc.in_code)
+            if b.open is not None and sec.start <= b.marker < sec.end
+        }
+        fences = [i for i in snippets_mod.fence_openings(doc.lines) if sec.start <= i < sec.end]
+        for i in fences:
+            if i not in marked:
+                self.error(
+                    doc.rel,
+                    i + 1,
+                    "code block in Implementation is not an executable snippet: move it to "
+                    f"{snippets_mod.SNIPPET_FOLDER}/<entry-name>.py and put "
+                    "`<!-- snippet: knowledge/snippets/<entry-name>.py -->` before the block",
+                )
+        if not marked and doc.meaningful(sec):
+            self.error(
+                doc.rel,
+                sec.line,
+                "Implementation shows no executable snippet: add "
+                "`<!-- snippet: knowledge/snippets/<entry-name>.py -->` and run "
+                "`python -m kernelplan.kb catalog`",
+            )
+
+    def check_snippet_files(self) -> None:
+        for snip in snippets_mod.all_snippets(self.layout):
+            shown = snip.rel in self.shown_snippets
+            if not shown:
+                for problem in snip.problems:
+                    self.error(snip.rel, 1, problem)
+            if not shown and not snip.is_bad:
+                self.warn(snip.rel, 1, "no knowledge entry shows this snippet")
 
     # ---- catalogs ------------------------------------------------------------------------
 

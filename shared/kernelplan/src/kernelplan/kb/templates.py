@@ -91,6 +91,7 @@ Relation: new
 - [Metric 2]
 
 ## Implementation
+<!-- snippet: knowledge/snippets/[entry-name].py -->
 ```python
 # [A generalised CuTe DSL snippet, written here, never pasted from the example]
 ```
@@ -176,6 +177,24 @@ Learning goal: [from knowledge/EXAMPLES.md]
 ## Cross-reference
 - [confirms|refines|contradicts `<knowledge entry>`, or new: what this example adds]
 """
+
+SNIPPET_TEMPLATE = '''"""[What this snippet shows.] Shown in {entry}."""
+
+SM = "generic"  # or the target it is compiled for: "sm_90a", "sm_100a", ...
+PENDING = "write the snippet: compile_snippet() (CPU) and, for generic or sm_90, check() (GPU)"
+
+# snippet:begin
+# [A generalised CuTe DSL snippet, written here, never pasted from the example]
+# snippet:end
+
+
+def compile_snippet():
+    """CPU: compile the snippet's kernels for SM with fake tensors (or run its host code)."""
+
+
+def check():
+    """GPU (generic or sm_90 only): run it, compare with torch; return a one-line summary."""
+'''
 
 DEVLOG_TEMPLATE = """\
 # {kernel} (imported from CUTLASS)

@@ -1,0 +1,214 @@
+"""TMA multistage mbarrier pipeline: a small sm_90a GEMM whose K loop streams A and B tiles
+through an S-slot shared-memory ring guarded by a PipelineTmaAsync (full + empty mbarriers).
+
+One warpgroup (128 threads, 4 warps) computes a 64x64 fp32 tile of C = A @ B^T with WGMMA;
+warp 0 is also the TMA loader. The loader is therefore one of the consumers the empty barrier
+waits for: it may only refill a slot after its own warp has released one. The first MMA batch
+is issued before the loop, so every loop iteration releases one slot (the one read in the
+previous iteration, once `wait_group(1)` says its MMAs are done) BEFORE the loader refills.
+The known-bad ordering (refill at k = 0, before anything was released) is kept in
+knowledge/snippets/bad/tma-multistage-mbarrier-pipeline.py; it deadlocks when the K loop has
+more tiles than the ring has slots.
+
+Shown in knowledge/languages/cute-dsl/optimizations/tma-multistage-mbarrier-pipeline.md.
+"""
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.tensor_utils import LayoutEnum
+
+SM = "sm_90a"
+EXPECT = "pass"
+TIMEOUT_S = 120
+
+BM, BN, BK = 64, 64, 64
+STAGES = 2  # fewer slots than K tiles in the check: the ring must wrap
+THREADS = 128  # one warpgroup
+
+
+def issue_async_mmas(tiled_mma, acc, tCrA, tCrB, slot):
+    """WGMMA over the k-blocks of one slot, asynchronously: fence, gemms, commit_group."""
+    warpgroup.fence()
+    for kb in range(cute.size(tCrA, mode=[2])):  # unrolled at trace time
+        cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, slot)], tCrB[(None, None, kb, slot)], acc)
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    warpgroup.commit_group()
+
+
+class PipelinedGemm:
+    """C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T, A and B K-major; M, N, K multiples of 64."""
+
+    def __init__(self, stages: int = STAGES):
+        assert stages >= 2, "one slot in flight under WGMMA plus one being refilled"
+        self.stages = stages
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+        tile = (BM, BN, BK)
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            a.element_type,
+            b.element_type,
+            cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
+            cutlass.Float32,
+            (1, 1, 1),
+            tiler_mn=(BM, BN),
+        )
+        a_ring = sm90_utils.make_smem_layout_a(
+            LayoutEnum.ROW_MAJOR, tile, a.element_type, self.stages
+        )
+        b_ring = sm90_utils.make_smem_layout_b(
+            LayoutEnum.ROW_MAJOR, tile, b.element_type, self.stages
+        )
+        a_slot = cute.slice_(a_ring, (None, None, 0))
+        b_slot = cute.slice_(b_ring, (None, None, 0))
+        tma_a, gA_tma = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), a, a_slot, (BM, BK)
+        )
+        tma_b, gB_tma = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), b, b_slot, (BN, BK)
+        )
+        slot_bytes = cute.size_in_bytes(a.element_type, a_slot) + cute.size_in_bytes(
+            b.element_type, b_slot
+        )
+
+        @cute.struct
+        class Storage:
+            bars: cute.struct.MemRange[cutlass.Int64, 2 * self.stages]
+            sA: cute.struct.Align[cute.struct.MemRange[a.element_type, cute.cosize(a_ring)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[b.element_type, cute.cosize(b_ring)], 1024]
+
+        self.storage = Storage
+        grid = (cute.size(c, mode=[0]) // BM, cute.size(c, mode=[1]) // BN, 1)
+        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, slot_bytes).launch(
+            grid=grid, block=[THREADS, 1, 1], stream=stream
+        )
+
+    @cute.kernel
+    def kernel(
+        self,
+        tma_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        mC: cute.Tensor,
+        tiled_mma: cute.TiledMma,
+        a_ring: cute.ComposedLayout,
+        b_ring: cute.ComposedLayout,
+        slot_bytes: cutlass.Constexpr,
+    ):
+        S = self.stages
+        tidx, _, _ = cute.arch.thread_idx()
+        bm, bn, _ = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        is_loader = warp == 0
+        if is_loader:
+            cpasync.prefetch_descriptor(tma_a)
+            cpasync.prefetch_descriptor(tma_b)
+
+        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
+        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
+        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+
+        gA = cute.local_tile(mA, (BM, BK), (bm, None))  # (BM, BK, k_tiles)
+        gB = cute.local_tile(mB, (BN, BK), (bn, None))  # (BN, BK, k_tiles)
+        gC = cute.local_tile(mC, (BM, BN), (bm, bn))
+        tAsA, tAgA = cpasync.tma_partition(
+            tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
+        )
+        tBsB, tBgB = cpasync.tma_partition(
+            tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
+        )
+        thr_mma = tiled_mma.get_slice(tidx)
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
+        tCgC = thr_mma.partition_C(gC)
+        acc = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+        k_tiles = cute.size(gA, mode=[2])
+
+        # snippet:begin
+        # Device side, inside the @cute.kernel: one warpgroup (4 warps) consumes; warp 0 also loads.
+        pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.bars.data_ptr(),
+            num_stages=S,  # S >= 2: one slot under WGMMA while the next one is refilled
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            # every warp that reads a slot releases it once (x CTAs of a multicast cluster)
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, THREADS // 32),
+            tx_count=slot_bytes,  # bytes that the TMA copies of one slot deliver to this CTA
+            cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+        )
+        put = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, S)
+        get = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
+        free = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
+
+        if is_loader:  # prologue: fill the ring (nothing to wait for yet)
+            for _ in cutlass.range(cutlass.min(S, k_tiles), unroll=1):
+                pipe.producer_acquire(put)  # wait for an empty slot, arm its full barrier
+                bar = pipe.producer_get_barrier(put)
+                cute.copy(tma_a, tAgA[(None, put.count)], tAsA[(None, put.index)], tma_bar_ptr=bar)
+                cute.copy(tma_b, tBgB[(None, put.count)], tBsB[(None, put.index)], tma_bar_ptr=bar)
+                put.advance()
+
+        # First batch outside the loop: nothing can be released yet, so nothing is refilled.
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+        pipe.consumer_wait(get)
+        issue_async_mmas(tiled_mma, acc, tCrA, tCrB, get.index)  # fence, WGMMAs, commit
+        get.advance()
+
+        for _k in cutlass.range(1, k_tiles, unroll=1):
+            pipe.consumer_wait(get)
+            issue_async_mmas(tiled_mma, acc, tCrA, tCrB, get.index)
+            get.advance()
+            warpgroup.wait_group(1)  # the previous slot's MMAs have finished reading it
+            pipe.consumer_release(free)  # ... so release it: every warp, the loader's too
+            free.advance()
+            if is_loader and put.count < k_tiles:  # refill only after this warp released
+                pipe.producer_acquire(put)
+                bar = pipe.producer_get_barrier(put)
+                cute.copy(tma_a, tAgA[(None, put.count)], tAsA[(None, put.index)], tma_bar_ptr=bar)
+                cute.copy(tma_b, tBgB[(None, put.count)], tBsB[(None, put.index)], tma_bar_ptr=bar)
+                put.advance()
+        warpgroup.wait_group(0)  # drain before the accumulators are read
+        # snippet:end
+
+        tCgC.store(acc.load())
+
+
+def _fake_args():
+    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+    m, n, k = cute.sym_int(), cute.sym_int(), cute.sym_int()
+    a = make_fake_compact_tensor(cutlass.Float16, (m, k), stride_order=(1, 0), assumed_align=16)
+    b = make_fake_compact_tensor(cutlass.Float16, (n, k), stride_order=(1, 0), assumed_align=16)
+    c = make_fake_compact_tensor(cutlass.Float32, (m, n), stride_order=(1, 0), assumed_align=16)
+    return a, b, c, make_fake_stream()
+
+
+def compile_snippet():
+    """CPU: compile for SM (CUTE_DSL_ARCH) with fake tensors."""
+    return cute.compile(PipelinedGemm(), *_fake_args())
+
+
+def check(m=128, n=128, k=1024):
+    """H200: 16 K tiles through a 2-slot ring; compare with torch in fp32."""
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.float16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float32)
+    args = [from_dlpack(t, assumed_align=16) for t in (a, b, c)]
+    from cutlass.torch import current_stream
+
+    stream = current_stream()
+    gemm = cute.compile(PipelinedGemm(), *args, stream)
+    gemm(*args, stream)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().t()
+    err = (c - ref).abs().max().item()
+    assert err < 1e-2 * k**0.5, f"max abs error {err}"
+    return f"{k // BK} K tiles through {STAGES} slots, max abs error {err:.3g}"
