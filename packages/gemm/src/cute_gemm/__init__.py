@@ -28,4 +28,8 @@ KERNELS = {
         ":BlackwellDenseGemmPersistentDynamic"
     ),
     "torch_matmul": "cute_gemm.torch_matmul.torch_matmul:TorchMatmul",
+    "hopper_dense_gemm_fp8_2xacc": (
+        "cute_gemm.hopper_dense_gemm_fp8_2xacc.hopper_dense_gemm_fp8_2xacc:HopperDenseGemmFp82xAcc"
+    ),
+    "torch_scaled_mm": "cute_gemm.torch_scaled_mm.torch_scaled_mm:TorchScaledMm",
 }

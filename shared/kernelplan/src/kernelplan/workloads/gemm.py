@@ -22,6 +22,8 @@ from ..kernel import TensorSpec
 from ..workload import Problem, ShapeError, Workload
 
 INITS = ("randn", "randint")
+#: the fp8 A/B dtype of the fp8 check and profile rows
+FP8 = "float8_e4m3fn"
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,10 @@ class GemmWorkload(Workload):
 
     def reference_lowp(self, problem: GemmProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """What a PyTorch program gets: the product in fp32 (as a tensor-core GEMM
-        accumulates), rounded once to ``c_dtype``."""
+        accumulates), rounded once to ``c_dtype``. For fp8 A and B too: their products are
+        exact in fp32, so this is what ``torch._scaled_mm`` with unit scales and fp32
+        accumulation gives; the check then allows the larger of the C dtype's bound and
+        twice this baseline's error (:func:`kernelplan.check.compare`)."""
         import torch
 
         c = self.reference(problem, inputs)["c"]
@@ -116,18 +121,29 @@ class GemmWorkload(Workload):
         """A square one, a batched one (L > 1), one whose M and N are not multiples of any
         tile (the TMA bounds and the epilogue's predication must hold), and one with more
         output tiles than an H100/H200 has SMs (512 tiles of 128x256), so that every CTA of a
-        persistent kernel runs several tiles and its per-tile state must be reset."""
+        persistent kernel runs several tiles and its per-tile state must be reset.
+
+        Then the same four with float8_e4m3fn A and B (fp16 or bf16 C; N = 1120 in the third,
+        a multiple of 16 as cuBLASLt's fp8 path requires, still not a multiple of any tile),
+        for the fp8 implementations; the others' ``supports`` skip them by dtype."""
+        f8 = FP8
         return [
             GemmProblem(2048, 2048, 2048),
             GemmProblem(1024, 512, 768, l=3),
             GemmProblem(1000, 1112, 1024),
             GemmProblem(4096, 4096, 512),
+            GemmProblem(2048, 2048, 2048, dtype=f8, c_dtype="float16"),
+            GemmProblem(1024, 512, 768, l=3, dtype=f8, c_dtype="float16"),
+            GemmProblem(1000, 1120, 1024, dtype=f8, c_dtype="bfloat16"),
+            GemmProblem(4096, 4096, 512, dtype=f8, c_dtype="bfloat16"),
         ]
 
     def profile_problems(self) -> list[GemmProblem]:
+        """fp16 and bf16 at 4096^3 and 8192^3; then float8_e4m3fn A and B with a bf16 C at
+        the same sizes."""
         return [
             GemmProblem(s, s, s, dtype=d) for d in ("float16", "bfloat16") for s in (4096, 8192)
-        ]
+        ] + [GemmProblem(s, s, s, dtype=FP8, c_dtype="bfloat16") for s in (4096, 8192)]
 
 
 GEMM = GemmWorkload()

@@ -1,0 +1,1 @@
+"""torch_scaled_mm: see ``torch_scaled_mm.py``."""

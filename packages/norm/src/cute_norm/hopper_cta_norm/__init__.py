@@ -1,0 +1,1 @@
+"""hopper_cta_norm: see ``hopper_cta_norm.py``."""

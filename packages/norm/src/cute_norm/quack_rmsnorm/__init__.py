@@ -1,0 +1,1 @@
+"""quack_rmsnorm: see ``quack_rmsnorm.py``."""

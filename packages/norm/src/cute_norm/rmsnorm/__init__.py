@@ -1,0 +1,1 @@
+"""rmsnorm: see ``rmsnorm.py``."""

@@ -1,0 +1,1 @@
+"""torch_eager: see ``torch_eager.py``."""

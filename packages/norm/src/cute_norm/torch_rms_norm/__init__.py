@@ -1,0 +1,1 @@
+"""torch_rms_norm: see ``torch_rms_norm.py``."""
