@@ -25,6 +25,12 @@ class Unfinished(KernelPlanError, NotImplementedError):
     open (still a ``NotImplementedError``, as the scaffold's own tests expect)."""
 
 
+class NotInstalled(KernelPlanError):
+    """A peer library an implementation calls is not installed here: package sessions list
+    the implementation as skipped (with this line), not as failed; a single-kernel command
+    exits 2 with it."""
+
+
 class DslMissing(KernelPlanError):
     """The CuTe DSL (``nvidia-cutlass-dsl``) is not installed, or another package provides
     the ``cutlass`` module in its place."""

@@ -20,12 +20,13 @@ from typing import Any
 from . import device as devmod
 from .cli import die, timing_row
 from .cutlass_src import check_environment
-from .errors import KernelPlanError, explain
+from .errors import KernelPlanError, NotInstalled, explain
 from .plan import KernelPlan
 from .records import ensure_writable, write_record
 from .registry import kernel_names, load_plan_class
 from .tables import markdown as _markdown
 from .tables import static_table
+from .workload import ShapeError
 
 
 class _Failed:
@@ -101,6 +102,9 @@ def check_package(
             continue
         try:
             failed += _check_one(plan, dev, rows, results_dir, record, fault, log)
+        except NotInstalled as e:  # a peer missing here is reported, not failed
+            log(f"skip: {e}")
+            rows.append(_skip_row(plan.name, "not installed here (above)"))
         except Exception as e:
             failed += 1
             log(_error_line(plan.name, _explained(e, plan.name)))
@@ -125,7 +129,12 @@ def _check_one(plan, dev, rows, results_dir, record, fault, log) -> int:
     for prob in probs:
         config = plan.default_config(prob)
         if runnable:
-            ok, results, info = plan.run_check(prob, config, target=target, fault=fault)
+            try:
+                ok, results, info = plan.run_check(prob, config, target=target, fault=fault)
+            except ShapeError as e:  # refused at run time (a backend's own rule): not taken
+                log(f"skip: {plan.name} {prob.label()}: {e}")
+                rows.append(_skip_row(plan.name, "not taken (above)", prob))
+                continue
             for r in results:
                 log(f"{plan.name} {prob.label()}: {r.line()}")
             if info.get("not_produced"):
@@ -190,6 +199,16 @@ def _check_one(plan, dev, rows, results_dir, record, fault, log) -> int:
             )
             break
     return failed
+
+
+def _skip_row(name: str, why: str, prob: Any = None) -> dict[str, Any]:
+    return {
+        "kernel": name,
+        "problem": _short(prob) if prob is not None else "-",
+        "result": f"skipped: {why}",
+        "rel_norm": "-",
+        "record": "-",
+    }
 
 
 def _short(problem: Any) -> str:

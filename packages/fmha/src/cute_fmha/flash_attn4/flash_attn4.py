@@ -25,7 +25,8 @@ import inspect
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kernelplan import KernelPlan, KernelPlanError, NoConfig, ShapeError, Target, TorchKernel
+from kernelplan import KernelPlan, NoConfig, ShapeError, Target, TorchKernel
+from kernelplan.errors import NotInstalled
 from kernelplan.workloads.attention import ATTENTION_FWD, AttentionProblem
 
 DTYPES = ("float16", "bfloat16")
@@ -35,7 +36,7 @@ def _flash_attn_func():
     try:
         from flash_attn.cute import flash_attn_func
     except ImportError as e:
-        raise KernelPlanError(
+        raise NotInstalled(
             f"flash_attn4: flash-attn-4 is not installed here ({e.msg}); on a GPU host: "
             "pip install flash-attn-4 quack-kernels apache-tvm-ffi torch-c-dlpack-ext"
         ) from None

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from kernelplan import Config, KernelPlan, KernelPlanError, ShapeError, Target, TorchKernel
+from kernelplan.errors import NotInstalled
 from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
 
 #: the versions the adapter was written and measured against (mla-peers.md section 1)
@@ -93,7 +94,7 @@ def load_flashinfer() -> tuple[Any, Any, str]:
         from flashinfer.mla import BatchMLAPagedAttentionWrapper, MLAPlanMetadata
     except Exception as e:  # ImportError, or an install that fails while importing
         first = (str(e).strip().splitlines() or [""])[0]
-        raise KernelPlanError(
+        raise NotInstalled(
             f"flashinfer_mla needs FlashInfer: {INSTALL} "
             f"(import flashinfer failed: {type(e).__name__}: {first})"
         ) from None

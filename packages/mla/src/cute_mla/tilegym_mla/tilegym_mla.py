@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from kernelplan import Config, KernelPlan, KernelPlanError, ShapeError, Target, TorchKernel
+from kernelplan.errors import NotInstalled
 from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
 
 TILEGYM_VERSION = "1.5.1"
@@ -70,7 +71,7 @@ def load_tilegym() -> tuple[Any, str]:
         from tilegym.ops import mla_decoding_split_kv
     except Exception as e:  # ImportError, or cuTile failing while importing
         first = (str(e).strip().splitlines() or [""])[0]
-        raise KernelPlanError(
+        raise NotInstalled(
             f"tilegym_mla needs TileGym on cuTile: {INSTALL} "
             f"(import tilegym failed: {type(e).__name__}: {first})"
         ) from None

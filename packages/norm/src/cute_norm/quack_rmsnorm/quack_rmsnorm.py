@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from kernelplan import KernelPlanError, NoConfig, ShapeError, Target, TorchKernel
+from kernelplan import NoConfig, ShapeError, Target, TorchKernel
+from kernelplan.errors import NotInstalled
 from kernelplan.workloads.rmsnorm import RMSNormProblem
 
 from ..common import NormPeer
@@ -39,7 +40,7 @@ def quack_forward():
         mod = importlib.import_module("quack.rmsnorm")
     except ImportError as e:
         what = getattr(e, "name", None) or str(e)
-        raise KernelPlanError(
+        raise NotInstalled(
             f"quack_rmsnorm: quack-kernels is not usable here (missing {what}); on a GPU "
             f"host: {INSTALL}"
         ) from None
