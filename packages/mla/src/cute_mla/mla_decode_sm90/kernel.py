@@ -412,7 +412,9 @@ class MlaDecodeSm90Kernel:
             # before reading the workspace)
             cute.arch.griddepcontrol_launch_dependents()
             # fp32 partial O (normalised by this split's own sum) and its log2-domain LSE
-            gOa = cute.local_tile(mOa[sp, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
+            gOa = cute.local_tile(
+                mOa[sp, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg)
+            )
             tOgOa = thr_pv.partition_C(gOa)
             tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
             for e in cutlass.range_constexpr(cute.size(acc_o)):

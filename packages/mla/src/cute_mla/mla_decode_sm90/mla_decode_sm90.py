@@ -24,8 +24,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from kernelplan import (
-    STREAM, Config, Const, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec,
-)  # fmt: skip
+    STREAM,
+    Config,
+    Const,
+    CuteKernel,
+    KernelPlan,
+    ShapeError,
+    Target,
+    TensorSpec,
+)
 from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
 
 #: what this kernel takes (supports() refuses the rest with one line)
