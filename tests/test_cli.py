@@ -40,7 +40,10 @@ def _run(capsys, argv, package="gemm"):
         (["hopper_dense_gemm", "--init", "ones"], "--init: Expected a typing.Literal"),
         (["hopper_dense_gemm", "--b", "32"], "unrecognized arguments: --b"),
         # --config by the config's field types
-        (["hopper_dense_gemm", "--config", "tile_mn=abc"], "--config tile_mn=abc: not a tuple of int"),
+        (
+            ["hopper_dense_gemm", "--config", "tile_mn=abc"],
+            "--config tile_mn=abc: not a tuple of int",
+        ),
         (["hopper_dense_gemm", "--config", "tile_mn"], "--config expects key=value"),
         (
             ["hopper_dense_gemm_persistent", "--config", "raster_along_m=maybe"],

@@ -40,11 +40,13 @@ def workspace(tmp_path):
     ignore = shutil.ignore_patterns("__pycache__", ".cache")
     shutil.copytree(REPO / "shared", ws / "shared", ignore=ignore)
     shutil.copytree(REPO / "packages" / "gemm", ws / "packages" / "gemm", ignore=ignore)
-    before = set(sys.modules)
+    before = {n: m for n, m in sys.modules.items() if n.startswith("cute_")}
     yield ws
-    for name in set(sys.modules) - before:
-        if name.startswith("cute_"):
-            del sys.modules[name]
+    # drop the workspace copies and put the installed modules back, so that later tests see
+    # the same classes their own imports hold
+    for name in [n for n in sys.modules if n.startswith("cute_")]:
+        del sys.modules[name]
+    sys.modules.update(before)
 
 
 def _scaffold(ws: Path, capsys, *args: str) -> tuple[int, str, str]:

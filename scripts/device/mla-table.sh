@@ -52,7 +52,7 @@ stage() {  # install whatever bundle this call carried (each step is idempotent)
         echo "CuTeDSL examples at /root/stage/cutlass/CuTeDSL ($(cat .device/cutlass/CUTLASS_COMMIT))"
     fi
     [ -d .device/b ] && (source .device/b/env.sh && echo "DSL in /tmp/site")
-    for d in .device/fi-*; do [ -f "$d/unpack.sh" ] && bash "$d/unpack.sh"; done
+    for d in .device/fi-* .device/quack-*; do [ -f "$d/unpack.sh" ] && bash "$d/unpack.sh"; done
     [ -d .device/c1 ] && bash .device/c1/stage.sh
     [ -d .device/c2 ] && (source .device/c2/cutile-env.sh && echo "cuTile in /tmp/cutile-site")
     set +e
@@ -164,6 +164,17 @@ table)  # every implementation alternated in one run per problem, CUDA-graph rep
     run table-mla 580 $py -m kernelplan.alternate mla_decode torch_reference mla_decode_sm90 \
         flashinfer_mla tilegym_mla --cuda-graph --reps 30
     finish table ;;
+ncu)  # the request's Nsight Compute table at B=32 T=4096: ours, the fastest peer, cuTile
+    begin ncu
+    for k in mla_decode_sm90 flashinfer_mla tilegym_mla; do
+        run "ncu-$k" 280 $py -m cute_mla "$k" --b 32 --t 4096 --prof_type ncu --ncu-pair
+    done
+    finish ncu ;;
+norm)  # issue 13's H200 parts (norm package, fp8 GEMM): scripts/device/norm-fp8-acceptance.sh
+    begin norm
+    OUT="$W" bash scripts/device/norm-fp8-acceptance.sh check faults badinput profile \
+        > "$LOG/norm-fp8.log" 2>&1; echo "   rc=$?"; tail -n 40 "$LOG/norm-fp8.log"
+    finish norm ;;
 check-each)  # the same, one process per kernel (when the whole package does not fit a call)
     begin check-each
     for k in torch_reference mla_decode_sm90 cutlass_mla_decode_fp16 cutlass_mla_decode_fp8 \
@@ -201,5 +212,5 @@ extras)
     run tg-refuse-varlen 60 $tg --b 8 --t 777 --varlen true --check
     run tg-refuse-causal 60 $tg --b 4 --s 2 --t 1000 --check
     finish extras ;;
-*) echo "unknown step $s (stage, check, profile, table, check-each, profile-each, extras)" >&2; exit 2 ;;
+*) echo "unknown step $s (stage, check, profile, table, ncu, norm, check-each, profile-each, extras)" >&2; exit 2 ;;
 esac; done

@@ -37,9 +37,9 @@ def test_mla_decode_sm90_compiles_for_sm90a(shape, tmp_path, monkeypatch):
 def test_mla_decode_sm90_split_choice():
     """Splits per call from B, the longest length, h and the SM count (132 on the H200):
     enough CTAs to fill the SMs, none where two waves of one split already do."""
-    from kernelplan.registry import load_plan_class
-
     from cute_mla.mla_decode_sm90.mla_decode_sm90 import choose_splits, split_cap
+
+    from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
     cases = [

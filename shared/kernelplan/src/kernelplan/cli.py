@@ -366,7 +366,6 @@ def _argv_hidden():
         sys.argv = saved
 
 
-
 def run_argv(plan: KernelPlan, argv: Sequence[str], prog: str | None = None, *, log=print) -> int:
     """Parse ``argv`` for ``plan`` and :func:`run` it; every error is one line, exit 2."""
     try:

@@ -88,9 +88,23 @@ class _Frozen:
     def replace(self, **changes: Any):
         return dataclasses.replace(self, **changes)
 
+    #: fields every label shows; the others only where they differ from their default
+    #: (None: every field, always)
+    label_always: ClassVar[tuple[str, ...] | None] = None
+    #: fields derived from others (a default scale, a page count): never in a label
+    label_derived: ClassVar[tuple[str, ...]] = ()
+
     def label(self) -> str:
-        """``m=4096 n=4096 k=4096 ...`` (tuples as ``128x256``)."""
-        return " ".join(f"{k}={_fmt(v)}" for k, v in self.to_dict().items()) or "default"
+        """``m=4096 n=4096 k=4096 ...`` (tuples as ``128x256``): a short name for tables and
+        logs (records keep every field)."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        parts = []
+        for k, v in self.to_dict().items():
+            if k in self.label_derived:
+                continue
+            if self.label_always is None or k in self.label_always or v != defaults.get(k):
+                parts.append(f"{k}={_fmt(v)}")
+        return " ".join(parts) or "default"
 
 
 def _fmt(v: Any) -> str:

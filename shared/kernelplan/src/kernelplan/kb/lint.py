@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from kernelplan.errors import KernelPlanError
 
 from . import catalog, facts
-from . import snippets as snippets_mod
 from . import manifest as manifest_mod
 from . import questions as questions_mod
+from . import snippets as snippets_mod
 from .citations import (
     LONG_PREFIXES,
     SOURCE_RE,

@@ -115,6 +115,11 @@ class AttentionProblem(Problem):
     softmax_scale: float | None = None
     dtype: str = "bfloat16"
 
+    label_always: ClassVar[tuple[str, ...] | None] = (
+        "b", "sq", "sk", "h_q", "h_kv", "d_qk", "causal", "dtype",
+    )  # fmt: skip
+    label_derived: ClassVar[tuple[str, ...]] = ("softmax_scale",)
+
     def validate(self) -> None:
         def integer(key: str, lo: int) -> int:
             v = getattr(self, key)

@@ -159,6 +159,9 @@ class MlaDecodeProblem(Problem):
     softmax_scale: float | None = None
     num_pages: int | None = None
 
+    label_always: ClassVar[tuple[str, ...] | None] = ("b", "s", "t", "h")
+    label_derived: ClassVar[tuple[str, ...]] = ("softmax_scale", "num_pages")
+
     def validate(self) -> None:
         def integer(key: str, lo: int) -> int:
             v = getattr(self, key)
