@@ -79,6 +79,11 @@ class CutlassMlaDecode(KernelPlan):
     kernel_class: ClassVar[str]
     dtype: ClassVar[str]
 
+    def default_problem(self) -> MlaDecodeProblem:
+        """The workload's default decode (B=32, T=4096, h_q=128) in the one dtype the
+        example takes."""
+        return MlaDecodeProblem(dtype=self.dtype)
+
     def supports(self, problem: MlaDecodeProblem) -> None:
         p = problem
         if p.d_latent != 512 or p.d_rope != 64:

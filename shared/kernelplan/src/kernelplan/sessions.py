@@ -123,6 +123,9 @@ def _check_one(plan, dev, rows, results_dir, record, fault, log) -> int:
     except devmod.ArchMismatch as e:
         runnable = False
         log(f"skip run: {e}")
+    if not probs and not runnable and plan.target_sm:
+        # compile-only here: its own default problem shows its footprint
+        probs = [plan.default_problem()]
     if not probs:
         log(f"skip: {plan.name} takes none of the {plan.workload.name} check problems")
     target = plan.target()
@@ -385,7 +388,7 @@ def analyze_package(
             log(f"skip: {plan.name} is a peer, not a CuTe DSL kernel")
             continue
         try:  # what the compile workers need: an unfinished adapter fails here, as one line
-            probs = plan.check_problems() or plan.profile_problems()
+            probs = plan.check_problems() or plan.profile_problems() or [plan.default_problem()]
             if not probs:
                 log(f"skip: {plan.name} takes none of the {plan.workload.name} problems")
                 continue
