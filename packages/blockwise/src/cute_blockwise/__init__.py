@@ -8,4 +8,7 @@ PACKAGE = "blockwise"
 
 KERNELS = {
     "blockwise_gemm": "cute_blockwise.blockwise_gemm.blockwise_gemm:BlockwiseGemm",
+    "contiguous_grouped_gemm": (
+        "cute_blockwise.contiguous_grouped_gemm.contiguous_grouped_gemm:ContiguousGroupedGemm"
+    ),
 }

@@ -1,6 +1,7 @@
 """Blockwise-scaled FP8 GEMM (DeepSeek-style 1x128 / 128x128 scales): the problem, the scale
-tensors, the dequantising reference, and the grouped variant's group sizes; shared by this
-package's implementations.
+tensors, the dequantising reference, and the contiguous grouped variant
+(:class:`GroupedBlockwiseGemmProblem`: its group sizes stated in the problem, drawn from a
+seed when not given); shared by this package's implementations.
 
 The operator is the GEMM workload's (TN) on dequantised operands (upstream's module docstring,
 ``blockwise_gemm.py`` L46-L53, and its reference, L2737-L2769)::
@@ -181,3 +182,149 @@ def flops_bytes(p: BlockwiseGemmProblem) -> tuple[float, float]:
     """2*M*N*K*L; A, B and the scales read once, C written once."""
     nbytes = sum(s.nbytes() for s in tensor_specs(p).values())
     return 2.0 * p.m * p.n * p.k * p.l, float(nbytes)
+
+
+# -- the contiguous grouped variant -----------------------------------------------------------
+#: rows of one group are a multiple of this (upstream ``create_mask(..., m_aligned=128)``,
+#: contiguous_grouped_gemm.py L2630; module docstring L68: "each ValidM will be aligned to 128")
+GROUP_ALIGN_M = 128
+
+
+def draw_group_sizes(total: int, groups: int, seed: int, align: int) -> tuple[int, ...]:
+    """``groups`` sizes, each a multiple of ``align`` (zero allowed), summing to ``total``; a
+    function of its arguments only: each of the ``total / align`` tiles goes to a group drawn
+    uniformly by ``random.Random(seed)`` (a multinomial draw, as upstream's mixed-input grouped
+    example draws its N groups, ``mixed_input_host_utils.py`` ``create_cumsum_tensor``
+    L57-L60, there from torch's global generator).
+
+    Upstream's blockwise grouped example instead draws each group independently, ``128 *
+    randint(int(0.7 e) // 128, int(1.3 e) // 128)`` around an expected size ``e``
+    (``create_mask``, contiguous_grouped_gemm.py L2630-L2654, Python's unseeded ``random``),
+    so its total M is itself random; here the total is the problem's.
+    """
+    import random
+
+    rng = random.Random(seed)
+    counts = [0] * groups
+    for _ in range(total // align):
+        counts[rng.randrange(groups)] += 1
+    return tuple(c * align for c in counts)
+
+
+@dataclass(frozen=True)
+class GroupedBlockwiseGemmProblem(BlockwiseGemmProblem):
+    """The contiguous grouped blockwise GEMM: A (M, K) and C (M, N) hold the groups' rows one
+    after the other, B (N, K, groups) one matrix per group; group ``g`` computes
+    ``C[rows of g] = A_f[rows of g] @ B_f[:, :, g]^T``.
+
+    Args:
+        groups: number of groups (B's L); derived from ``group_sizes`` when that is given.
+        group_sizes: rows of each group, each a multiple of 128 (zero allowed), summing to
+            ``m``; None: drawn from (m, groups, group_seed) by :func:`draw_group_sizes`.
+        group_seed: the seed of that draw.
+
+    ``l`` is A's and C's batch and must stay 1 (the groups are B's L, as upstream flattens
+    them into M).
+    """
+
+    m: int = 256
+    groups: int | None = None
+    group_sizes: tuple[int, ...] | None = None
+    group_seed: int = 0
+
+    def validate(self) -> None:
+        super().validate()
+        if self.l != 1:
+            raise ShapeError(
+                f"--l {self.l}: the grouped GEMM's A and C have L=1; the groups are --groups"
+            )
+        sizes = self.group_sizes
+        if sizes is None:
+            g = 1 if self.groups is None else self.groups
+            if not isinstance(g, int) or g <= 0:
+                raise ShapeError(f"--groups must be a positive integer (got {g})")
+            if self.m % GROUP_ALIGN_M:
+                raise ShapeError(
+                    f"--m {self.m}: groups are multiples of {GROUP_ALIGN_M} rows, so M is too"
+                )
+            sizes = draw_group_sizes(self.m, g, self.group_seed, GROUP_ALIGN_M)
+        else:
+            sizes = tuple(sizes)
+            if self.groups is not None and self.groups != len(sizes):
+                raise ShapeError(
+                    f"--groups {self.groups} but --group_sizes has {len(sizes)} entries"
+                )
+        if not sizes or any(not isinstance(s, int) or s < 0 or s % GROUP_ALIGN_M for s in sizes):
+            raise ShapeError(
+                f"--group_sizes {list(sizes)}: each a multiple of {GROUP_ALIGN_M} rows "
+                "(zero allowed), at least one group"
+            )
+        if sum(sizes) != self.m:
+            raise ShapeError(f"--group_sizes {list(sizes)} sums to {sum(sizes)}, not --m {self.m}")
+        object.__setattr__(self, "group_sizes", sizes)
+        object.__setattr__(self, "groups", len(sizes))
+
+
+def grouped_tensor_specs(p: GroupedBlockwiseGemmProblem) -> dict[str, TensorSpec]:
+    """Upstream's ``create_tensors`` (L2657-L2720) and argument order a, b, c, sfa, sfb,
+    gidx_mapping: A (M, K, 1), B (N, K, groups), C (M, N, 1), SFA (M, KB, 1) M-major, SFB
+    (NB, KB, groups) K-major, all dynamic and 16-byte aligned; ``gidx`` (M,) int32, the group
+    of each row (``from_dlpack(...).mark_layout_dynamic()``, element-aligned)."""
+    g = p.groups
+    return {
+        "a": operand(p.m, p.k, 1, p.dtype, init="zeros"),
+        "b": operand(p.n, p.k, g, p.dtype, init="zeros"),
+        "c": operand(p.m, p.n, 1, p.c_dtype, role="output", init="empty"),
+        "sfa": sfa_spec(p.m, p.k, 1),
+        "sfb": sfb_spec(p.n, p.k, g),
+        "gidx": TensorSpec((p.m,), "int32", leading_dim=0, align=4, init="zeros"),
+    }
+
+
+def grouped_prepare_inputs(
+    p: GroupedBlockwiseGemmProblem, specs, seed: int, device: str
+) -> dict[str, Any]:
+    """As :func:`prepare_inputs`; ``gidx`` from the problem's group sizes (upstream's
+    ``gidx_mapping``, ``create_mask`` L2650)."""
+    import torch
+
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    gidx = torch.repeat_interleave(
+        torch.arange(p.groups, dtype=torch.int32),
+        torch.tensor(p.group_sizes, dtype=torch.int64),
+    )
+    return {
+        "a": draw_operand((1, p.m, p.k), p.dtype, p.init, g, device),
+        "b": draw_operand((p.groups, p.n, p.k), p.dtype, p.init, g, device),
+        "c": specs["c"].allocate(generator=g, device=device),
+        "sfa": draw_scales(specs["sfa"].shape, g, device),
+        "sfb": draw_scales(specs["sfb"].shape, g, device),
+        "gidx": gidx.to(device),
+    }
+
+
+def grouped_reference(p: GroupedBlockwiseGemmProblem, inputs: Mapping[str, Any]) -> dict:
+    """Per group, ``C[rows] = A_f[rows] @ B_f[g]^T`` in float32 (upstream's reference,
+    L2864-L2899, with the group sizes from the problem); (1, M, N). The rows of a group come
+    from ``group_sizes``, not from ``gidx``, so a wrong ``gidx`` fails the check."""
+    import torch
+
+    a = scale_a(inputs["a"], inputs["sfa"], p.k)[0]
+    b = scale_b(inputs["b"], inputs["sfb"], p.n, p.k)
+    c = torch.zeros((1, p.m, p.n), dtype=torch.float32, device=a.device)
+    start = 0
+    for g, rows in enumerate(p.group_sizes):
+        if rows:
+            c[0, start : start + rows] = matmul_f32(a[start : start + rows], b[g].T)
+        start += rows
+    return {"c": c}
+
+
+def grouped_flops_bytes(p: GroupedBlockwiseGemmProblem) -> tuple[float, float]:
+    """2*M*N*K (each row belongs to one group); A, C, SFA and ``gidx`` once, B and SFB of the
+    groups that have rows once (an empty group's B is never read)."""
+    specs = grouped_tensor_specs(p)
+    used = sum(1 for s in p.group_sizes if s) / p.groups
+    nbytes = sum(s.nbytes() * (used if n in ("b", "sfb") else 1) for n, s in specs.items())
+    return 2.0 * p.m * p.n * p.k, float(nbytes)
