@@ -9,4 +9,7 @@ PACKAGE = "mixed-input"
 
 KERNELS = {
     "mixed_input_gemm": "cute_mixed_input.mixed_input_gemm.mixed_input_gemm:MixedInputGemm",
+    "grouped_mixed_input_gemm": (
+        "cute_mixed_input.grouped_mixed_input_gemm.grouped_mixed_input_gemm:GroupedMixedInputGemm"
+    ),
 }

@@ -261,3 +261,188 @@ def flops_bytes(p: MixedInputGemmProblem) -> tuple[float, float]:
     b = p.n * p.k * p.l * dtypes.nbytes(p.dtype)
     c = p.m * p.n * p.l * dtypes.nbytes(p.c_dtype)
     return 2.0 * p.m * p.n * p.k * p.l, float(a + s + b + c)
+
+
+# -- the contiguous grouped variant (groups along N) ---------------------------------------------
+def draw_group_sizes(total: int, groups: int, seed: int, align: int) -> tuple[int, ...]:
+    """``groups`` sizes, each a multiple of ``align`` (zero allowed), summing to ``total``:
+    each of the ``total / align`` units goes to a group drawn uniformly by
+    ``random.Random(seed)``. Upstream's draw is the same multinomial
+    (``mixed_input_host_utils.py`` ``create_cumsum_tensor`` L57-L60: ``torch.multinomial`` of
+    ``fused_n // alignment`` draws over equal group probabilities), from torch's global
+    generator seeded once per run (``torch.manual_seed(2025)``, grouped_mixed_input_gemm.py
+    L2301); here the seed is the problem's and the draw does not depend on torch."""
+    import random
+
+    rng = random.Random(seed)
+    counts = [0] * groups
+    for _ in range(total // align):
+        counts[rng.randrange(groups)] += 1
+    return tuple(c * align for c in counts)
+
+
+@dataclass(frozen=True)
+class GroupedMixedInputGemmProblem(MixedInputGemmProblem):
+    """The contiguous grouped mixed-input GEMM: A (M, K, groups) narrow (int4 with its scales
+    (M, K/g, groups), or int8/uint8), B (N, K) and C (M, N) hold the groups' columns one after
+    the other; group ``j`` computes ``C[:, cols of j] = A_f[:, :, j] @ B[cols of j]^T``.
+
+    Args:
+        groups: number of groups (A's L); derived from ``group_sizes`` when that is given.
+        group_sizes: columns (N) of each group, each a multiple of 16 bytes of B's type (8
+            bf16/fp16 columns; zero allowed), summing to ``n``; None: drawn from (n, groups,
+            group_seed) by :func:`draw_group_sizes`.
+        group_seed: the seed of that draw.
+
+    ``l`` must stay 1 (upstream fuses the groups into B's and C's N, L=1).
+    """
+
+    m: int = 128
+    n: int = 128
+    k: int = 128
+    groups: int | None = None
+    group_sizes: tuple[int, ...] | None = None
+    group_seed: int = 0
+
+    @property
+    def group_align(self) -> int:
+        """B's 16 bytes in elements (upstream ``alignment_n = 16 * 8 // b_dtype.width``,
+        ``mixed_input_host_utils.py`` L304)."""
+        from kernelplan import dtypes
+
+        return int(16 // dtypes.nbytes(self.dtype))
+
+    def validate(self) -> None:
+        super().validate()
+        if self.l != 1:
+            raise ShapeError(
+                f"--l {self.l}: the grouped GEMM's B and C have L=1; the groups are --groups"
+            )
+        align, sizes = self.group_align, self.group_sizes
+        if sizes is None:
+            g = 1 if self.groups is None else self.groups
+            if not isinstance(g, int) or g <= 0:
+                raise ShapeError(f"--groups must be a positive integer (got {g})")
+            if self.n % align:
+                raise ShapeError(
+                    f"--n {self.n}: groups are multiples of {align} columns (16 bytes of "
+                    f"{self.dtype}), so N is too"
+                )
+            sizes = draw_group_sizes(self.n, g, self.group_seed, align)
+        else:
+            sizes = tuple(sizes)
+            if self.groups is not None and self.groups != len(sizes):
+                raise ShapeError(
+                    f"--groups {self.groups} but --group_sizes has {len(sizes)} entries"
+                )
+        if not sizes or any(not isinstance(s, int) or s < 0 or s % align for s in sizes):
+            raise ShapeError(
+                f"--group_sizes {list(sizes)}: each a multiple of {align} columns (16 bytes "
+                f"of {self.dtype}; zero allowed), at least one group"
+            )
+        if sum(sizes) != self.n:
+            raise ShapeError(f"--group_sizes {list(sizes)} sums to {sum(sizes)}, not --n {self.n}")
+        object.__setattr__(self, "group_sizes", sizes)
+        object.__setattr__(self, "groups", len(sizes))
+
+    def a_problem(self) -> MixedInputGemmProblem:
+        """A and its scales as the batched problem's with L = groups (what
+        :func:`tensor_specs` and :func:`dequantize_a` read)."""
+        return MixedInputGemmProblem(
+            m=self.m,
+            n=self.n,
+            k=self.k,
+            l=self.groups,
+            dtype=self.dtype,
+            c_dtype=self.c_dtype,
+            init=self.init,
+            a_dtype=self.a_dtype,
+            scale_granularity_k=self.scale_granularity_k,
+        )
+
+
+def grouped_tensor_specs(p: GroupedMixedInputGemmProblem) -> dict[str, TensorSpec]:
+    """Upstream's argument order a, a_scale, b, cumsum, c (``__call__`` L423-L432): A and its
+    scales as :func:`tensor_specs` gives them with L = groups; B (N, K, 1) and C (M, N, 1) as
+    there with L = 1; ``cumsum`` (groups + 1,) int32 with a static layout
+    (``create_cumsum_tensor``: ``cute_tensor_like(..., is_dynamic_layout=False)``), so the
+    group count is compiled in (as it is in the kernel's ``group_count``)."""
+    a = tensor_specs(p.a_problem())
+    bc = tensor_specs(p.a_problem().replace(l=1))
+    specs = {"a": a["a"]}
+    if p.scaled:
+        specs["a_scale"] = a["a_scale"]
+    specs["b"] = bc["b"]
+    specs["cumsum"] = TensorSpec((p.groups + 1,), "int32", init="zeros", align=4)
+    specs["c"] = bc["c"]
+    return specs
+
+
+def grouped_prepare_inputs(
+    p: GroupedMixedInputGemmProblem, specs, seed: int, device: str
+) -> dict[str, Any]:
+    """As :func:`prepare_inputs` for A (L = groups) and B, C (L = 1); ``cumsum`` from the
+    problem's group sizes (0, N0, N0+N1, ...)."""
+    import torch
+
+    q = p.a_problem()
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    out: dict[str, Any] = {}
+    lo = 0 if p.a_dtype == "uint8" else -8
+    vals = torch.randint(lo, lo + 16, (q.l, q.m, q.k), generator=g, device=device)
+    if p.scaled:
+        packed = pack_int4(vals, shuffled(q)).reshape(-1)
+        buf = torch.zeros((q.l, q.m, q.k), dtype=torch.uint8, device=device)
+        buf.view(-1)[: packed.numel()] = packed
+        out["a"] = buf
+        s = torch.randint(-3, 3, (q.l, q.num_scales, q.m), generator=g, device=device)
+        out["a_scale"] = s.to(getattr(torch, p.dtype))
+    else:
+        out["a"] = vals.to(getattr(torch, p.a_dtype))
+    if p.init == "randint":
+        b = torch.randint(-2, 3, (1, p.n, p.k), generator=g, device=device).float()
+    else:
+        b = torch.randn((1, p.n, p.k), generator=g, device=device)
+    out["b"] = b.to(getattr(torch, p.dtype))
+    cum = [0]
+    for s_ in p.group_sizes:
+        cum.append(cum[-1] + s_)
+    out["cumsum"] = torch.tensor(cum, dtype=torch.int32, device=device)
+    out["c"] = specs["c"].allocate(generator=g, device=device)
+    return out
+
+
+def grouped_reference(p: GroupedMixedInputGemmProblem, inputs: Mapping[str, Any]) -> dict:
+    """Per group, ``C[:, cols] = A_f[group] @ B[cols]^T`` in float32 (upstream
+    ``run_contiguous_grouped_ref_and_compare``, ``mixed_input_host_utils.py`` L402-L462, with
+    the sizes from the problem, not from ``cumsum``); (1, M, N)."""
+    import torch
+
+    a = dequantize_a(p.a_problem(), inputs)  # (groups, M, K)
+    b = inputs["b"][0].to(torch.float32)
+    c = torch.zeros((1, p.m, p.n), dtype=torch.float32, device=a.device)
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        start = 0
+        for j, cols in enumerate(p.group_sizes):
+            if cols:
+                c[0, :, start : start + cols] = a[j] @ b[start : start + cols].T
+            start += cols
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+    return {"c": c}
+
+
+def grouped_flops_bytes(p: GroupedMixedInputGemmProblem) -> tuple[float, float]:
+    """2*M*N*K (each column belongs to one group); A and its scales of the groups that have
+    columns, B, C and ``cumsum`` once."""
+    from kernelplan import dtypes
+
+    used = sum(1 for s in p.group_sizes if s)
+    a = p.m * p.k * used * (0.5 if p.scaled else 1.0)
+    s = p.m * p.num_scales * used * dtypes.nbytes(p.dtype)
+    b = p.n * p.k * dtypes.nbytes(p.dtype)
+    c = p.m * p.n * dtypes.nbytes(p.c_dtype)
+    return 2.0 * p.m * p.n * p.k, float(a + s + b + c + 4 * (p.groups + 1))
