@@ -4,7 +4,8 @@ check and profile problems are defined there once).
 
 ``KERNELS`` maps each CLI name (``uv run fmha <name>``) to its KernelPlan class: the CUTLASS
 CuTe DSL examples (Hopper ``fmha.py``, sm_90a; Ampere ``flash_attention_v2.py``, sm_80;
-Blackwell ``fmha.py`` and ``fmha_bwd.py``, sm_100a, static here) and
+Blackwell ``fmha.py``, ``fmha_bwd.py`` and the mixed-input prefill and decode examples,
+sm_100a, static here) and
 the peers that run on the H200 (PyTorch SDPA, one implementation per backend; flash-attn-4).
 """
 
@@ -29,5 +30,8 @@ KERNELS = {
     "mixed_input_fmha_prefill_d512": (
         "cute_fmha.mixed_input_fmha_prefill_d512.mixed_input_fmha_prefill_d512:"
         "MixedInputFmhaPrefillD512"
+    ),
+    "mixed_input_fmha_decode": (
+        "cute_fmha.mixed_input_fmha_decode.mixed_input_fmha_decode:MixedInputFmhaDecode"
     ),
 }

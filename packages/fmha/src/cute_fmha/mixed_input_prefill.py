@@ -10,8 +10,12 @@ window_size_right, stream)`` (d256 L133-L147): bf16 Q and O, an int8 K/V cache w
 scale per ``scale_granularity`` elements of each K/V row, dequantised on the way to the MMA.
 
 The problem: the workload's (:class:`MixedInputAttentionProblem`, an implementation problem
-type, not a new workload) with two fields the examples need: ``kv_dtype`` (int8: the only
-one ``run()`` takes, d256 L1636) and ``scale_granularity`` (elements of d per scale). What the
+type, not a new workload) with two fields the examples need: ``kv_dtype`` (int8, int4 or fp8
+e4m3: the prefill examples take int8 only, ``run()`` d256 L1636; the decode example takes all
+three: its ``can_implement`` asks for e4m3 as ``Float8E4M3FN``, ``mixed_input_fmha_decode.py``
+L141-L142, and its convert warps sign-extend int4, L1150-L1158) and ``scale_granularity``
+(elements of d per scale). The same type carries the decode setting (``sq = 1``, see
+:mod:`cute_fmha.mixed_input_fmha_decode`). What the
 attention computes is the workload's, over the DEQUANTISED K and V (``k_int8 * scale``, as
 upstream's reference ``run_torch_fmha`` does, d256 L1753-L1790): :meth:`MixedInputPrefill.
 prepare_inputs` draws the workload's inputs for the seed and quantises its K and V per block
@@ -47,10 +51,12 @@ from kernelplan.workloads.attention import ATTENTION_FWD, AttentionProblem
 
 from .hopper_fmha.hopper_fmha import LOG2_E
 
-#: K/V element types a mixed-input implementation may take (upstream's prefill: int8 only)
-KV_DTYPES = ("int8",)
-#: the largest |value| of a quantised K/V element
-QMAX = {"int8": 127}
+#: K/V element types a mixed-input implementation may take (the prefill examples: int8 only;
+#: the decode example: int8, int4 and fp8 e4m3). int4 is stored packed, two a byte.
+KV_DTYPES = ("int8", "int4", "float8_e4m3fn")
+#: the largest |value| of a quantised K/V element (symmetric: int4 uses [-7, 7]; e4m3's
+#: largest finite value is 448)
+QMAX = {"int8": 127, "int4": 7, "float8_e4m3fn": 448}
 OPTIONS = "--opt-level 2"  # upstream's (run() d256 L1749)
 
 
@@ -71,6 +77,11 @@ class MixedInputAttentionProblem(AttentionProblem):
         super().validate()
         if self.kv_dtype not in KV_DTYPES:
             raise ShapeError(f"--kv_dtype {self.kv_dtype}: one of {', '.join(KV_DTYPES)}")
+        if self.kv_dtype == "int4" and (self.d_qk % 2 or self.d_v % 2):
+            raise ShapeError(
+                f"--kv_dtype int4 packs two elements a byte along d: --d_qk {self.d_qk} and "
+                f"--d_v {self.d_v} must be even"
+            )
         g = self.scale_granularity
         if isinstance(g, bool) or not isinstance(g, int) or g < 1:
             raise ShapeError(f"--scale_granularity must be a positive integer (got {g!r})")
@@ -90,22 +101,54 @@ class MixedInputPrefillConfig(Config):
 
 def quantise(x, granularity: int, kv_dtype: str):
     """(values, scales) of ``x`` (b, s, h, d) in upstream's BHSD storage: per block of
-    ``granularity`` elements, scale = max|block| / QMAX rounded to bf16, values
-    round(x / scale) clamped to [-QMAX, QMAX]."""
+    ``granularity`` elements, scale = max|block| / QMAX rounded to bf16, values x / scale
+    rounded (int8, int4: to the nearest integer, clamped to [-QMAX, QMAX]; fp8: to e4m3,
+    clamped to +-448 first). int4 values are packed two a byte along d (the even element in
+    the low nibble, CuTe's sub-byte order): storage (b, h, s, d / 2) uint8."""
     import torch
 
     b, s, h, d = x.shape
     xf = x.float().permute(0, 2, 1, 3).reshape(b, h, s, d // granularity, granularity)
     qmax = QMAX[kv_dtype]
     scale = (xf.abs().amax(-1) / qmax).clamp_min(1e-8).to(torch.bfloat16)
-    q = (xf / scale.float().unsqueeze(-1)).round().clamp(-qmax, qmax)
-    return q.reshape(b, h, s, d).to(getattr(torch, kv_dtype)).contiguous(), scale.contiguous()
+    y = (xf / scale.float().unsqueeze(-1)).clamp(-qmax, qmax).reshape(b, h, s, d)
+    if kv_dtype == "float8_e4m3fn":
+        q = y.to(torch.float8_e4m3fn)
+    else:
+        q = y.round().to(torch.int8)
+        if kv_dtype == "int4":
+            q = pack_int4(q)
+    return q.contiguous(), scale.contiguous()
+
+
+def pack_int4(values):
+    """int values in [-8, 7], (..., d) -> (..., d / 2) uint8, the even element in the low
+    nibble (two's complement nibbles)."""
+    import torch
+
+    nib = (values.to(torch.int32) & 0xF).to(torch.uint8)
+    return nib[..., 0::2] | (nib[..., 1::2] << 4)
+
+
+def unpack_int4(packed):
+    """The inverse of :func:`pack_int4`: (..., d / 2) uint8 -> int32 (..., d)."""
+    import torch
+
+    lo = (packed & 0xF).to(torch.int32)
+    hi = (packed >> 4).to(torch.int32)
+    v = torch.stack((lo, hi), dim=-1).flatten(-2)
+    return torch.where(v >= 8, v - 16, v)
 
 
 def dequantise(q, scale, granularity: int):
-    """fp32 (b, s, h, d) from BHSD values and their block scales."""
-    b, h, s, d = q.shape
-    x = q.float().reshape(b, h, s, d // granularity, granularity) * scale.float().unsqueeze(-1)
+    """fp32 (b, s, h, d) from BHSD values (int8, fp8, or int4 packed in uint8) and their
+    block scales."""
+    import torch
+
+    vals = unpack_int4(q) if q.dtype == torch.uint8 else q
+    b, h, s, d = vals.shape
+    x = vals.float().reshape(b, h, s, d // granularity, granularity)
+    x = x * scale.float().unsqueeze(-1)
     return x.reshape(b, h, s, d).permute(0, 2, 1, 3)
 
 
@@ -141,6 +184,8 @@ class MixedInputPrefill(KernelPlan):
             )
         if p.dtype != "bfloat16":
             raise ShapeError(f"{self.name} takes dtype bfloat16 for Q and O (got {p.dtype})")
+        if p.kv_dtype != "int8":
+            raise ShapeError(f"{self.name} takes --kv_dtype int8 (got {p.kv_dtype})")
         if p.scale_granularity not in self.granularities:
             raise ShapeError(
                 f"{self.name} takes --scale_granularity "
@@ -228,15 +273,16 @@ class MixedInputPrefill(KernelPlan):
         )
 
 
-def _ptr(t: Any) -> Any:
-    """A CuTe tensor's pointer (upstream passes ``tensor.iterator``, 128-byte aligned). A fake
-    tensor (static analysis) has only a dummy iterator: a global pointer of its element type
-    at a 128-aligned dummy address stands in (compiled code takes the address at launch).
-    Anything else as is (the harness's placeholders when it lists the compile-time values)."""
+def _ptr(t: Any, align: int = 128) -> Any:
+    """A CuTe tensor's pointer (upstream passes ``tensor.iterator``, ``align``-byte aligned:
+    128 for the prefill examples, 16 for the decode example). A fake tensor (static analysis)
+    has only a dummy iterator: a global pointer of its element type at an aligned dummy
+    address stands in (compiled code takes the address at launch). Anything else as is (the
+    harness's placeholders when it lists the compile-time values)."""
     from cutlass.cute.runtime import _FakeTensor, make_ptr
 
     if isinstance(t, _FakeTensor):
         import cutlass.cute as cute
 
-        return make_ptr(t.element_type, 1 << 20, cute.AddressSpace.gmem, assumed_align=128)
+        return make_ptr(t.element_type, 1 << 20, cute.AddressSpace.gmem, assumed_align=align)
     return getattr(t, "iterator", t)
