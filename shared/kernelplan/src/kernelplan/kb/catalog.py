@@ -59,6 +59,110 @@ LEARNING_GOALS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Dependent kernel launch", ("dsl_tutorials/programmatic_dependent_launch.py",)),
 )
 
+# The request's other categories (issue 13 lists them with these examples), and the Hopper
+# siblings that run on the project's H200.
+REQUEST_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "Block-scaled low-precision GEMM",
+        tuple(
+            f"cute/blackwell/kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent{s}.py"
+            for s in ("", "_prefetch", "_amax")
+        ),
+    ),
+    (
+        "Mixed-input GEMM",
+        (
+            "cute/blackwell/kernel/mixed_input_gemm/mixed_input_gemm.py",
+            "cute/blackwell/kernel/mixed_input_gemm/grouped_mixed_input_gemm.py",
+        ),
+    ),
+    (
+        "Epilogue fusion (activation)",
+        ("cute/blackwell/efc/activation_custom_epilogue_dense_gemm.py",),
+    ),
+    (
+        "Reductions and normalisation",
+        (
+            "cute/blackwell/kernel/reduce/reduce.py",
+            "cute/blackwell/kernel/rmsnorm/rmsnorm.py",
+            "cute/hopper/kernel/cta_norm/cta_norm.py",
+        ),
+    ),
+    (
+        "State-space model (Mamba2 SSD)",
+        ("cute/blackwell/kernel/attention/mamba2_ssd/mamba2_ssd.py",),
+    ),
+    (
+        "Blockwise-scaled GEMM",
+        (
+            "cute/blackwell/kernel/blockwise_gemm/blockwise_gemm.py",
+            "cute/blackwell/kernel/blockwise_gemm/contiguous_grouped_gemm.py",
+        ),
+    ),
+    (
+        "FP8 scaled GEMM (Hopper sibling)",
+        ("cute/hopper/kernel/dense_gemm/dense_gemm_fp8_2xacc.py",),
+    ),
+)
+
+# Why a status cell of one of the request's examples is empty, where the files cannot say it.
+# Keys: example path, then a column (imported, static, ran, notes, patterns). A blank cell
+# with no reason here or from the rules in `blank_reasons` shows "no reason given".
+BLANK_REASONS: dict[str, dict[str, str]] = {
+    "cute/blackwell/kernel/reduce/reduce.py": {
+        "imported": "a library with no kernel of its own; imported through norm/rmsnorm",
+        "static": "compiled inside norm/rmsnorm's records",
+        "ran": "ran inside norm/rmsnorm on the H200",
+    },
+    "cute/blackwell/kernel/attention/mla/mla_helpers.py": {
+        "imported": "helper module of the MLA decode kernels; imported through them",
+        "static": "compiled inside mla/cutlass_mla_decode_fp16 and _fp8",
+        "ran": "part of sm_100a kernels; the project's GPU is an H200 (sm_90)",
+        "patterns": "its patterns are cited from the MLA decode kernels",
+    },
+    "cute/blackwell/kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent_prefetch.py": {
+        "imported": "not imported yet (issue 13)",
+        "notes": "not read yet (issue 13); the prefetch itself is read in "
+        "gemm/dense_gemm_persistent_prefetch",
+        "patterns": "not read yet (issue 13)",
+    },
+    "cute/blackwell/kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent_amax.py": {
+        "imported": "not imported yet (issue 13)",
+        "notes": "not read as a whole yet (issue 13); its amax epilogue is read for the pattern",
+    },
+    "cute/blackwell/kernel/mixed_input_gemm/grouped_mixed_input_gemm.py": {
+        "imported": "not imported yet (issue 13)",
+        "notes": "not read yet (issue 13)",
+        "patterns": "not read yet (issue 13)",
+    },
+    "cute/blackwell/kernel/blockwise_gemm/contiguous_grouped_gemm.py": {
+        "imported": "not imported yet (issue 13)",
+        "notes": "not read yet (issue 13)",
+        "patterns": "not read yet (issue 13)",
+    },
+    "cute/hopper/kernel/dense_gemm/dense_gemm_fp8_2xacc.py": {
+        "notes": "not read yet (issue 13)",
+        "patterns": "not read yet (issue 13)",
+    },
+    "cute/blackwell/efc/activation_custom_epilogue_dense_gemm.py": {
+        "patterns": "no new pattern: it confirms the EFC entry, which cites the custom epilogue",
+    },
+    "cute/hopper/kernel/cta_norm/cta_norm.py": {
+        "patterns": "no pattern of its own: the baseline the cluster row reduction extends",
+    },
+}
+for _n in ("1", "2", "3_1", "4", "5"):
+    BLANK_REASONS[f"cute/blackwell/tutorial/tutorial_gemm/fp16_gemm_{_n}.py"] = {
+        "notes": "an intermediate tutorial step: read through the step notes 0, 3 and 6",
+        "patterns": "what this step adds is described in knowledge/kernels/gemm-tutorial.md",
+    }
+BLANK_REASONS["cute/blackwell/kernel/attention/mla/mla_decode_fp8.py"] = {
+    "patterns": "no pattern beyond those of mla_decode_fp16",
+}
+
+# Target SMs the project's GPU (an H200, sm_90) cannot run.
+NOT_ON_H200 = ("sm_100a", "sm_103a", "sm_120a")
+
 # The request's recommended learning paths.
 LEARNING_PATHS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -142,7 +246,7 @@ def learning_goal(path: str) -> tuple[str, bool]:
 
 def learning_goal_paths() -> list[str]:
     out = []
-    for _, paths in (*LEARNING_GOALS, *LEARNING_PATHS):
+    for _, paths in (*LEARNING_GOALS, *LEARNING_PATHS, *REQUEST_CATEGORIES):
         out.extend(p for p in paths if p not in out)
     return out
 
@@ -321,6 +425,41 @@ class Catalogs:
         pats = ", ".join(_link(here, e.rel, e.title) for e in st.patterns) or "-"
         return [imported, static, escape_cell(ran), notes, pats]
 
+    def blank_reasons(self, path: str) -> dict[str, str]:
+        """{column: why it is empty} for the empty status cells of one example."""
+        st = self.status(path)
+        filled = {
+            "imported": bool(st.imported),
+            "static": bool(st.static),
+            "ran": bool(st.runs),
+            "notes": bool(st.notes),
+            "patterns": bool(st.patterns),
+        }
+        given = BLANK_REASONS.get(path, {})
+        sm = str(self.manifest.get("python", {}).get(path, {}).get("sm", ""))
+        out = {}
+        for col, ok in filled.items():
+            if ok:
+                continue
+            why = given.get(col)
+            if why is None and col in ("static", "ran") and not st.imported:
+                why = "not imported"
+            if why is None and col == "ran" and sm in NOT_ON_H200:
+                why = f"{sm} only; the project's GPU is an H200 (sm_90)"
+            out[col] = why or "no reason given"
+        return out
+
+    def _why_cell(self, path: str) -> str:
+        reasons = self.blank_reasons(path)
+        return escape_cell("; ".join(f"{c}: {w}" for c, w in reasons.items())) or "-"
+
+    def request_examples(self) -> list[str]:
+        """The request's examples: its learning-goal table and its other categories."""
+        out: list[str] = []
+        for _, paths in (*LEARNING_GOALS, *REQUEST_CATEGORIES):
+            out.extend(p for p in paths if p not in out)
+        return out
+
     def examples_catalog(self) -> str:
         py = self.manifest.get("python", {})
         files = self.manifest.get("files", {})
@@ -349,22 +488,32 @@ class Catalogs:
             '- Ran on: records of any other kind (`"benchmark"`, `"check"`, ...), by `"device"`.',
             "- Notes: `knowledge/reading/` files whose header cites the path; Patterns: "
             "knowledge entries whose source citations name it.",
+            "- Why blank (the request's examples only): for each empty status cell, the reason: "
+            "written in `kernelplan/kb/catalog.py` (`BLANK_REASONS`), or derived (not imported; "
+            "a target SM the project's H200 cannot run).",
             "",
-            "## Learning goals (the request's table)",
-            "",
-            "| Learning goal | Start with | Target SM | Imported | Static | Ran on | Notes "
-            "| Patterns |",
-            "|---|---|---|---|---|---|---|---|",
         ]
-        for goal, gpaths in LEARNING_GOALS:
-            for p in gpaths:
-                sm = py.get(p, {}).get("sm", "?")
-                out.append(
-                    f"| {escape_cell(goal)} | `{p}` | {sm} | "
-                    + " | ".join(self._status_cells(p))
-                    + " |"
-                )
-        out += ["", "## Learning paths", ""]
+        for title, groups in (
+            ("Learning goals (the request's table)", LEARNING_GOALS),
+            ("The request's other categories (issue 13)", REQUEST_CATEGORIES),
+        ):
+            out += [
+                f"## {title}",
+                "",
+                "| Learning goal | Start with | Target SM | Imported | Static | Ran on | Notes "
+                "| Patterns | Why blank |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
+            for goal, gpaths in groups:
+                for p in gpaths:
+                    sm = py.get(p, {}).get("sm", "?")
+                    out.append(
+                        f"| {escape_cell(goal)} | `{p}` | {sm} | "
+                        + " | ".join(self._status_cells(p))
+                        + f" | {self._why_cell(p)} |"
+                    )
+            out.append("")
+        out += ["## Learning paths", ""]
         for name, ppaths in LEARNING_PATHS:
             out.append(f"**{name}**")
             out.append("")

@@ -110,6 +110,9 @@ def scan_records(layout: Layout) -> list[Record]:
 SOURCE_ATTR_RE = re.compile(
     r"""^[ \t]+source\s*(?::\s*[\w.\[\]]+\s*)?=\s*(["'])(?P<src>[^"']+)\1"""
 )
+# The same declaration with the string on the next line, in parentheses (long paths).
+SOURCE_OPEN_RE = re.compile(r"""^[ \t]+source\s*(?::\s*[\w.\[\]]+\s*)?=\s*\(\s*$""")
+SOURCE_CONT_RE = re.compile(r"""^\s*(["'])(?P<src>[^"']+)\1\s*,?\s*$""")
 
 
 @dataclass(frozen=True)
@@ -135,8 +138,11 @@ def scan_adapters(layout: Layout) -> list[Adapter]:
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
-            for i, line in enumerate(text.splitlines(), 1):
+            lines = text.splitlines()
+            for i, line in enumerate(lines, 1):
                 m = SOURCE_ATTR_RE.match(line)
+                if not m and SOURCE_OPEN_RE.match(line) and i < len(lines):
+                    m = SOURCE_CONT_RE.match(lines[i])
                 if m:
                     out.append(
                         Adapter(
