@@ -133,6 +133,17 @@ def analyze(session: nox.Session) -> None:
     session.run(PY, "-m", "kernelplan", "analyze", *session.posargs, external=True)
 
 
+@nox.session(name="gpu-ci")
+def gpu_ci(session: nox.Session) -> None:
+    """``nox -s gpu-ci -- [package ...] [--reps N] [--no-profile] [--results-dir DIR]``: on the
+    machine it runs on, check every implementation whose target runs on its GPU, analyse the
+    rest statically, profile the runnable ones briefly; a markdown summary under
+    results/gpu-ci/<date>-<device>/ (kernelplan.gpuci). Exit 1 on any failure."""
+    _sync(session)
+    _need_sources(session)
+    session.run(PY, "-m", "kernelplan.gpuci", *session.posargs, external=True)
+
+
 @nox.session
 def compare(session: nox.Session) -> None:
     """``nox -s compare -- <package> <kernel A> <kernel B> [--problem m=8192 ...]`` or

@@ -265,3 +265,233 @@ def record_problem_config(plan: Any, rec: dict[str, Any]) -> tuple[Any, Any] | N
         return problem, plan.config_type.from_dict(cfg)
     except (ShapeError, TypeError, ValueError):
         return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Merging records that come back from another machine (a GPU runner's artifact)
+
+
+def _pins() -> dict[str, str]:
+    """The ``env`` fields a merged record must share with this checkout, and their values."""
+    from .cutlass_src import PINNED_COMMIT, PINNED_DSL
+
+    return {"cutlass_commit_pinned": PINNED_COMMIT, "nvidia_cutlass_dsl": PINNED_DSL}
+
+
+def _record_refusal(rec: Any) -> str | None:
+    """Why a parsed JSON file may not be merged as a record, or None when it may."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    missing = [k for k in ("kind", "package", "kernel") if not rec.get(k)]
+    if missing:
+        return f"not a result record (no {', '.join(missing)})"
+    if rec.get("schema") != SCHEMA_VERSION:
+        return f"schema {rec.get('schema')!r}, this checkout writes schema {SCHEMA_VERSION}"
+    env = rec.get("env") if isinstance(rec.get("env"), dict) else {}
+    for key, want in _pins().items():
+        got = env.get(key)
+        if got != want:
+            return f"env.{key} is {got!r}, this checkout pins {want!r}"
+    return None
+
+
+def _extracted(source: Path, tmp: Path) -> Path:
+    """``source`` itself when it is a folder, else the archive (.tgz, .tar.gz, .tar, .zip)
+    unpacked under ``tmp``.
+
+    Raises:
+        KernelPlanError: neither a folder nor a readable archive.
+    """
+    import tarfile
+    import zipfile
+
+    if source.is_dir():
+        return source
+    if not source.is_file():
+        raise KernelPlanError(f"merge: {source} is neither a folder nor an archive")
+    out = tmp / "unpacked"
+    out.mkdir()
+    try:
+        if zipfile.is_zipfile(source):
+            with zipfile.ZipFile(source) as z:
+                z.extractall(out)  # zipfile drops absolute paths and ".." itself
+        elif tarfile.is_tarfile(source):
+            with tarfile.open(source) as t:
+                if hasattr(tarfile, "data_filter"):
+                    t.extractall(out, filter="data")
+                else:  # pragma: no cover - Python without tar filters (< 3.10.12)
+                    for m in t.getmembers():
+                        if m.name.startswith("/") or ".." in Path(m.name).parts:
+                            raise KernelPlanError(f"merge: unsafe path {m.name!r} in {source}")
+                    t.extractall(out)
+        else:
+            raise KernelPlanError(f"merge: {source} is not a .tgz, .tar or .zip archive")
+    except (OSError, tarfile.TarError, zipfile.BadZipFile) as e:
+        raise KernelPlanError(f"merge: cannot unpack {source}: {e}") from None
+    return out
+
+
+def _source_root(top: Path, records: list[tuple[Path, dict]]) -> Path:
+    """The folder that plays the part of ``results/`` in what is merged: where the records
+    sit as ``<package>/<kernel>/<file>.json`` (the most common such folder), else ``top``
+    less any folders that only wrap one other folder (an archive's ``records/``)."""
+    from collections import Counter
+
+    roots: Counter[Path] = Counter()
+    for path, rec in records:
+        if (
+            len(path.relative_to(top).parts) >= 3
+            and path.parent.name == _slug(rec["kernel"])
+            and path.parent.parent.name == _slug(rec["package"])
+        ):
+            roots[path.parents[2]] += 1
+    if roots:
+        return roots.most_common(1)[0][0]
+    root = top
+    while True:
+        entries = [p for p in root.iterdir() if not p.name.startswith(".")]
+        if len(entries) == 1 and entries[0].is_dir() and entries[0].name != "gpu-ci":
+            root = entries[0]
+            continue
+        return root
+
+
+def merge_records(
+    source: Path | str, into: Path | str | None = None, *, log=print
+) -> dict[str, Any]:
+    """Merge result records (and the files that go with them) from ``source``, a folder or
+    an archive a GPU runner produced, into ``into`` (default :func:`results_root`).
+
+    Nothing under ``into`` is ever replaced: a file whose name is taken is skipped when its
+    contents are the same and refused when they differ. A record (a JSON file with ``kind``,
+    ``package`` and ``kernel``) goes to ``<package>/<kernel>/`` under its own name, as
+    :func:`write_record` would have put it, and is refused when its ``schema`` is not
+    :data:`SCHEMA_VERSION` or its pinned commits (``env.cutlass_commit_pinned``,
+    ``env.nvidia_cutlass_dsl``) are not this checkout's. Other files (Nsight Compute
+    reports, ``gpu-ci/`` summaries, logs) keep their path relative to the records' folder.
+    Each refusal is one line; the last line sums up.
+
+    Returns:
+        ``{"merged": [...], "identical": [...], "refused": [(path, why), ...]}`` (paths of
+        the source files).
+
+    Raises:
+        KernelPlanError: the source cannot be read, or ``into`` cannot be written.
+    """
+    import shutil
+    import tempfile
+
+    into_root = Path(into) if into is not None else results_root()
+    ensure_writable(into_root)
+    out: dict[str, Any] = {"merged": [], "identical": [], "refused": []}
+    with tempfile.TemporaryDirectory(prefix="kernelplan-merge-") as tmp:
+        src = Path(source)
+        top = _extracted(src, Path(tmp))
+        files = sorted(p for p in top.rglob("*") if p.is_file() and not p.is_symlink())
+        records: list[tuple[Path, dict]] = []
+        plans: list[tuple[Path, Path | None, str | None]] = []  # (file, destination, refusal)
+        others: list[Path] = []
+        for p in files:
+            if p.suffix != ".json" or "gpu-ci" in p.relative_to(top).parts:
+                others.append(p)
+                continue
+            try:
+                rec = json.loads(p.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                plans.append((p, None, f"unreadable JSON ({e})"))
+                continue
+            why = _record_refusal(rec)
+            if why is not None:
+                plans.append((p, None, why))
+                continue
+            records.append((p, rec))
+            dest = into_root / _slug(rec["package"]) / _slug(rec["kernel"]) / p.name
+            plans.append((p, dest, None))
+        root = _source_root(top, records)
+        for p in others:
+            try:
+                rel = p.relative_to(root)
+            except ValueError:
+                plans.append((p, None, f"outside the records' folder {root.relative_to(top)}"))
+                continue
+            plans.append((p, into_root / rel, None))
+
+        def shown(p: Path) -> str:
+            return str(src / p.relative_to(top)) if top == src else f"{src}:{p.relative_to(top)}"
+
+        for p, dest, why in sorted(plans, key=lambda t: str(t[0])):
+            if why is None and dest is not None and dest.exists():
+                if dest.is_file() and dest.read_bytes() == p.read_bytes():
+                    out["identical"].append(shown(p))
+                    continue
+                why = f"{dest} exists with other contents (never overwritten)"
+            if why is not None:
+                out["refused"].append((shown(p), why))
+                log(f"refused {shown(p)}: {why}")
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with open(p, "rb") as fin, open(dest, "xb") as fout:  # exclusive: no overwrite
+                    shutil.copyfileobj(fin, fout)
+            except FileExistsError:  # appeared meanwhile (another merge): compare again
+                if dest.read_bytes() == p.read_bytes():
+                    out["identical"].append(shown(p))
+                else:
+                    why = f"{dest} exists with other contents (never overwritten)"
+                    out["refused"].append((shown(p), why))
+                    log(f"refused {shown(p)}: {why}")
+                continue
+            out["merged"].append(shown(p))
+    log(merge_summary(out, into_root))
+    return out
+
+
+def merge_summary(result: dict[str, Any], into: Path | str) -> str:
+    """``merged 12, identical 3, refused 2 (1 schema, 1 other contents) into results``."""
+    from collections import Counter
+
+    reasons: Counter[str] = Counter()
+    for _p, why in result["refused"]:
+        if why.startswith("schema"):
+            reasons["schema"] += 1
+        elif why.startswith("env."):
+            reasons["pinned commits"] += 1
+        elif "exists with other contents" in why:
+            reasons["other contents"] += 1
+        else:
+            reasons["not a record"] += 1
+    refused = len(result["refused"])
+    order = ("schema", "pinned commits", "other contents", "not a record")
+    detail = ", ".join(f"{reasons[r]} {r}" for r in order if reasons[r])
+    detail = f" ({detail})" if refused else ""
+    return (
+        f"merged {len(result['merged'])}, identical {len(result['identical'])}, "
+        f"refused {refused}{detail} into {into}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kernelplan.records merge <folder or archive> [--into results/]``"""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m kernelplan.records")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser(
+        "merge",
+        help="merge records from a runner (folder, .tgz, .tar or .zip) without overwriting",
+    )
+    m.add_argument("source", nargs="+", help="a folder or an archive of records")
+    m.add_argument("--into", default=None, help="the results folder (default: results/)")
+    a = p.parse_args(argv)
+    refused = 0
+    try:
+        for s in a.source:
+            refused += len(merge_records(s, a.into)["refused"])
+    except KernelPlanError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 1 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

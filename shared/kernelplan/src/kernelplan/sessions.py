@@ -230,12 +230,15 @@ def profile_package(
     results_dir=None,
     record: bool = True,
     ncu_opts=None,
+    shard: tuple[int, int] | None = None,
     log=print,
 ) -> int:
     """Time every runnable kernel of ``package`` at its profile problems; print a table.
 
     With ``ncu_opts`` (an ``ncu.NcuOptions``: ``profile --ncu``) each one runs under Nsight
-    Compute instead and the table shows its ncu metrics (exit 1 if any run failed).
+    Compute instead and the table shows its ncu metrics (exit 1 if any run failed). With
+    ``shard=(i, n)`` only the (kernel, problem) items ``i, i+n, i+2n, ...`` run: worker ``i``
+    of ``profile --gpus n`` (:func:`profile_on_gpus`).
     """
     dev = devmod.current_device()
     if dev is None:
@@ -259,6 +262,10 @@ def profile_package(
             log(f"skip: {e}")
             continue
         work += [(plan, prob) for prob in plan.profile_problems()]
+    if shard is not None:
+        total = len(work)
+        work = shard_items(work, *shard)
+        log(f"shard {shard[0]}/{shard[1]}: {len(work)} of {total} (kernel, problem) items")
     rows = []
     prog = _progress(len(work), f"profile {package}")
     try:
@@ -325,6 +332,134 @@ def _profile_one(
     row = {"problem": _short(prob), **timing_row(plan, config, st, roof, dev.name)}
     row["record"] = path.name if path else "-"
     return row
+
+
+def shard_items(items: Sequence[Any], index: int, count: int) -> list[Any]:
+    """Worker ``index`` of ``count``'s share of ``items``, dealt round-robin (items ``index,
+    index + count, ...``): every item goes to exactly one worker, and the workers' shares
+    differ in length by one at most."""
+    if not 0 <= index < count:
+        raise KernelPlanError(f"--shard {index}/{count}: the index must be in 0..{count - 1}")
+    return list(items[index::count])
+
+
+def gpu_ids(count: int) -> list[str]:
+    """The first ``count`` GPUs a worker may be given, as ``CUDA_VISIBLE_DEVICES`` values:
+    those this process is allowed (its own ``CUDA_VISIBLE_DEVICES``), else ``0..n-1`` for the
+    n GPUs NVML (or torch) counts.
+
+    Raises:
+        KernelPlanError: fewer GPUs than asked for (the message says how many there are).
+    """
+    import os
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [x.strip() for x in visible.split(",") if x.strip()]
+    else:
+        n = 0
+        nv = devmod._nvml()
+        if nv is not None:
+            try:
+                n = int(nv.nvmlDeviceGetCount())
+            except Exception:
+                n = 0
+        if not n:
+            try:
+                import torch
+
+                n = torch.cuda.device_count()
+            except ImportError:
+                n = 0
+        ids = [str(i) for i in range(n)]
+    if count > len(ids):
+        raise KernelPlanError(
+            f"--gpus {count}: this host shows {len(ids)} GPU(s)"
+            + (f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else "")
+        )
+    return ids[:count]
+
+
+def _worker_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` of ``profile`` less ``--gpus`` and ``--results-dir`` (with their values)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in ("--gpus", "--results-dir"):
+            skip = True
+            continue
+        if a.startswith(("--gpus=", "--results-dir=")):
+            continue
+        out.append(a)
+    return out
+
+
+def profile_on_gpus(
+    argv: Sequence[str],
+    gpus: Sequence[str],
+    *,
+    results_dir=None,
+    record: bool = True,
+    worker: Sequence[str] | None = None,
+    log=print,
+) -> int:
+    """``profile --gpus N``: one worker process per GPU (``CUDA_VISIBLE_DEVICES`` set to its
+    GPU), each running ``profile ... --shard i/N`` on its round-robin share of the (kernel,
+    problem) items (with ``--autotune`` each item is tuned whole on one GPU, so every
+    candidate of a problem is timed on the same device), its records in a folder of its own;
+    then the records are merged into the results folder
+    (:func:`kernelplan.records.merge_records`: never overwriting one). Each worker's output
+    follows, prefixed with its GPU. ``worker`` replaces the worker command (tests).
+
+    Returns:
+        the highest worker exit status, or 1 when a record could not be merged.
+    """
+    import os
+    import subprocess
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from .records import merge_records
+
+    base = list(worker) if worker else [sys.executable, "-m", "kernelplan", "profile"]
+    n = len(gpus)
+    tmp = Path(tempfile.mkdtemp(prefix="kernelplan-gpus-"))
+    log(f"profile on {n} GPUs ({', '.join(gpus)}): one worker each, items dealt round-robin")
+    t0 = time.perf_counter()
+    procs = []
+    for i, gpu in enumerate(gpus):
+        out = tmp / f"gpu{i}"
+        cmd = [*base, *_worker_argv(argv), "--shard", f"{i}/{n}"]
+        cmd += ["--results-dir", str(out)] if record else []
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+        logf = open(tmp / f"gpu{i}.log", "w", encoding="utf-8")  # noqa: SIM115
+        procs.append((i, gpu, out, logf, subprocess.Popen(cmd, env=env, stdout=logf,
+                                                          stderr=subprocess.STDOUT)))  # fmt: skip
+    rcs = []
+    for i, gpu, _out, logf, proc in procs:
+        rc = proc.wait()
+        logf.close()
+        rcs.append(rc)
+        log(f"== worker {i} (GPU {gpu}): exit {rc}")
+        for line in (tmp / f"gpu{i}.log").read_text(encoding="utf-8").splitlines():
+            log(f"[gpu {gpu}] {line}")
+    log(f"{n} workers: {time.perf_counter() - t0:.1f} s wall")
+    refused = 0
+    if record:
+        for i, gpu, out, _l, _p in procs:
+            if out.is_dir():
+                log(f"merge worker {i} (GPU {gpu}):")
+                refused += len(merge_records(out, results_dir, log=log)["refused"])
+    if refused:
+        log(f"the workers' files are kept in {tmp} (a record was refused)")
+    else:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return max([*rcs, 1 if refused else 0])
 
 
 def static_record(plan, prob, config, target, st, results_dir=None, store=None):
@@ -450,6 +585,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             s.add_argument("--warm-l2", action="store_true")
             s.add_argument("--cuda-graph", action="store_true")
             s.add_argument("--ncu", action="store_true", help="run each kernel under ncu")
+            s.add_argument(
+                "--gpus",
+                type=int,
+                default=1,
+                help="one worker per GPU, (kernel, problem) items dealt round-robin, records "
+                "merged (default 1: this process, the current GPU)",
+            )
+            s.add_argument("--shard", default=None, help=argparse.SUPPRESS)  # i/N: a worker
             from .ncu import add_arguments as add_ncu_arguments
 
             add_ncu_arguments(s)
@@ -476,6 +619,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.cmd == "profile":
             from .ncu import NcuOptions
 
+            shard = _parse_shard(a.shard) if a.shard else None
+            if a.gpus < 1:
+                return die(f"--gpus must be at least 1 (got {a.gpus})")
+            if a.gpus > 1:
+                if shard is not None:
+                    return die("--gpus and --shard do not go together")
+                gpus = gpu_ids(a.gpus)
+                args = list(sys.argv[1:] if argv is None else argv)
+                args = args[args.index("profile") + 1 :]  # the worker command names it
+                return profile_on_gpus(args, gpus, results_dir=a.results_dir,
+                                       record=not a.no_record)  # fmt: skip
             return profile_package(
                 a.package,
                 a.kernel,
@@ -485,11 +639,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cold_l2=not a.warm_l2,
                 cuda_graph=a.cuda_graph,
                 ncu_opts=NcuOptions.from_args(a) if a.ncu else None,
+                shard=shard,
                 **common,
             )
         return analyze_package(a.package, a.kernel, **common)
     except KernelPlanError as e:
         return die(str(e))
+
+
+def _parse_shard(text: str) -> tuple[int, int]:
+    i, _, n = text.partition("/")
+    if not (i.isdigit() and n.isdigit() and int(n) > 0):
+        raise KernelPlanError(f"--shard must be I/N with 0 <= I < N (got {text!r})")
+    shard_items((), int(i), int(n))  # the range check
+    return int(i), int(n)
 
 
 if __name__ == "__main__":
