@@ -15,12 +15,13 @@ from .questions import QUESTIONS_NAME
 from .templates import DEVLOG_FOLDER, PATTERN_FOLDERS, READING_FOLDER
 
 GENERATED = {CATALOG_NAME, EXAMPLES_NAME}
+AUDIT_FOLDER = "audit"  # knowledge/audit/: one audit log per entry (issue 14)
 LANGUAGE_FOLDER_RE = re.compile(r"^languages/[\w.-]+/(optimizations|anti-patterns)$")
 
 
 @dataclass
 class Entry:
-    kind: str  # "pattern", "reading", "devlog", "readme", "questions", "other"
+    kind: str  # "pattern", "reading", "devlog", "readme", "questions", "audit", "other"
     folder: str  # folder relative to knowledge/ ("" for the top)
     doc: Doc
 
@@ -51,6 +52,8 @@ def classify(rel_k: str) -> tuple[str, str]:
         return "reading", folder
     if folder == DEVLOG_FOLDER:
         return "devlog", folder
+    if folder == AUDIT_FOLDER:  # audit logs: common checks (links, citations) only
+        return "audit", folder
     return "other", folder
 
 
