@@ -12,4 +12,12 @@ KERNELS = {
         "cute_blockscaled.dense_blockscaled_gemm_persistent.dense_blockscaled_gemm_persistent"
         ":DenseBlockscaledGemmPersistent"
     ),
+    "dense_blockscaled_gemm_persistent_prefetch": (
+        "cute_blockscaled.dense_blockscaled_gemm_persistent_prefetch."
+        "dense_blockscaled_gemm_persistent_prefetch:DenseBlockscaledGemmPersistentPrefetch"
+    ),
+    "dense_blockscaled_gemm_persistent_amax": (
+        "cute_blockscaled.dense_blockscaled_gemm_persistent_amax."
+        "dense_blockscaled_gemm_persistent_amax:DenseBlockscaledGemmPersistentAmax"
+    ),
 }

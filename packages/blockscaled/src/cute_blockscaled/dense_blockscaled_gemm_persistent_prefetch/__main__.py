@@ -1,0 +1,8 @@
+import sys
+
+from kernelplan.cli import kernel_main
+
+from .dense_blockscaled_gemm_persistent_prefetch import DenseBlockscaledGemmPersistentPrefetch
+
+if __name__ == "__main__":
+    sys.exit(kernel_main(DenseBlockscaledGemmPersistentPrefetch))
