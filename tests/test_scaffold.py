@@ -416,3 +416,49 @@ def test_devlog_path_never_reuses_another_kernels(tmp_path):
     assert S.devlog_path(tmp_path, "b", "foo", mine) == (kernels / "b-foo.md", None, [other])
     own = devlog("b-foo.md", mine.rstrip("/"))
     assert S.devlog_path(tmp_path, "b", "foo", mine) == (own, own, [other])
+
+
+# --------------------------------------------------------------------------- entry via imports
+
+EFC = "cute/blackwell/efc/activation_custom_epilogue_dense_gemm.py"
+
+
+@needs_sources
+@pytest.mark.parametrize("entry", ["DenseGemmActivation", "DenseGemmEFC"])
+def test_entry_found_through_the_examples_imports(workspace, capsys, monkeypatch, entry):
+    """The example's class inherits its @cute.jit __call__ from DenseGemmEFC, which it imports
+    from common_dense_gemm_efc.py beside it: --entry names either."""
+    rc, out, err = _scaffold(workspace, capsys, "gemm", "efc", "--from", EFC, "--entry", entry)
+    assert rc == 0, err
+    assert f"entry       class {entry}" in out
+    if entry == "DenseGemmEFC":
+        assert "defined in cute/blackwell/efc/common_dense_gemm_efc.py" in out
+    text = (workspace / "packages/gemm/src/cute_gemm/efc/efc.py").read_text()
+    assert f"kernel = mod.{entry}(" in text and "STREAM" in text and 't["a"], t["b"]' in text
+    _, cls = _import(workspace, monkeypatch, "gemm", "efc")
+    assert cls.target_sm == ("sm_100a",)  # tcgen05 in the imported module
+    # without --entry: the class is named, not "no entry point"
+    rc, _, err = _scaffold(workspace, capsys, "gemm", "efc2", "--from", EFC)
+    assert rc == 2 and "DenseGemmActivation): pick one with --entry NAME" in err
+
+
+# --------------------------------------------------------------------------- ruff-clean output
+
+
+@needs_sources
+def test_long_names_and_paths_stay_within_the_line_length(workspace, capsys):
+    """Docstrings, comments and literals are wrapped: ruff (E501 included) passes with the
+    longest names the scaffold takes and a 123-character example path."""
+    long_path = (
+        "experimental/task_scheduling/blackwell/tutorial/"
+        "03_persistent_scheduling_dynamic_domain_ts/02_copy_varlen_dynamic_domain.py"
+    )
+    package, kernel = "abcdefghij-klmnopqrst-uvwxyz12", "k" * 20 + "_" + "x" * 19
+    for args in ([package, kernel, "--from", long_path], ["gemm", kernel, "--from", FP8]):
+        rc, _, err = _scaffold(workspace, capsys, *args)
+        assert rc == 0, err
+    lint = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "packages"],
+        cwd=workspace, capture_output=True, text=True,
+    )  # fmt: skip
+    assert lint.returncode == 0, lint.stdout
