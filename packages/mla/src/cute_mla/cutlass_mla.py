@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from kernelplan import STREAM, Config, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec
 from kernelplan.cutlass_src import load_example
 from kernelplan.device import max_active_clusters
-from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
+from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_cache_only
 
 #: Cluster shape of upstream's ``run()`` (a CTA pair: 2-CTA tcgen05 MMA).
 CLUSTER_M = 2
@@ -86,6 +86,7 @@ class CutlassMlaDecode(KernelPlan):
 
     def supports(self, problem: MlaDecodeProblem) -> None:
         p = problem
+        plain_cache_only(self.name, p)  # the FP8 latent cache: not taken
         if p.d_latent != 512 or p.d_rope != 64:
             raise ShapeError(f"{self.name} takes d_latent 512 and d_rope 64 only")
         if p.dtype != self.dtype:

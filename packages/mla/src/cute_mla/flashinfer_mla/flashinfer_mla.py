@@ -56,7 +56,7 @@ from typing import Any, ClassVar, Literal
 
 from kernelplan import Config, KernelPlan, KernelPlanError, ShapeError, Target, TorchKernel
 from kernelplan.errors import NotInstalled
-from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
+from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_cache_only
 
 #: the versions the adapter was written and measured against (mla-peers.md section 1)
 FLASHINFER_VERSION = "0.7.2.post1"
@@ -273,6 +273,7 @@ class FlashInferMla(KernelPlan):
 
     def supports(self, problem: MlaDecodeProblem) -> None:
         p = problem
+        plain_cache_only(self.name, p)  # the FP8 latent cache: not taken
         if p.dtype not in DTYPES:
             raise ShapeError(
                 f"{self.name} takes dtype bfloat16 or float16 (got --dtype {p.dtype}): "

@@ -33,7 +33,7 @@ from kernelplan import (
     Target,
     TensorSpec,
 )
-from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
+from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_cache_only
 
 #: what this kernel takes (supports() refuses the rest with one line)
 HEADS = (16, 32, 64, 128)
@@ -112,6 +112,7 @@ class MlaDecodeSm90(KernelPlan):
 
     def supports(self, problem: MlaDecodeProblem) -> None:
         p = problem
+        plain_cache_only(self.name, p)  # the FP8 latent cache: not taken
         if p.page != 64:
             raise ShapeError(f"{self.name} takes page size 64 only (got --page {p.page})")
         if p.d_latent != 512 or p.d_rope != 64:

@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Literal
 
 from kernelplan import Config, KernelPlan, KernelPlanError, ShapeError, Target, TorchKernel
 from kernelplan.errors import NotInstalled
-from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
+from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_cache_only
 
 TILEGYM_VERSION = "1.5.1"
 INSTALL = (
@@ -233,6 +233,7 @@ class TileGymMla(KernelPlan):
 
     def supports(self, problem: MlaDecodeProblem) -> None:
         p = problem
+        plain_cache_only(self.name, p)  # the FP8 latent cache: not taken
         if p.dtype not in DTYPES:
             raise ShapeError(f"{self.name} takes dtype bfloat16 or float16 (got --dtype {p.dtype})")
         if not _pow2(p.d_latent) or not _pow2(p.d_rope):

@@ -5,7 +5,10 @@ inputs' dtype, with no custom kernel:
 
 1. gather every sequence's pages through the page table into one padded (B, L, 576) tensor
    (L = table columns x page), and zero the rows past each sequence's length (they hold NaN
-   in a check, and a masked P of 0 times a NaN V row would still be NaN);
+   in a check, and a masked P of 0 times a NaN V row would still be NaN); with the FP8
+   latent cache (``kv_dtype``) the gathered latent values, scales and rope rows are
+   dequantised to the inputs' dtype first (exact: power-of-two scales), what a kernel that
+   dequantises on chip feeds its MMAs;
 2. S = Q K^T with batched GEMMs (``torch.bmm``), fp32 accumulate and fp32 output
    (``out_dtype=torch.float32`` on CUDA; on the CPU, or a torch without that overload, the
    operands are upcast to fp32 instead: the same products and sums), times the
@@ -28,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kernelplan import KernelPlan, NoConfig, ShapeError, Target, TorchKernel
-from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
+from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, dequantize_kv
 
 #: Q/cache dtypes it takes: torch's batched GEMMs have no fp8 path
 DTYPES = ("bfloat16", "float16", "float32")
@@ -61,7 +64,12 @@ def mla_decode_torch(
     b, s, h, d = q.shape
     dev, dt = q.device, q.dtype
     n_keys = table.shape[1] * p.page
-    kv = cache[table.clamp_min(0).long()].reshape(b, n_keys, d)  # (B, L, 576)
+    idx = table.clamp_min(0).long()
+    if p.kv_fp8:  # the FP8 latent cache, dequantised to dt (exact)
+        kv = dequantize_kv(p, cache[idx], t["kv_scales"][idx], t["kv_rope"][idx], dt)
+        kv = kv.reshape(b, n_keys, d)
+    else:
+        kv = cache[idx].reshape(b, n_keys, d)  # (B, L, 576)
     pos = torch.arange(n_keys, device=dev)
     lens = seqlens.long()
     kv = kv.masked_fill((pos.view(1, n_keys) >= lens.view(b, 1)).unsqueeze(-1), 0)
@@ -100,6 +108,7 @@ class TorchReference(KernelPlan):
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
+        # the FP8 latent cache (kv_dtype) is taken: dequantised to the 16-bit dtype at gather
         if problem.dtype not in DTYPES:
             raise ShapeError(
                 f"{self.name} does not take dtype {problem.dtype} (torch.bmm has no fp8 path); "

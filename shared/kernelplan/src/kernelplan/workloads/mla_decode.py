@@ -64,6 +64,69 @@ FLOPs: ``2 * h * (d_latent + d_rope + d_latent)`` per (query token, visible key)
 exact when ``s > 1``. Minimum bytes: every sequence's KV rows read once (1152 B per token in
 bf16) + Q + O + LSE; the page table and lengths are not counted (int32, ``b * (table_pages + 1)``
 words). At h = 128, s = 1, bf16 that is 278528 FLOP / 1152 B = 241.8 FLOP per KV byte.
+
+FP8 latent cache (``kv_dtype="float8_e4m3fn"``, with ``dtype`` bfloat16 or float16)
+-----------------------------------------------------------------------------------
+The cache is stored in three tensors, all page-major like the 16-bit cache (token ``k`` of
+sequence ``i`` is row ``[page_table[i, k // page], k % page]`` of each):
+
+    kv_cache    (num_pages, page, d_latent)  float8_e4m3fn  the latent part, quantised
+    kv_scales   (num_pages, page, G)         float32        dequantisation multipliers
+    kv_rope     (num_pages, page, d_rope)    dtype          the rope part, not quantised
+
+The dequantised row is ``K[k, c] = float(kv_cache[.., c]) * kv_scales[.., c // kv_block]``
+for the latent columns ``c < d_latent`` and ``K[k, d_latent + c] = kv_rope[.., c]``; V is
+again its first ``d_latent`` columns. ``kv_scale`` picks the scale granularity: ``per_token``
+(the default) is one scale per token over its ``d_latent`` values (G = 1); ``per_block`` is one
+per token per ``kv_block`` consecutive latent values (G = d_latent / kv_block; kv_block 128 by
+default, G = 4 at 512). Scales are per token in both cases (never shared between tokens), so
+appending a token to the cache never rescales another one. Prior art this follows:
+
+* DeepSeek's FP8 MLA cache (FlashMLA's sparse decode, "V32_FP8Sparse") quantises the 512
+  latent values in 1 x 128 tiles with one float32 scale each, keeps the 64 rope values in
+  bf16 ("not quantized for accuracy"), 656 B per token (deepseek-ai/FlashMLA ``README.md``
+  L118-L121, ``tests/quant.py`` L13 at 9241ae3): our ``per_block`` at kv_block 128, in three
+  tensors rather than FlashMLA's one 656-byte row (separate tensors are separate TMA
+  descriptors, each with its own element type).
+* Its scales are powers of two: ``2 ** ceil(log2(amax / 448))`` (``tests/quant.py`` L17-L18,
+  L44-L45), and its kernel dequantises fp8 -> fp32 -> bf16 and multiplies by the scale in bf16
+  (``csrc/sm90/decode/sparse_fp8/components/dequant.h`` L20-L34). Ours are powers of two too,
+  for that reason: an e4m3 value has 4 significant bits, so ``value * 2**e`` is exact in bf16
+  (and in fp16 for scales in [2**-15, 2**7]), and a kernel that dequantises into its 16-bit
+  MMA operands feeds the MMA exactly the cache the reference reads. :meth:`validate_inputs`
+  refuses scales in use that are not positive powers of two (NaN passes: it poisons the
+  result, as a NaN in the 16-bit cache does).
+* FlashInfer's SM90 MLA (fa2/fa3) takes an FP8 cache with bf16 queries and either a
+  per-tensor ``ckv_scale`` or ``ckv_scale_arr``: float32, per token and per 128 latent
+  channels, shaped ``ckv_cache.shape[:-1] + (4,)``, i.e. our ``kv_scales`` at per_block 128
+  (flashinfer-ai/flashinfer ``flashinfer/mla/_core.py`` L2186-L2215, L2365-L2375 at
+  fb28d7242; added in 38ebb1511, #4373). It quantises the rope part too (the rope cache must be
+  the same FP8 type, with a per-tensor ``kpe_scale``, L2376-L2379, L2462-L2477): not this
+  problem, which keeps the rope in ``dtype`` as DeepSeek does. Its scales are
+  ``amax / 448`` (not powers of two; ``tests/attention/test_deepseek_mla.py`` L833-L846).
+
+Inputs: :meth:`MlaDecodeWorkload.prepare_inputs` draws the same Q, page table and 16-bit cache
+as the 16-bit problem with the same seed, then quantises that cache (:func:`quantize_kv`), so
+the two problems' results differ only by the quantisation. Slots that belong to no sequence
+are NaN in all three tensors (a NaN latent value, a NaN scale, a NaN rope value).
+
+Reference: float32 math on the *dequantised* cache (:func:`dequantize_kv`). The quantisation
+error is the cache's, not the kernel's: against the bf16 problem's reference (same seed, on
+the CPU; ``tests/test_mla_fp8_kv.py::test_quantisation_error_for_the_record``) it is 2.9e-2 to
+3.1e-2 relative-norm in O (max error 3.3e-2 to 4.3e-2 of max|O|) and 1.9e-4 to 2.4e-4 in LSE,
+from 2.7e-2 in the latent values themselves: above bf16's bounds (1.6e-2 / 3.2e-2; LSE
+1e-4), so a check against the 16-bit cache would fail a correct FP8 kernel and could not tell
+it from a wrong one (FlashMLA's test dequantises for the same reason: ``tests/lib.py`` L180-L192
+at 9241ae3; so does FlashInfer's, ``tests/attention/test_deepseek_mla.py`` L914-L966 at
+fb28d7242). The MMAs stay in ``dtype``: Q is not quantised, and P is rounded to ``dtype`` as
+in the 16-bit problem, so ``reference_lowp`` is the 16-bit one on the dequantised cache and
+``o`` keeps ``dtype``'s tolerance (:meth:`MlaDecodeWorkload.tolerance`). A kernel that
+feeds an FP8 MMA (P or Q in e4m3) computes another problem and needs its own tolerance.
+
+FLOPs are the 16-bit problem's. KV bytes per token: ``d_latent`` (fp8) + ``2 * d_rope``
+(16-bit rope) + ``4 * G`` (scales) = 644 B per_token, 656 B per_block 128, against 1152 B;
+at h = 64, b = 128, t = 4096 the whole problem moves 355500032 B against 621838336 B (0.572x;
+the KV part alone 0.559x: the latent half halves, the rope does not).
 """
 
 from __future__ import annotations
@@ -74,7 +137,7 @@ import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from .. import dtypes
 from ..errors import KernelPlanError
@@ -92,6 +155,17 @@ VARLEN_WEIGHTS = (0.25, 1.75)
 #: the tensor names of the workload, inputs then outputs
 INPUTS = ("q", "kv_cache", "page_table", "seqlens")
 OUTPUTS = ("o", "lse")
+#: the cache types ``kv_dtype`` names: the 16-bit ones (= ``dtype``) or the FP8 latent cache
+KV_DTYPES = ("bfloat16", "float16", "float8_e4m3fn")
+#: the FP8 cache's type, and the ``dtype`` values it may go with (its MMAs run in ``dtype``)
+KV_FP8 = "float8_e4m3fn"
+KV_FP8_WITH = ("bfloat16", "float16")
+#: the inputs the FP8 cache adds to :data:`INPUTS` (``kv_cache`` is then the latent part)
+KV_FP8_INPUTS = ("kv_scales", "kv_rope")
+#: the largest finite e4m3fn value
+E4M3_MAX = 448.0
+#: latent values per scale with ``kv_scale="per_block"`` and no ``kv_block`` (FlashMLA's tile)
+KV_BLOCK_DEFAULT = 128
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -138,10 +212,21 @@ class MlaDecodeProblem(Problem):
             construction: the field then holds the number).
         num_pages: pages in the cache; None -> the pages the lengths need plus
             :data:`SPARE_PAGES` (resolved at construction).
+        kv_dtype: storage type of the cache; None -> ``dtype``. ``"float8_e4m3fn"`` with a
+            16-bit ``dtype`` is the FP8 latent cache of the module docstring (scaled, the rope
+            part kept in ``dtype``); a value equal to ``dtype`` is stored as None.
+        kv_scale: the FP8 cache's scale granularity: ``per_token`` (one scale per token) or
+            ``per_block`` (one per token per ``kv_block`` latent values). Only with the FP8
+            cache.
+        kv_block: latent values per scale with ``per_block``; None -> :data:`KV_BLOCK_DEFAULT`
+            (128, stored as None when given); must divide ``d_latent``. Only with
+            ``per_block``.
 
     Derived (methods, not fields): :meth:`lengths`, :meth:`scale`, :attr:`d_qk`,
     :meth:`table_pages` (page-table columns), :meth:`pages_needed`, :meth:`pages_total`
-    (= ``num_pages``), :meth:`keys_seen`.
+    (= ``num_pages``), :meth:`keys_seen`; for the cache :attr:`kv_fp8`,
+    :meth:`cache_dtype`, :meth:`scale_block`, :meth:`scale_groups`,
+    :meth:`kv_bytes_per_token`.
     """
 
     b: int = 32
@@ -158,6 +243,9 @@ class MlaDecodeProblem(Problem):
     d_rope: int = 64
     softmax_scale: float | None = None
     num_pages: int | None = None
+    kv_dtype: str | None = None
+    kv_scale: Literal["per_token", "per_block"] = "per_token"
+    kv_block: int | None = None
 
     label_always: ClassVar[tuple[str, ...] | None] = ("b", "s", "t", "h")
     label_derived: ClassVar[tuple[str, ...]] = ("softmax_scale", "num_pages")
@@ -221,6 +309,59 @@ class MlaDecodeProblem(Problem):
                 + (extra if spare else "")
             )
         object.__setattr__(self, "_auto", frozenset(auto))
+        self._validate_cache()
+
+    def _validate_cache(self) -> None:
+        """``kv_dtype``, ``kv_scale``, ``kv_block``: one spelling per problem (a value equal
+        to its default is stored as None)."""
+        kv = self.kv_dtype
+        if kv is not None and kv not in KV_DTYPES:
+            raise ShapeError(
+                f"--kv_dtype {kv}: one of {', '.join(KV_DTYPES)} (or none: the --dtype)"
+            )
+        if kv == self.dtype:
+            object.__setattr__(self, "kv_dtype", kv := None)
+        if kv is not None and kv != KV_FP8:
+            raise ShapeError(
+                f"--kv_dtype {kv} with --dtype {self.dtype}: a 16-bit cache has the --dtype; "
+                f"the other choice is --kv_dtype {KV_FP8}"
+            )
+        if kv == KV_FP8 and self.dtype not in KV_FP8_WITH:
+            raise ShapeError(
+                f"--kv_dtype {KV_FP8} takes --dtype {' or '.join(KV_FP8_WITH)} (got --dtype "
+                f"{self.dtype}; --dtype float8_e4m3fn alone is the unscaled all-FP8 problem)"
+            )
+        if self.kv_scale not in ("per_token", "per_block"):
+            raise ShapeError(f"--kv_scale must be per_token or per_block (got {self.kv_scale!r})")
+        if kv is None:
+            if self.kv_scale != "per_token" or self.kv_block is not None:
+                raise ShapeError(
+                    f"--kv_scale and --kv_block apply to --kv_dtype {KV_FP8} only (the cache "
+                    f"is {self.dtype}, unscaled)"
+                )
+            return
+        blk = self.kv_block
+        if blk is None:
+            if self.kv_scale == "per_block" and self.d_latent % KV_BLOCK_DEFAULT:
+                raise ShapeError(
+                    f"--kv_block {KV_BLOCK_DEFAULT} (the default) does not divide --d_latent "
+                    f"{self.d_latent}: give --kv_block"
+                )
+            return
+        if not isinstance(blk, int) or isinstance(blk, bool) or blk < 1:
+            raise ShapeError(f"--kv_block must be a positive integer (got {blk!r})")
+        if self.kv_scale == "per_token":
+            if blk != self.d_latent:
+                raise ShapeError(
+                    f"--kv_block {blk} with --kv_scale per_token: a per-token scale covers all "
+                    f"--d_latent {self.d_latent} values (--kv_scale per_block for blocks)"
+                )
+            object.__setattr__(self, "kv_block", None)
+            return
+        if self.d_latent % blk:
+            raise ShapeError(f"--kv_block {blk} does not divide --d_latent {self.d_latent}")
+        if blk == KV_BLOCK_DEFAULT:
+            object.__setattr__(self, "kv_block", None)
 
     def replace(self, **changes: Any) -> MlaDecodeProblem:
         """A copy with ``changes``; ``softmax_scale`` and ``num_pages`` that were derived are
@@ -254,12 +395,102 @@ class MlaDecodeProblem(Problem):
         """Pages in the cache (``num_pages``, resolved: never None)."""
         return int(self.num_pages)  # type: ignore[arg-type]
 
+    @property
+    def kv_fp8(self) -> bool:
+        """Whether the cache is the scaled FP8 latent cache (``kv_dtype`` float8_e4m3fn with a
+        16-bit ``dtype``): tensors ``kv_cache`` (latent), ``kv_scales``, ``kv_rope``."""
+        return self.kv_dtype is not None
+
+    def cache_dtype(self) -> str:
+        """Storage type of ``kv_cache`` (``kv_dtype``, or ``dtype`` where that is None)."""
+        return self.kv_dtype or self.dtype
+
+    def scale_block(self) -> int:
+        """Latent values per scale: ``d_latent`` per_token, ``kv_block`` (default 128)
+        per_block. Meaningful with :attr:`kv_fp8` only."""
+        if self.kv_scale == "per_token":
+            return self.d_latent
+        return self.kv_block or KV_BLOCK_DEFAULT
+
+    def scale_groups(self) -> int:
+        """Scales per token, G = d_latent / :meth:`scale_block` (1 per_token)."""
+        return self.d_latent // self.scale_block()
+
+    def kv_bytes_per_token(self) -> int:
+        """Cache bytes one token occupies (and a kernel reads once): ``d_qk`` elements of
+        ``dtype``, or with the FP8 cache ``d_latent`` bytes + ``d_rope`` elements of ``dtype``
+        + 4 bytes per scale (644 per_token, 656 per_block 128 at 512 + 64, bf16)."""
+        e = dtypes.nbytes(self.dtype)
+        if not self.kv_fp8:
+            return int(self.d_qk * e)
+        return int(self.d_latent + self.d_rope * e + 4 * self.scale_groups())
+
     def keys_seen(self, length: int) -> int:
         """(query token, key) pairs of one sequence of ``length`` keys: ``s * length``, or with
         ``causal`` and ``s > 1`` the sum over r of ``clamp(length - s + r + 1, 0, length)``."""
         if not self.causal or self.s == 1:
             return self.s * length
         return sum(min(length, max(0, length - self.s + r + 1)) for r in range(self.s))
+
+
+def _pow2_ceil(x):
+    """The smallest power of two >= ``x`` (float32, x >= 0), exactly (frexp, not log2); 1 for
+    0; NaN stays NaN."""
+    import torch
+
+    m, e = torch.frexp(x)  # x = m * 2**e, 0.5 <= m < 1
+    e = torch.where(m == 0.5, e - 1, e)  # x is a power of two already
+    p = torch.ldexp(torch.ones_like(x), e)
+    return torch.where(torch.isnan(x), x, p)
+
+
+def quantize_kv(problem: MlaDecodeProblem, cache):
+    """The FP8 latent cache of a 16-bit cache: ``(kv_cache, kv_scales, kv_rope)``.
+
+    ``cache`` is ``(..., d_qk)`` (any float type; the workload passes the 16-bit cache the
+    16-bit problem would see). Per group of :meth:`~MlaDecodeProblem.scale_block` latent
+    values of one token, the scale is the smallest power of two >= amax / 448 (FlashMLA's
+    rule, ``tests/quant.py`` L17-L18, L44-L45 at 9241ae3, computed exactly), the stored value
+    ``round_to_e4m3(x / scale)`` (exact division; |x / scale| <= 448). A group holding a NaN
+    gets a NaN scale and NaN values; an all-zero group scale 1. The rope part is returned as
+    it is (a contiguous copy)."""
+    import torch
+
+    p = problem
+    lead = cache.shape[:-1]
+    g, blk = p.scale_groups(), p.scale_block()
+    lat = cache[..., : p.d_latent].float().reshape(*lead, g, blk)
+    scales = _pow2_ceil(lat.abs().amax(dim=-1) / E4M3_MAX)  # (..., g); NaN where NaN
+    q = (lat / scales.unsqueeze(-1)).clamp(-E4M3_MAX, E4M3_MAX)
+    kv = q.to(torch.float8_e4m3fn).reshape(*lead, p.d_latent)
+    return kv, scales.contiguous(), cache[..., p.d_latent :].contiguous()
+
+
+def dequantize_kv(problem: MlaDecodeProblem, kv_cache, kv_scales, kv_rope, dtype=None):
+    """The ``(..., d_qk)`` rows the FP8 cache stands for (the module docstring's formula), in
+    float32 (or ``dtype``: exact in bf16 with power-of-two scales). Leading shapes must agree
+    (whole cache or gathered rows)."""
+    import torch
+
+    p = problem
+    lead = kv_cache.shape[:-1]
+    g = p.scale_groups()
+    lat = kv_cache.float().reshape(*lead, g, p.scale_block()) * kv_scales.float().unsqueeze(-1)
+    out = torch.cat([lat.reshape(*lead, p.d_latent), kv_rope.float()], dim=-1)
+    return out if dtype is None else out.to(dtype)
+
+
+def plain_cache_only(name: str, problem: MlaDecodeProblem) -> None:
+    """For an implementation's ``supports()``: refuse the FP8 latent cache (one line).
+
+    Raises:
+        ShapeError: ``problem.kv_dtype`` is set (the cache is not the ``dtype``).
+    """
+    if problem.kv_fp8:
+        raise ShapeError(
+            f"{name} takes a cache of the --dtype only (got --kv_dtype {problem.kv_dtype}: "
+            "the scaled FP8 latent cache)"
+        )
 
 
 @contextlib.contextmanager
@@ -286,12 +517,26 @@ class MlaDecodeWorkload(Workload):
     )
 
     def tensor_specs(self, problem: MlaDecodeProblem) -> dict[str, TensorSpec]:
+        """The six tensors of the module docstring; with the FP8 cache ``kv_cache`` is the
+        latent part ``(num_pages, page, d_latent)`` float8_e4m3fn and ``kv_scales``
+        ``(num_pages, page, G)`` float32 and ``kv_rope`` ``(num_pages, page, d_rope)`` in
+        ``dtype`` follow it (after ``seqlens``)."""
         p = problem
+        pages = (p.pages_total(), p.page)
+        if p.kv_fp8:
+            cache = {
+                "kv_cache": TensorSpec((*pages, p.d_latent), p.cache_dtype(), init="randn"),
+                "kv_scales": TensorSpec((*pages, p.scale_groups()), "float32", init="zeros"),
+                "kv_rope": TensorSpec((*pages, p.d_rope), p.dtype, init="randn"),
+            }
+        else:
+            cache = {"kv_cache": TensorSpec((*pages, p.d_qk), p.dtype, init="randn")}
         return {
             "q": TensorSpec((p.b, p.s, p.h, p.d_qk), p.dtype, init="randn"),
-            "kv_cache": TensorSpec((p.pages_total(), p.page, p.d_qk), p.dtype, init="randn"),
+            "kv_cache": cache.pop("kv_cache"),
             "page_table": TensorSpec((p.b, p.table_pages()), "int32", init="zeros"),
             "seqlens": TensorSpec((p.b,), "int32", init="zeros"),
+            **cache,
             "o": TensorSpec((p.b, p.s, p.h, p.d_latent), p.dtype, role="output", init="empty"),
             "lse": TensorSpec((p.b, p.s, p.h), "float32", role="output", init="empty"),
         }
@@ -309,8 +554,11 @@ class MlaDecodeWorkload(Workload):
         the same seed gives the same table on every device); entries past a sequence's pages
         pointing at spare pages; NaN in every slot that belongs to no sequence; outputs zeroed
         (the check poisons them). Tensors an implementation adds to the specs (a workspace)
-        are allocated as their spec says; the workload's six are always returned (the
-        references read them even where an implementation's specs leave one out).
+        are allocated as their spec says; the workload's own are always returned (the
+        references read them even where an implementation's specs leave one out). With the
+        FP8 cache the 16-bit cache of the same seed is drawn and quantised
+        (:func:`quantize_kv`): ``kv_cache``, ``kv_scales`` and ``kv_rope`` replace it, NaN in
+        the same slots, and Q and the page table are the 16-bit problem's.
 
         Raises:
             KernelPlanError: an implementation's spec changes the storage shape or dtype of
@@ -358,7 +606,11 @@ class MlaDecodeWorkload(Workload):
             covered[mine[-1], : n - (npg - 1) * p.page] = True
         table = table.to(torch.int32)
         cache.masked_fill_(~covered.to(device).unsqueeze(-1), float("nan"))
-        out["kv_cache"] = cache.to(dt)
+        if p.kv_fp8:
+            kv, scales, rope = quantize_kv(p, cache.to(dt))
+            out["kv_cache"], out["kv_scales"], out["kv_rope"] = kv, scales, rope
+        else:
+            out["kv_cache"] = cache.to(dt)
         out["page_table"] = table.to(device)
         out["seqlens"] = torch.tensor(p.lengths(), dtype=torch.int32, device=device)
         out["o"] = torch.zeros((p.b, p.s, p.h, p.d_latent), dtype=dt, device=device)
@@ -382,7 +634,7 @@ class MlaDecodeWorkload(Workload):
 
         p = problem
         specs = self.tensor_specs(p)
-        for n in INPUTS:
+        for n in INPUTS + (KV_FP8_INPUTS if p.kv_fp8 else ()):
             if n not in inputs:
                 raise ShapeError(f"mla_decode: input {n} is missing")
             t, s = inputs[n], specs[n]
@@ -393,6 +645,8 @@ class MlaDecodeWorkload(Workload):
                 ok = len(shape) == 2 and shape[0] == p.b
             elif n == "kv_cache":
                 ok = len(shape) == 3 and shape[1:] == s.shape[1:]
+            elif n in KV_FP8_INPUTS:  # as many pages as kv_cache
+                ok = shape == (inputs["kv_cache"].shape[0], *s.shape[1:])
             else:
                 ok = shape == tuple(s.shape)
             if not ok:
@@ -420,6 +674,18 @@ class MlaDecodeWorkload(Workload):
                     f"a page table pointing outside the cache: page_table[{i}, {k}] = "
                     f"{int(row[k])}, not in [0, {n_pages})"
                 )
+            if p.kv_fp8 and n:
+                used = inputs["kv_scales"][row.to(inputs["kv_scales"].device)]
+                used = used.reshape(npg * p.page, -1)[:n].float()
+                m, _ = torch.frexp(used)
+                # NaN passes (it poisons the result, as a NaN in the 16-bit cache does)
+                wrong = ~((m == 0.5) & (used > 0) & torch.isfinite(used)) & ~torch.isnan(used)
+                if bool(wrong.any()):
+                    raise ShapeError(
+                        f"mla_decode: kv_scales of sequence {i} holds {float(used[wrong][0])!r}:"
+                        " the scales in use must be positive powers of two (exact 16-bit "
+                        "dequantisation)"
+                    )
 
     # -- references ---------------------------------------------------------------------------
     def _attend(self, problem: MlaDecodeProblem, inputs: Mapping[str, Any], lowp: bool):
@@ -440,7 +706,13 @@ class MlaDecodeWorkload(Workload):
                 if n == 0:
                     continue
                 npg = _ceil_div(n, p.page)
-                rows = cache[table[i, :npg].long()].reshape(npg * p.page, p.d_qk)[:n].float()
+                pages = table[i, :npg].long()
+                if p.kv_fp8:  # the dequantised rows (exact in dtype; fp32 here)
+                    rows = dequantize_kv(
+                        p, cache[pages], inputs["kv_scales"][pages], inputs["kv_rope"][pages]
+                    ).reshape(npg * p.page, p.d_qk)[:n]
+                else:
+                    rows = cache[pages].reshape(npg * p.page, p.d_qk)[:n].float()
                 qi = q[i].float()  # (s, h, d_qk)
                 scores = torch.einsum("shd,kd->shk", qi, rows) * p.scale()
                 keys = torch.arange(n, device=dev)
@@ -467,7 +739,9 @@ class MlaDecodeWorkload(Workload):
         """float32 math (TF32 off): o (float32, (b, s, h, d_latent)) and lse (natural log,
         (b, s, h)); a query that sees no key gets o = 0, lse = -inf. Reads the pages through
         ``page_table`` and only the first ``seqlens[i]`` tokens of each sequence, so the NaN
-        slots never enter. Validates the inputs first (:meth:`validate_inputs`)."""
+        slots never enter. With the FP8 cache it reads the dequantised rows
+        (:func:`dequantize_kv`): what a correct kernel can compute, not the 16-bit cache they
+        were quantised from. Validates the inputs first (:meth:`validate_inputs`)."""
         return self._attend(problem, inputs, lowp=False)
 
     def reference_lowp(
@@ -476,7 +750,8 @@ class MlaDecodeWorkload(Workload):
         """What a kernel must round: S and the softmax statistics in float32, the unnormalised
         P = exp(S - max) rounded to ``dtype`` (the P@V MMA's operand type: bf16 for bf16)
         before P@V, the fp32 row sum of the unrounded P as the divisor, O rounded to
-        ``dtype``. lse is the reference's (float32 throughout)."""
+        ``dtype``. lse is the reference's (float32 throughout). With the FP8 cache the same,
+        on the dequantised rows (which ``dtype`` holds exactly): the MMAs are ``dtype``'s."""
         return self._attend(problem, inputs, lowp=True)
 
     # -- checking -------------------------------------------------------------------------------
@@ -504,15 +779,28 @@ class MlaDecodeWorkload(Workload):
         the fp32 table's 1e-5: a kernel computes it from fp32 sums of bf16 products with the
         hardware's exp2/log2 approximations, and FlashMLA's own test allows about 1.2e-4
         relative on it (deepseek-ai/FlashMLA ``tests/test_flash_mla_dense_decoding.py``
-        L171 at 9241ae3). ``o`` follows its dtype and the low-precision baseline."""
-        if output == "lse":
-            from ..check import Tolerance
+        L171 at 9241ae3). ``o`` follows its dtype and the low-precision baseline; with the FP8
+        cache too (bf16's 1.6e-2 / 3.2e-2, or 2x the baseline's error where larger), since
+        the reference reads the dequantised cache, which a kernel's 16-bit MMA operands hold
+        exactly (power-of-two scales): the quantisation error is not charged to the kernel,
+        and nothing else is added to it."""
+        from ..check import Tolerance, tolerance_for
 
+        if output == "lse":
             return Tolerance(
                 rel_norm=1e-4,
                 max_abs_rel=1e-3,
                 basis="fp32 LSE from fp32 sums with exp2/log2 approximations; FlashMLA's "
                 "test allows ~1.2e-4 relative",
+            )
+        if output == "o" and problem.kv_fp8:
+            t = tolerance_for(problem.dtype)
+            return Tolerance(
+                rel_norm=t.rel_norm,
+                max_abs_rel=t.max_abs_rel,
+                basis=f"{problem.dtype} output from the dequantised FP8 cache (exact in "
+                f"{problem.dtype}: power-of-two scales), so {problem.dtype}'s bound: {t.basis}; "
+                "the quantisation error is the reference's input, not charged",
             )
         return None
 
@@ -522,7 +810,7 @@ class MlaDecodeWorkload(Workload):
         pairs = sum(p.keys_seen(n) for n in p.lengths())
         flops = 2.0 * p.h * (p.d_qk + p.d_latent) * pairs
         e = dtypes.nbytes(p.dtype)
-        kv = sum(p.lengths()) * p.d_qk * e
+        kv = sum(p.lengths()) * p.kv_bytes_per_token()  # FP8 cache: latent + rope + scales
         qo = p.b * p.s * p.h * ((p.d_qk + p.d_latent) * e + 4)  # Q, O and the fp32 LSE
         return flops, float(kv + qo)
 
@@ -533,7 +821,8 @@ class MlaDecodeWorkload(Workload):
     def check_problems(self) -> list[MlaDecodeProblem]:
         """Small and fast: page-aligned lengths; T not a multiple of the page (a partly filled
         last page, its NaN tail in reach of a tile); varlen with empty sequences; s = 2 causal;
-        h = 64 and h = 16 (after tensor parallelism)."""
+        h = 64 and h = 16 (after tensor parallelism); the FP8 cache per_token (varlen, h =
+        128) and per_block 128 (s = 2, h = 64, a partly filled last page)."""
         return [
             MlaDecodeProblem(b=4, t=1024),
             MlaDecodeProblem(b=3, t=1000),
@@ -541,6 +830,8 @@ class MlaDecodeWorkload(Workload):
             MlaDecodeProblem(b=4, s=2, t=1000),
             MlaDecodeProblem(b=4, t=513, h=64),
             MlaDecodeProblem(b=4, t=300, h=16, varlen=True),
+            MlaDecodeProblem(b=8, t=777, varlen=True, kv_dtype=KV_FP8),
+            MlaDecodeProblem(b=4, s=2, t=1000, h=64, kv_dtype=KV_FP8, kv_scale="per_block"),
         ]
 
     def profile_problems(self) -> list[MlaDecodeProblem]:
