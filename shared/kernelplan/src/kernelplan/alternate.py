@@ -1,11 +1,15 @@
 """Implementations of one workload timed in one run, alternated: the comparison table.
 
-``python -m kernelplan.alternate <workload> [package/kernel ...] [--problems profile|check]
-[--reps N] [--cuda-graph] [--check]`` takes every implementation of the workload that runs on
-this GPU (or those named), and for each problem it takes: checks it (with ``--check``: a
-failing implementation is reported and left out of the timing), binds cold-L2 workspaces for
-each, then times them in rounds, each round launching every implementation once in a rotated
-order between CUDA events, so that clock and power drift fall on all of them alike. One
+``python -m kernelplan.alternate <workload> [package/kernel[:key=value,...] ...] [--problems
+profile|check] [--reps N] [--cuda-graph] [--check]`` takes every implementation of the workload
+that runs on this GPU (or those named; ``:key=value,...`` after a name applies ``--config``
+items to that implementation, so one implementation may be named twice with different
+configs, e.g. ``mla_decode_sm90 mla_decode_sm90:loads=tma``; its table label and
+``alternated_with`` entries carry ``[key=value,...]``), and for each problem it takes: checks
+it (with ``--check``: a failing implementation is reported and left out of the timing), binds
+cold-L2 workspaces for each, then times them in rounds, each round launching every
+implementation once in a rotated order between CUDA events, so that clock and power drift
+fall on all of them alike. One
 ``benchmark`` record per implementation and problem (``alternated_with`` names the others and
 ``round_id`` ties them), and a markdown table with the ratio of each to the fastest.
 
@@ -114,6 +118,43 @@ def alternate(
     return out
 
 
+def parse_impl_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``ref[:key=value[,key=value...]]`` -> (ref, config overrides). ``ref`` is what
+    :func:`~kernelplan.report.resolve_implementation` takes (``package/kernel`` or a bare
+    kernel name); the items are ``--config`` strings, parsed later by the implementation's
+    config type.
+
+    Raises:
+        KernelPlanError: an item without ``=``, an empty key, or a key given twice.
+    """
+    ref, sep, rest = spec.partition(":")
+    if not ref:
+        raise KernelPlanError(f"{spec!r}: no implementation before ':'")
+    items: dict[str, str] = {}
+    if sep:
+        for part in rest.split(","):
+            key, eq, val = part.partition("=")
+            key = key.strip()
+            if not eq or not key:
+                raise KernelPlanError(
+                    f"{spec!r}: config items after ':' are key=value, comma-separated "
+                    f"(got {part!r})"
+                )
+            if key in items:
+                raise KernelPlanError(f"{spec!r}: config key {key!r} given twice")
+            items[key] = val.strip()
+    return ref, items
+
+
+def impl_label(package: str, kernel: str, overrides: dict[str, str]) -> str:
+    """The table's name of an implementation: ``package/kernel``, and ``[k=v,...]`` when
+    config items were given."""
+    base = f"{package}/{kernel}"
+    if not overrides:
+        return base
+    return base + "[" + ",".join(f"{k}={v}" for k, v in overrides.items()) + "]"
+
+
 def _workspaces(plan, problem) -> int:
     import torch
 
@@ -145,33 +186,45 @@ def run_table(
     from .workloads import get
 
     wl = get(workload)
+    # implementations and their config items, checked before the GPU is looked for (a typo
+    # in a key or a value is one line on any machine)
+    specs = [parse_impl_spec(r) for r in impls]
+    chosen = [(*resolve_implementation(r, workload), ov) for r, ov in specs] or [
+        (pkg, k, {}) for pkg, k in implementations(workload)
+    ]
+    labels = [impl_label(pkg, k, ov) for pkg, k, ov in chosen]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        raise KernelPlanError(f"implementation named twice with the same config: {', '.join(dup)}")
+    for pkg, k, ov in chosen:
+        if ov:
+            load_plan_class(pkg, k).config_type.from_overrides(None, ov)
     dev = devmod.current_device()
     if dev is None:
         raise KernelPlanError("the comparison table needs a CUDA GPU; none is visible")
     if record:
         ensure_writable(results_dir)
-    chosen = [resolve_implementation(r, workload) for r in impls] or implementations(workload)
     plans = []
-    for pkg, k in chosen:
+    for pkg, k, ov in chosen:
         plan = load_plan_class(pkg, k)()
         try:
             devmod.require_runs_on(plan.name, plan.target_sm, dev)
         except devmod.ArchMismatch as e:
             log(f"skip: {e}")
             continue
-        plans.append(plan)
+        plans.append((plan, ov))
     probs = wl.profile_problems() if problems == "profile" else wl.check_problems()
     log(f"device: {dev.name} ({dev.sm}); {len(plans)} implementation(s) of {workload}")
     rows, failed = [], 0
     for prob in probs:
         entries = {}
-        for plan in plans:
+        for plan, ov in plans:
             if not plan.takes(prob):
                 continue
             p = plan.problem(prob.to_dict())
-            cfg, tgt = plan.default_config(p), plan.target()
-            label = f"{plan.package}/{plan.name}"
+            label = impl_label(plan.package, plan.name, ov)
             try:
+                cfg, tgt = plan.config(p, ov), plan.target()
                 if check:
                     ok, results, _info = plan.run_check(p, cfg, target=tgt)
                     if not ok:
@@ -239,7 +292,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m kernelplan.alternate")
     p.add_argument("workload")
-    p.add_argument("impls", nargs="*", help="package/kernel or a unique kernel name")
+    p.add_argument(
+        "impls",
+        nargs="*",
+        help="package/kernel or a unique kernel name, optionally with config items: "
+        "kernel:key=value,key=value",
+    )
     p.add_argument("--problems", choices=("profile", "check"), default="profile")
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)

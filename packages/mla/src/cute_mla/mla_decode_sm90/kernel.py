@@ -30,11 +30,27 @@ page; O is written from the accumulator registers; three CTA barriers per page.
 NaN safety: cache slots past a sequence's end hold NaN (the workload's check). They never reach
 SMEM (substitution above); S of those tokens is set to -inf before the max, so P = exp2(-inf) =
 0 exactly and 0 * (finite V) = 0.
+
+Step 3 (``loads="tma"``, a compile-time option; the default stays the cp.async path above):
+the cache is seen as (tokens, 576) rows and each page arrives as 9 TMA boxes of 64 tokens x 64
+columns (8 KB, one chunk of the SMEM page), the page index from the page table giving the box's
+row coordinate. Each (stage, chunk) has its own mbarrier (armed with 8 KB by the producer), so
+S = Q K^T starts on chunk 0 while chunks 1..8 are in flight. Warp 0 is the producer: at the top
+of page n it waits until both warpgroups have released the other stage (a per-stage mbarrier,
+one arrival per math warp after its PV WGMMAs of page n-1), then issues page n+1's 9 TMAs; the
+page index of n+2 is read one page ahead. No CTA barrier per page for the loads (the row-max and
+P exchanges keep theirs); Q is still copied with cp.async, followed by one barrier before the
+loop. The TMA brings whole pages, so the NaN slots past a sequence's end reach SMEM: S of those
+tokens is still set to -inf (a select, so NaN does not survive), and their V rows (columns
+0..511) are zeroed in SMEM after both warpgroups' QK of the last page and before its PV (stores
++ fence.proxy.async + the P barrier), so P = 0 meets V = 0, never 0 * NaN. Two stages only: Q
+(72 KB) + 3 pages (216 KB) would exceed the 227 KB a CTA may have.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import cuda.bindings.driver as cuda
 import cutlass
@@ -54,6 +70,12 @@ NUM_WG = 2  # math warpgroups; warpgroup w owns O columns [256 w, 256 w + 256)
 THREADS = 128 * NUM_WG
 KV_STAGES = 2
 COMBINE_ROWS = 4  # packed rows per combine CTA (one warp each)
+#: step 3 (loads="tma"): one TMA per 64-column chunk of a page, each with its own mbarrier
+CHUNK = 64
+N_CHUNKS = D_QK // CHUNK  # 9
+CHUNK_BYTES = PAGE * CHUNK * 2  # 8 KB (bf16 or fp16)
+#: the consumers that release a page stage: lane 0 of every math warp, after its PV WGMMAs
+RELEASE_ARRIVALS = THREADS // 32
 
 
 def _mn_view(t: cute.Tensor) -> cute.Tensor:
@@ -76,8 +98,14 @@ class MlaDecodeSm90Kernel:
     and the element type (bf16 or fp16). Everything else (batch, lengths, page table, cache
     size, softmax scale) is a runtime value."""
 
-    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16):
+    def __init__(
+        self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16, loads: str = "cpasync"
+    ):
+        if loads not in ("cpasync", "tma"):
+            raise ValueError(f"loads must be 'cpasync' or 'tma' (got {loads!r})")
         self.s, self.h, self.causal, self.dtype = s, h, causal, dtype
+        self.loads = loads
+        self.tma = loads == "tma"
         self.rows = s * h
         self.m_tiles = (self.rows + TILE_M - 1) // TILE_M
 
@@ -166,21 +194,53 @@ class MlaDecodeSm90Kernel:
             cute.make_layout((1, 8)),
         )
 
-        @cute.struct
-        class SharedStorage:
-            sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
-            sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sK_layout)], 1024]
-            sP: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sP_layout)], 1024]
-            # per row and warpgroup: the page's row max, and at the end the row sum
-            sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
-            sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
+        # step 3 (loads="tma"): the cache seen as (tokens, 576) rows; one TMA box is one
+        # 64-token x 64-column chunk of a page, landing as one 8 KB chunk of the SMEM page (the
+        # 128-byte-swizzle atom tiled rows first, the layout of every chunk of sK). The page
+        # index from the page table is the box's row coordinate (in units of 64 tokens).
+        tma_atom, mKVt = None, None
+        if cutlass.const_expr(self.tma):
+            mKV_rows = cute.make_tensor(
+                kv_cache.iterator,
+                cute.make_layout((kv_cache.shape[0] * PAGE, D_QK), stride=(D_QK, 1)),
+            )
+            chunk_layout = cute.tile_to_shape(atom, (PAGE, CHUNK), (0, 1))
+            tma_atom, mKVt = cpasync.make_tiled_tma_atom(
+                cpasync.CopyBulkTensorTileG2SOp(), mKV_rows, chunk_layout, (PAGE, CHUNK)
+            )
+
+        if cutlass.const_expr(self.tma):
+
+            @cute.struct
+            class SharedStorage:
+                sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+                sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sK_layout)], 1024]
+                sP: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sP_layout)], 1024]
+                sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
+                sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
+                # mbarriers: "chunk landed" per (stage, chunk), then "stage released" per stage
+                mbar: cute.struct.Align[
+                    cute.struct.MemRange[cutlass.Int64, KV_STAGES * N_CHUNKS + KV_STAGES], 8
+                ]
+
+        else:
+
+            @cute.struct
+            class SharedStorage:
+                sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+                sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sK_layout)], 1024]
+                sP: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sP_layout)], 1024]
+                # per row and warpgroup: the page's row max, and at the end the row sum
+                sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
+                sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
 
         self.shared_storage = SharedStorage
 
         scale_log2 = softmax_scale * LOG2_E
         self.kernel(
             mQ, mKV, page_table, seqlens, mO, mL, mOa, mLa, scale_log2, num_splits,
-            qk_mma, pv_mma, tiled_copy, sQ_layout, sK_layout, sVt_outer, sP_layout, split,
+            qk_mma, pv_mma, tiled_copy, tma_atom, mKVt, sQ_layout, sK_layout, sVt_outer,
+            sP_layout, split,
         ).launch(grid=[mt, b, num_splits], block=[THREADS, 1, 1], stream=stream)  # fmt: skip
         if cutlass.const_expr(split):
             # the combine: one warp per packed row of every sequence (b*s*h rows, a multiple of
@@ -224,6 +284,8 @@ class MlaDecodeSm90Kernel:
         qk_mma: cute.TiledMma,
         pv_mma: cute.TiledMma,
         tiled_copy: cute.TiledCopy,
+        tma_atom: Optional[cute.CopyAtom],  # noqa: UP045 (the DSL reads Optional)
+        mKVt: Optional[cute.Tensor],  # noqa: UP045
         sQ_layout: cute.ComposedLayout,
         sK_layout: cute.ComposedLayout,
         sVt_outer: cute.Layout,
@@ -257,6 +319,42 @@ class MlaDecodeSm90Kernel:
             p1 = cutlass.min(p0 + per, n_pages)
         valid_rows = self.rows - m_blk * TILE_M  # query rows of this tile that exist (may be > 64)
 
+        # ---- step 3 (loads="tma"): mbarriers, TMA partitions, the first page ---------------
+        # warp 0 is the producer: its elected lane arms the 9 chunk barriers of a stage and
+        # issues the page's 9 TMAs; the math warps only wait on the chunk barriers and release
+        # the stage (lane 0 of each warp) once their PV WGMMAs have read it.
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        pg_next = cutlass.Int32(0)  # warp 0: the page index of the next page to load
+        mbar = None
+        tKgK = None
+        tKsKt = None
+        if cutlass.const_expr(self.tma):
+            mbar = storage.mbar.data_ptr()
+            if tidx == 0:
+                for i in cutlass.range_constexpr(KV_STAGES * N_CHUNKS):
+                    cute.arch.mbarrier_init(mbar + i, 1)  # the producer's arrive + 8 KB
+                for st in cutlass.range_constexpr(KV_STAGES):
+                    cute.arch.mbarrier_init(mbar + KV_STAGES * N_CHUNKS + st, RELEASE_ARRIVALS)
+            cute.arch.mbarrier_init_fence()
+            # (64 tokens, 64 columns, page, chunk) boxes of the (tokens, 576) cache view, and
+            # the SMEM stages as (64, 64, chunk, stage) boxes
+            gKV = cute.local_tile(mKVt, (PAGE, CHUNK), (None, None))
+            sKc = cute.flat_divide(sK, (PAGE, CHUNK))[None, None, 0, None, None]
+            tKsKt, tKgK = cpasync.tma_partition(
+                tma_atom,
+                0,
+                cute.make_layout(1),
+                cute.group_modes(sKc, 0, 2),
+                cute.group_modes(gKV, 0, 2),
+            )  # tKsKt: (TMA, chunk, stage); tKgK: (TMA, page, chunk)
+            if warp == 0:
+                cute.arch.sync_warp()  # lane 0's inits before any lane arms a barrier
+                cpasync.prefetch_descriptor(tma_atom)
+                if p1 > p0:
+                    self.issue_page(tma_atom, tKgK, tKsKt, mbar, mPT[bidx, p0], 0)
+                    if p0 + 1 < p1:
+                        pg_next = mPT[bidx, p0 + 1]
+
         # ---- global -> SMEM copies (cp.async) ----------------------------------------------
         thr_copy = tiled_copy.get_slice(tidx)
         cT = cute.make_identity_tensor((TILE_M, D_QK))  # same shape for a Q tile and a page
@@ -273,9 +371,17 @@ class MlaDecodeSm90Kernel:
             else:  # a query row past s*h: row 0 of the tile stands in (never stored)
                 cute.copy(tiled_copy, tQgQ0[None, m, None], tQsQ[None, m, None])
 
-        if p1 > p0:
-            self.load_page(mKV, mPT, bidx, seqlen, p0, 0, thr_copy, tiled_copy, tXcT, tKsK)
-        cute.arch.cp_async_commit_group()  # group: Q (+ page 0)
+        if cutlass.const_expr(self.tma):
+            # Q by cp.async as before; one CTA barrier before the loop (Q in SMEM, seen by the
+            # async proxy, and the mbarrier inits seen by every thread): none per page
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier()
+        else:
+            if p1 > p0:
+                self.load_page(mKV, mPT, bidx, seqlen, p0, 0, thr_copy, tiled_copy, tXcT, tKsK)
+            cute.arch.cp_async_commit_group()  # group: Q (+ page 0)
 
         # ---- MMA partitions ----------------------------------------------------------------
         thr_qk = qk_mma.get_slice(wg_tidx)
@@ -315,29 +421,45 @@ class MlaDecodeSm90Kernel:
         for it in cutlass.range(p1 - p0, unroll=1):
             n = p0 + it
             stage = it % KV_STAGES
-            cute.arch.cp_async_wait_group(0)
-            # cp.async wrote through the generic proxy; WGMMA reads through the async proxy
-            cute.arch.fence_proxy("async.shared", space="cta")
-            cute.arch.barrier()  # page n visible to both warpgroups; page n-1 fully consumed
-            if n + 1 < p1:
-                self.load_page(
-                    mKV,
-                    mPT,
-                    bidx,
-                    seqlen,
-                    n + 1,
-                    (it + 1) % KV_STAGES,
-                    thr_copy,
-                    tiled_copy,
-                    tXcT,
-                    tKsK,
-                )
-            cute.arch.cp_async_commit_group()
+            phase = (it // KV_STAGES) % 2  # of this stage's chunk barriers (tma)
+            if cutlass.const_expr(self.tma):
+                # the producer warp puts page n+1 in flight into the other stage once both
+                # warpgroups have released it (their PV of page n-1 done); no CTA barrier
+                if warp == 0 and n + 1 < p1:
+                    nxt = (it + 1) % KV_STAGES
+                    if it >= 1:
+                        cute.arch.mbarrier_wait(
+                            mbar + KV_STAGES * N_CHUNKS + nxt, ((it - 1) // KV_STAGES) % 2
+                        )
+                    self.issue_page(tma_atom, tKgK, tKsKt, mbar, pg_next, nxt)
+                    if n + 2 < p1:
+                        pg_next = mPT[bidx, n + 2]  # one page ahead: off the issue path
+            else:
+                cute.arch.cp_async_wait_group(0)
+                # cp.async wrote through the generic proxy; WGMMA reads through the async proxy
+                cute.arch.fence_proxy("async.shared", space="cta")
+                cute.arch.barrier()  # page n visible to both warpgroups; page n-1 fully consumed
+                if n + 1 < p1:
+                    self.load_page(
+                        mKV,
+                        mPT,
+                        bidx,
+                        seqlen,
+                        n + 1,
+                        (it + 1) % KV_STAGES,
+                        thr_copy,
+                        tiled_copy,
+                        tXcT,
+                        tKsK,
+                    )
+                cute.arch.cp_async_commit_group()
 
-            # S = Q K^T
+            # S = Q K^T (tma: chunk c's 4 k-blocks start as soon as chunk c has landed)
             acc_s = thr_qk.make_fragment_C(acc_s_shape)
             warpgroup.fence()
             for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
+                if cutlass.const_expr(self.tma and k % (CHUNK // 16) == 0):
+                    cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + k // (CHUNK // 16), phase)
                 qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
                 cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, stage], acc_s)
             warpgroup.commit_group()
@@ -372,6 +494,16 @@ class MlaDecodeSm90Kernel:
                 for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
                     acc_o_mn[i, j] = acc_o_mn[i, j] * corr
 
+            if cutlass.const_expr(self.tma):
+                # the TMA brought the whole page, NaN slots past the sequence's end included:
+                # zero their V rows (columns 0..511) before any PV reads them, so that P = 0
+                # meets V = 0, never NaN. Both warpgroups' QK of this page is done (the max
+                # exchange above), so nothing reads these rows now; the fence and the barrier
+                # below order these stores before the PV WGMMAs of both warpgroups.
+                tail = seqlen - n * PAGE
+                if tail < PAGE:
+                    self.zero_v_rows(sK, stage, tail, tidx)
+
             # P (dtype) of this warpgroup's 32 columns into SMEM; the async proxy (WGMMA)
             # reads what the generic proxy wrote after the fence and the barrier
             rP = cute.make_rmem_tensor(acc_s.layout, self.dtype)
@@ -388,6 +520,9 @@ class MlaDecodeSm90Kernel:
                 cute.gemm(pv_mma, acc_o, tOrP[None, None, k], tOrV[None, None, k, stage], acc_o)
             warpgroup.commit_group()
             warpgroup.wait_group(0)
+            if cutlass.const_expr(self.tma):  # noqa: SIM102 (compile-time, then run-time)
+                if lane == 0:  # this warp has read the stage for the last time: release it
+                    cute.arch.mbarrier_arrive(mbar + KV_STAGES * N_CHUNKS + stage)
 
         cute.arch.cp_async_wait_group(0)  # nothing in flight at exit (zero-length sequences)
 
@@ -502,6 +637,39 @@ class MlaDecodeSm90Kernel:
                 if wsum > 0.0:
                     val = (mx + cute.math.log2(wsum)) * LN_2
                 vLse[row] = val
+
+    @cute.jit
+    def issue_page(
+        self,
+        tma_atom: cute.CopyAtom,
+        tKgK: cute.Tensor,
+        tKsKt: cute.Tensor,
+        mbar: cute.Pointer,
+        page: cutlass.Int32,
+        stage: cutlass.Int32,
+    ):
+        """Step 3, executed by the whole producer warp: cache page ``page`` (an index from the
+        page table) into SMEM stage ``stage``, one TMA per 64-column chunk, each completing its
+        own mbarrier (8 KB expected). The elected lane arms the barrier; the TMA copy elects
+        its issuing lane itself."""
+        for c in cutlass.range_constexpr(N_CHUNKS):
+            bar = mbar + stage * N_CHUNKS + c
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(bar, CHUNK_BYTES)
+            cute.copy(tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar)
+
+    @cute.jit
+    def zero_v_rows(self, sK: cute.Tensor, stage: cutlass.Int32, tail: cutlass.Int32, tidx):
+        """Step 3: zero columns 0..511 (V) of tokens ``tail`` .. 63 of SMEM stage ``stage``
+        (the slots past the sequence's end, NaN in the workload's check). 256 threads: thread
+        t takes 8 columns 8 (t % 64) .. +7 of rows tail + t // 64, +4, ... (16-byte units
+        stay contiguous under the 128-byte swizzle)."""
+        zero = cute.make_rmem_tensor(cute.make_layout((1, 8)), self.dtype)
+        zero.fill(0.0)
+        vec = tidx % (D_V // 8)
+        for r in cutlass.range(tail + tidx // (D_V // 8), PAGE, THREADS // (D_V // 8), unroll=1):
+            dst = cute.local_tile(sK[None, None, stage], (1, 8), (r, vec))
+            cute.autovec_copy(zero, dst)
 
     @cute.jit
     def load_page(

@@ -16,12 +16,17 @@ combine kernel launched right after (programmatic dependent launch) merges them.
 splits is chosen per call on the host from B, the longest length, h and the SM count
 (:func:`choose_splits`); it is a runtime argument, so one compile serves every choice > 1
 (a second compile, without the combine, serves 1). ``--config splits=1`` runs v0's code path.
+
+Step 3, behind ``--config loads=tma`` (the default, ``cpasync``, is steps 0-2's validated
+path, unchanged): pages by TMA, one box per 64-column chunk with its own mbarrier, issued by
+warp 0; the NaN tail's V rows zeroed in SMEM (see the kernel's docstring). Compile-verified
+only; not yet measured on a GPU.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from kernelplan import (
     STREAM,
@@ -83,13 +88,19 @@ def choose_splits(problem: MlaDecodeProblem, sm_count: int) -> int:
 @dataclass(frozen=True)
 class MlaSm90Config(Config):
     """``splits``: KV splits per sequence; 0 chooses per call (:func:`choose_splits`), 1 is
-    v0's path (no workspace, no combine kernel)."""
+    v0's path (no workspace, no combine kernel). ``loads``: how pages reach SMEM:
+    ``cpasync`` (steps 0-2, the validated default: all 256 math threads issue cp.async and
+    meet at a CTA barrier per page) or ``tma`` (step 3: one TMA per 64-column chunk by the
+    page's coordinate, issued by warp 0, one mbarrier per chunk, no load barrier per page)."""
 
     splits: int = 0
+    loads: Literal["cpasync", "tma"] = "cpasync"
 
     def validate(self) -> None:
         if not 0 <= self.splits <= MAX_SPLITS:
             raise ShapeError(f"splits must be in 0..{MAX_SPLITS} (got {self.splits})")
+        if self.loads not in ("cpasync", "tma"):
+            raise ShapeError(f"loads must be cpasync or tma (got {self.loads!r})")
 
 
 class MlaDecodeSm90(KernelPlan):
@@ -106,8 +117,8 @@ class MlaDecodeSm90(KernelPlan):
         "b", "t", "varlen", "varlen_seed", "seqlens", "num_pages", "softmax_scale",
     )  # fmt: skip
     description: ClassVar[str] = (
-        "own CuTe DSL MLA decode for sm_90a (WGMMA, 2 math warpgroups, cp.async pages, "
-        "V = transposed K page in SMEM), split-KV with a combine kernel"
+        "own CuTe DSL MLA decode for sm_90a (WGMMA, 2 math warpgroups, cp.async pages or "
+        "TMA with loads=tma, V = transposed K page in SMEM), split-KV with a combine kernel"
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
@@ -174,7 +185,7 @@ class MlaDecodeSm90(KernelPlan):
 
         p = problem
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
-        k = MlaDecodeSm90Kernel(p.s, p.h, bool(p.causal), dt)
+        k = MlaDecodeSm90Kernel(p.s, p.h, bool(p.causal), dt, loads=config.loads)
         splits = self.splits_for(p, config, target)
         return CuteKernel(
             self.name,
@@ -197,7 +208,7 @@ class MlaDecodeSm90(KernelPlan):
             meta={
                 "split_kv": splits,
                 "split_rule": "config" if config.splits else "choose_splits",
-                "kv_load": "cp.async",
+                "kv_load": "cp.async" if config.loads == "cpasync" else "tma",
                 "math_warpgroups": 2,
                 "combine": "pdl" if splits > 1 else None,
             },

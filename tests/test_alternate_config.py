@@ -1,0 +1,74 @@
+"""Per-implementation config items in the alternated table (``kernel:key=value,...``): parsed
+and checked on any machine, before the GPU is looked for; each refusal is one line."""
+
+import pytest
+
+from kernelplan import KernelPlanError, alternate
+
+
+def test_parse_impl_spec():
+    assert alternate.parse_impl_spec("mla_decode_sm90") == ("mla_decode_sm90", {})
+    assert alternate.parse_impl_spec("mla/mla_decode_sm90:loads=tma") == (
+        "mla/mla_decode_sm90",
+        {"loads": "tma"},
+    )
+    assert alternate.parse_impl_spec("mla_decode_sm90:loads=tma, splits=2") == (
+        "mla_decode_sm90",
+        {"loads": "tma", "splits": "2"},
+    )
+    for bad, needle in [
+        (":loads=tma", "no implementation before"),
+        ("mla_decode_sm90:loads", "key=value"),
+        ("mla_decode_sm90:=tma", "key=value"),
+        ("mla_decode_sm90:loads=tma,loads=cpasync", "given twice"),
+    ]:
+        with pytest.raises(KernelPlanError, match=needle) as e:
+            alternate.parse_impl_spec(bad)
+        assert "\n" not in str(e.value)
+
+
+def test_impl_label():
+    assert alternate.impl_label("mla", "mla_decode_sm90", {}) == "mla/mla_decode_sm90"
+    assert (
+        alternate.impl_label("mla", "mla_decode_sm90", {"loads": "tma", "splits": "2"})
+        == "mla/mla_decode_sm90[loads=tma,splits=2]"
+    )
+
+
+def _one_line_error(capsys, argv):
+    rc = alternate.main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    return err[0]
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(alternate.devmod, "current_device", lambda: None)
+
+
+def test_good_config_reaches_the_gpu_check(capsys, no_gpu):
+    line = _one_line_error(
+        capsys, ["mla_decode", "mla_decode_sm90", "mla_decode_sm90:loads=tma", "--no-record"]
+    )
+    assert line == "error: the comparison table needs a CUDA GPU; none is visible"
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("mla_decode_sm90:loads=bogus", "loads"),
+        ("mla_decode_sm90:no_such_key=1", "unknown config key 'no_such_key'"),
+        ("mla_decode_sm90:splits=99", "splits must be in 0..64"),
+    ],
+)
+def test_bad_config_is_refused_without_a_gpu(capsys, no_gpu, spec, needle):
+    line = _one_line_error(capsys, ["mla_decode", spec, "--no-record"])
+    assert needle in line
+
+
+def test_same_implementation_and_config_twice_is_refused(capsys, no_gpu):
+    line = _one_line_error(
+        capsys, ["mla_decode", "mla_decode_sm90:loads=tma", "mla/mla_decode_sm90:loads=tma"]
+    )
+    assert "named twice with the same config: mla/mla_decode_sm90[loads=tma]" in line
