@@ -1,32 +1,208 @@
-"""PENDING: the Implementation fragment of
-knowledge/languages/cute-dsl/optimizations/setmaxnreg-producer-consumer-rebalance.md,
-kept as it stands in the entry until it is
-made real code (a kernel that compiles for sm_90a with fake tensors, and a check on the H200).
-It is not imported or compiled: names such as the pipelines, tensors and roles come from a
-surrounding kernel that the fragment leaves out.
+"""Register rebalancing between a producer warpgroup and two consumer warpgroups (sm_90a).
+
+A small warp-specialized GEMM, C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T: 384 threads per
+CTA. Warpgroup 0 is the producer (one elected thread issues the TMA loads of a 3-slot ring);
+warpgroups 1 and 2 are the consumers, each computing 64 rows of the CTA's 128 x 64 tile with
+WGMMA. Right after the pipeline's barriers are initialised, the producer warpgroup lowers its
+register limit with `setmaxregister_decrease` and the consumers raise theirs with
+`setmaxregister_increase`; the budget closes exactly (128 x 40 + 256 x 232 = 384 x 168).
+check() compares C with torch.
+
+Shown in knowledge/languages/cute-dsl/optimizations/setmaxnreg-producer-consumer-rebalance.md.
 """
 
-# ruff: noqa: F821, E402, F841, B018, SIM102
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warpgroup
+from cutlass.tensor_utils import LayoutEnum
 
 SM = "sm_90a"
-PENDING = "a fragment: its surrounding kernel is not written yet"
+EXPECT = "pass"
+TIMEOUT_S = 120
+
+BM, BN, BK = 128, 64, 64  # two consumer warpgroups x 64 rows
+STAGES = 3
 
 # snippet:begin
-import cutlass.cute as cute
-
 WG = 128  # threads per warpgroup
 N_LOAD_WG, N_MMA_WG = 1, 2  # one TMA warpgroup, two wgmma warpgroups
 LOAD_REGS, MMA_REGS = 40, 232
+THREADS = WG * (N_LOAD_WG + N_MMA_WG)  # 384
 # launch allocation per thread: 65536 // (WG * (N_LOAD_WG + N_MMA_WG)) // 8 * 8 = 168
 assert WG * (N_LOAD_WG * LOAD_REGS + N_MMA_WG * MMA_REGS) <= 65536
 
-# inside the @cute.kernel, after pipeline_init_wait(...)
-wg = cute.arch.make_warp_uniform(cute.arch.thread_idx()[0] // WG)
-if wg < N_LOAD_WG:
-    cute.arch.setmaxregister_decrease(LOAD_REGS)
-    if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == 0:
-        producer_tile_loop()  # TMA only: a handful of registers
-else:
-    cute.arch.setmaxregister_increase(MMA_REGS)
-    consumer_tile_loop()  # wgmma accumulators, epilogue
 # snippet:end
+
+
+class WarpSpecializedGemm:
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+        tile = (BM, BN, BK)
+        K = OperandMajorMode.K
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            a.element_type,
+            b.element_type,
+            K,
+            K,
+            cutlass.Float32,
+            (N_MMA_WG, 1, 1),
+            tiler_mn=(BM // N_MMA_WG, BN),
+        )
+        a_ring = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, tile, a.element_type, STAGES)
+        b_ring = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, tile, b.element_type, STAGES)
+        a_slot = cute.slice_(a_ring, (None, None, 0))
+        b_slot = cute.slice_(b_ring, (None, None, 0))
+        op = cpasync.CopyBulkTensorTileG2SOp()
+        tma_a, gA_tma = cpasync.make_tiled_tma_atom(op, a, a_slot, (BM, BK))
+        tma_b, gB_tma = cpasync.make_tiled_tma_atom(op, b, b_slot, (BN, BK))
+        slot_bytes = cute.size_in_bytes(a.element_type, a_slot) + cute.size_in_bytes(
+            b.element_type, b_slot
+        )
+
+        @cute.struct
+        class Storage:
+            bars: cute.struct.MemRange[cutlass.Int64, 2 * STAGES]
+            sA: cute.struct.Align[cute.struct.MemRange[a.element_type, cute.cosize(a_ring)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[b.element_type, cute.cosize(b_ring)], 1024]
+
+        self.storage = Storage
+        grid = (cute.size(c, mode=[0]) // BM, cute.size(c, mode=[1]) // BN, 1)
+        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, slot_bytes).launch(
+            grid=grid, block=[THREADS, 1, 1], stream=stream
+        )
+
+    @cute.kernel
+    def kernel(
+        self,
+        tma_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        mC: cute.Tensor,
+        tiled_mma: cute.TiledMma,
+        a_ring: cute.ComposedLayout,
+        b_ring: cute.ComposedLayout,
+        slot_bytes: cutlass.Constexpr,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        bm, bn, _ = cute.arch.block_idx()
+        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
+        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
+        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+        gA = cute.local_tile(mA, (BM, BK), (bm, None))
+        gB = cute.local_tile(mB, (BN, BK), (bn, None))
+        gC = cute.local_tile(mC, (BM, BN), (bm, bn))
+
+        if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == 0:
+            cpasync.prefetch_descriptor(tma_a)
+            cpasync.prefetch_descriptor(tma_b)
+        pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.bars.data_ptr(),
+            num_stages=STAGES,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, N_MMA_WG * WG // 32),
+            tx_count=slot_bytes,
+            cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
+        )  # initialises the barriers and syncs the CTA
+
+        # snippet:begin
+        # inside the @cute.kernel, after the pipeline's barriers are initialised (and synced)
+        wg = cute.arch.make_warp_uniform(tidx // WG)
+        if wg < N_LOAD_WG:
+            cute.arch.setmaxregister_decrease(LOAD_REGS)
+            if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == 0:
+                self.producer_tile_loop(pipe, tma_a, tma_b, sA, sB, gA, gB)  # TMA only
+        else:
+            cute.arch.setmaxregister_increase(MMA_REGS)
+            self.consumer_tile_loop(pipe, tiled_mma, tidx - N_LOAD_WG * WG, sA, sB, gA, gC)
+        # snippet:end
+
+    @cute.jit
+    def producer_tile_loop(self, pipe, tma_a, tma_b, sA, sB, gA, gB):
+        tAsA, tAgA = cpasync.tma_partition(
+            tma_a,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sA, 0, 2),
+            cute.group_modes(gA, 0, 2),
+        )
+        tBsB, tBgB = cpasync.tma_partition(
+            tma_b,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sB, 0, 2),
+            cute.group_modes(gB, 0, 2),
+        )
+        put = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, STAGES)
+        for _k in cutlass.range(cute.size(gA, mode=[2]), unroll=1):
+            pipe.producer_acquire(put)
+            bar = pipe.producer_get_barrier(put)
+            cute.copy(tma_a, tAgA[(None, put.count)], tAsA[(None, put.index)], tma_bar_ptr=bar)
+            cute.copy(tma_b, tBgB[(None, put.count)], tBsB[(None, put.index)], tma_bar_ptr=bar)
+            put.advance()
+        pipe.producer_tail(put)  # do not exit while loads this CTA issued are in flight
+
+    @cute.jit
+    def consumer_tile_loop(self, pipe, tiled_mma, mma_tidx, sA, sB, gA, gC):
+        thr_mma = tiled_mma.get_slice(mma_tidx)
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
+        tCgC = thr_mma.partition_C(gC)
+        acc = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+        get = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+        for _k in cutlass.range(cute.size(gA, mode=[2]), unroll=1):
+            pipe.consumer_wait(get)
+            warpgroup.fence()
+            for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+                cute.gemm(
+                    tiled_mma,
+                    acc,
+                    tCrA[(None, None, kb, get.index)],
+                    tCrB[(None, None, kb, get.index)],
+                    acc,
+                )
+                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
+            pipe.consumer_release(get)
+            get.advance()
+        tCgC.store(acc.load())
+
+
+def _fake_args():
+    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+    m, n, k = cute.sym_int(), cute.sym_int(), cute.sym_int()
+    a = make_fake_compact_tensor(cutlass.Float16, (m, k), stride_order=(1, 0), assumed_align=16)
+    b = make_fake_compact_tensor(cutlass.Float16, (n, k), stride_order=(1, 0), assumed_align=16)
+    c = make_fake_compact_tensor(cutlass.Float32, (m, n), stride_order=(1, 0), assumed_align=16)
+    return a, b, c, make_fake_stream()
+
+
+def compile_snippet():
+    """CPU: compile for SM (CUTE_DSL_ARCH) with fake tensors."""
+    cute.compile(WarpSpecializedGemm(), *_fake_args())
+    return f"{THREADS} threads: producer {LOAD_REGS} regs, 2 consumers {MMA_REGS} regs"
+
+
+def check(m=256, n=256, k=1024):
+    """H200: 16 K tiles through a 3-slot ring, producer and consumers rebalanced."""
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+    from cutlass.torch import current_stream
+
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.float16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float32)
+    args = [from_dlpack(t, assumed_align=16) for t in (a, b, c)]
+    stream = current_stream()
+    cute.compile(WarpSpecializedGemm(), *args, stream)(*args, stream)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().t()
+    err = (c - ref).abs().max().item()
+    assert err < 1e-2 * k**0.5, f"max abs error {err}"
+    return f"{k // BK} K tiles, {THREADS} threads rebalanced 40/232, max abs error {err:.3g}"
