@@ -1,57 +1,253 @@
-"""PENDING: the Implementation fragment of
-knowledge/languages/cute-dsl/optimizations/tma-multicast-cluster-operands.md,
-kept as it stands in the entry until it is
-made real code (a kernel that compiles for sm_90a with fake tensors, and a check on the H200).
-It is not imported or compiled: names such as the pipelines, tensors and roles come from a
-surrounding kernel that the fragment leaves out.
+"""TMA multicast of one operand across a 2-CTA cluster (sm_90a).
+
+The small WGMMA GEMM of tma-multistage-mbarrier-pipeline.py (C = A @ B^T, one warpgroup per
+CTA, warp 0 also the TMA loader, a 2-slot ring) launched with clusters of (1, 2, 1): the two
+CTAs of a cluster compute neighbouring N tiles of the same rows, so they need the same A
+tiles. A's TMA atom uses the multicast op; each CTA issues half of every A box with a mask
+naming both CTAs, so both SMEMs receive the whole box while each CTA reads half of it from L2.
+B is loaded per CTA as before. The empty barrier of a slot counts the consumer warps of both
+CTAs (the slot's A was written by both), and consumer_release arrives on both CTAs' barriers.
+check() compares C with torch.
+
+Shown in knowledge/languages/cute-dsl/optimizations/tma-multicast-cluster-operands.md.
 """
 
-# ruff: noqa: F821, E402, F841, B018, SIM102
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.tensor_utils import LayoutEnum
 
 SM = "sm_90a"
-PENDING = "a fragment: its surrounding kernel is not written yet"
+EXPECT = "pass"
+TIMEOUT_S = 120
 
-# snippet:begin
-import cutlass.cute as cute
-from cutlass.cute.nvgpu import cpasync
+CLUSTER_M, CLUSTER_N = 1, 2  # A is shared along N
 
-
-# Host: the shared operand gets the multicast op (sm_90 form)
-def load_atom(tensor, stage_layout, box, n_sharing):
-    op = (
-        cpasync.CopyBulkTensorTileG2SMulticastOp()
-        if n_sharing > 1
-        else cpasync.CopyBulkTensorTileG2SOp()
-    )
-    return cpasync.make_tiled_tma_atom(op, tensor, stage_layout, box, num_multicast=n_sharing)
+BM, BN, BK = 64, 64, 64
+STAGES = 2  # fewer slots than K tiles in the check: the ring must wrap
+THREADS = 128  # one warpgroup
 
 
-tma_a, gA = load_atom(a, a_stage, (tile_m, tile_k), cluster_n)  # A is shared along N
-tma_b, gB = load_atom(b, b_stage, (tile_n, tile_k), cluster_m)  # B is shared along M
+def issue_async_mmas(tiled_mma, acc, tCrA, tCrB, slot):
+    """WGMMA over the k-blocks of one slot, asynchronously: fence, gemms, commit_group."""
+    warpgroup.fence()
+    for kb in range(cute.size(tCrA, mode=[2])):  # unrolled at trace time
+        cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, slot)], tCrB[(None, None, kb, slot)], acc)
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    warpgroup.commit_group()
 
-# Device
-cta_layout = cute.make_layout((cluster_m, cluster_n, 1))
-cm, cn, _ = cta_layout.get_flat_coord(cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster()))
-mask_a = cute.make_layout_image_mask(cta_layout, (cm, cn, 0), mode=1) if cluster_n > 1 else 0
-mask_b = cute.make_layout_image_mask(cta_layout, (cm, cn, 0), mode=0) if cluster_m > 1 else 0
-# each CTA issues its 1/cluster_n of every A box and 1/cluster_m of every B box
-tAsA, tAgA = cpasync.tma_partition(
-    tma_a,
-    cn,
-    cute.make_layout(cluster_n),
-    cute.group_modes(sA, 0, 2),
-    cute.group_modes(gA_tiles, 0, 2),
-)
-tBsB, tBgB = cpasync.tma_partition(
-    tma_b,
-    cm,
-    cute.make_layout(cluster_m),
-    cute.group_modes(sB, 0, 2),
-    cute.group_modes(gB_tiles, 0, 2),
-)
-# a slot may be refilled only after every CTA that wrote into it has released it
-empty_arrivals = (cluster_n + cluster_m - 1) * consumer_warps
-...
-cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, slot)], tma_bar_ptr=full_bar, mcast_mask=mask_a)
-cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, slot)], tma_bar_ptr=full_bar, mcast_mask=mask_b)
-# snippet:end
+
+class MulticastGemm:
+    """C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T; M, K multiples of 64, N of 128 (cluster)."""
+
+    def __init__(self, stages: int = STAGES):
+        assert stages >= 2, "one slot in flight under WGMMA plus one being refilled"
+        self.stages = stages
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+        tile = (BM, BN, BK)
+        tiled_mma = sm90_utils.make_trivial_tiled_mma(
+            a.element_type,
+            b.element_type,
+            cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
+            cutlass.Float32,
+            (1, 1, 1),
+            tiler_mn=(BM, BN),
+        )
+        a_ring = sm90_utils.make_smem_layout_a(
+            LayoutEnum.ROW_MAJOR, tile, a.element_type, self.stages
+        )
+        b_ring = sm90_utils.make_smem_layout_b(
+            LayoutEnum.ROW_MAJOR, tile, b.element_type, self.stages
+        )
+        a_slot = cute.slice_(a_ring, (None, None, 0))
+        b_slot = cute.slice_(b_ring, (None, None, 0))
+
+        # snippet:begin
+        # Host: the shared operand gets the multicast op (sm_90 form)
+        def load_atom(tensor, stage_layout, box, n_sharing):
+            op = (
+                cpasync.CopyBulkTensorTileG2SMulticastOp()
+                if n_sharing > 1
+                else cpasync.CopyBulkTensorTileG2SOp()
+            )
+            return cpasync.make_tiled_tma_atom(
+                op, tensor, stage_layout, box, num_multicast=n_sharing
+            )
+
+        tma_a, gA_tma = load_atom(a, a_slot, (BM, BK), CLUSTER_N)  # A is shared along N
+        tma_b, gB_tma = load_atom(b, b_slot, (BN, BK), CLUSTER_M)  # B is shared along M
+        # snippet:end
+        slot_bytes = cute.size_in_bytes(a.element_type, a_slot) + cute.size_in_bytes(
+            b.element_type, b_slot
+        )
+
+        @cute.struct
+        class Storage:
+            bars: cute.struct.MemRange[cutlass.Int64, 2 * self.stages]
+            sA: cute.struct.Align[cute.struct.MemRange[a.element_type, cute.cosize(a_ring)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[b.element_type, cute.cosize(b_ring)], 1024]
+
+        self.storage = Storage
+        grid = (cute.size(c, mode=[0]) // BM, cute.size(c, mode=[1]) // BN, 1)
+        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, slot_bytes).launch(
+            grid=grid, block=[THREADS, 1, 1], cluster=[CLUSTER_M, CLUSTER_N, 1], stream=stream
+        )
+
+    @cute.kernel
+    def kernel(
+        self,
+        tma_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        mC: cute.Tensor,
+        tiled_mma: cute.TiledMma,
+        a_ring: cute.ComposedLayout,
+        b_ring: cute.ComposedLayout,
+        slot_bytes: cutlass.Constexpr,
+    ):
+        S = self.stages
+        tidx, _, _ = cute.arch.thread_idx()
+        bm, bn, _ = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        is_loader = warp == 0
+        if is_loader:
+            cpasync.prefetch_descriptor(tma_a)
+            cpasync.prefetch_descriptor(tma_b)
+
+        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
+        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
+        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+
+        gA = cute.local_tile(mA, (BM, BK), (bm, None))  # (BM, BK, k_tiles)
+        gB = cute.local_tile(mB, (BN, BK), (bn, None))  # (BN, BK, k_tiles)
+        gC = cute.local_tile(mC, (BM, BN), (bm, bn))
+        # snippet:begin
+        # Device: this CTA's coordinate in the cluster, the masks, its slice of each box
+        cta_layout = cute.make_layout((CLUSTER_M, CLUSTER_N, 1))
+        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        cm, cn, _ = cta_layout.get_flat_coord(rank)
+        mask_a = (
+            cute.make_layout_image_mask(cta_layout, (cm, cn, 0), mode=1) if CLUSTER_N > 1 else 0
+        )
+        mask_b = (
+            cute.make_layout_image_mask(cta_layout, (cm, cn, 0), mode=0) if CLUSTER_M > 1 else 0
+        )
+        # each CTA issues its 1/CLUSTER_N of every A box and 1/CLUSTER_M of every B box
+        tAsA, tAgA = cpasync.tma_partition(
+            tma_a,
+            cn,
+            cute.make_layout(CLUSTER_N),
+            cute.group_modes(sA, 0, 2),
+            cute.group_modes(gA, 0, 2),
+        )
+        tBsB, tBgB = cpasync.tma_partition(
+            tma_b,
+            cm,
+            cute.make_layout(CLUSTER_M),
+            cute.group_modes(sB, 0, 2),
+            cute.group_modes(gB, 0, 2),
+        )
+        # a slot may be refilled only after every CTA that wrote into it has released it
+        empty_arrivals = (CLUSTER_N + CLUSTER_M - 1) * (THREADS // 32)
+        # snippet:end
+        thr_mma = tiled_mma.get_slice(tidx)
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
+        tCgC = thr_mma.partition_C(gC)
+        acc = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+        k_tiles = cute.size(gA, mode=[2])
+
+        pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.bars.data_ptr(),
+            num_stages=S,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, empty_arrivals),
+            tx_count=slot_bytes,  # a whole A box and a whole B box land in every CTA
+            cta_layout_vmnk=cute.make_layout((1, CLUSTER_M, CLUSTER_N, 1)),
+        )  # inits, then a cluster-wide barrier: no peer multicasts before my barriers exist
+        put = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, S)
+        get = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
+        free = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, S)
+
+        if is_loader:  # prologue: fill the ring (nothing to wait for yet)
+            for _ in cutlass.range(cutlass.min(S, k_tiles), unroll=1):
+                pipe.producer_acquire(put)  # wait for an empty slot, arm its full barrier
+                bar = pipe.producer_get_barrier(put)
+                self.load_slot(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, put, bar, mask_a, mask_b)
+                put.advance()
+
+        # First batch outside the loop: nothing can be released yet, so nothing is refilled.
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+        pipe.consumer_wait(get)
+        issue_async_mmas(tiled_mma, acc, tCrA, tCrB, get.index)  # fence, WGMMAs, commit
+        get.advance()
+
+        for _k in cutlass.range(1, k_tiles, unroll=1):
+            pipe.consumer_wait(get)
+            issue_async_mmas(tiled_mma, acc, tCrA, tCrB, get.index)
+            get.advance()
+            warpgroup.wait_group(1)  # the previous slot's MMAs have finished reading it
+            pipe.consumer_release(free)  # ... so release it: every warp, the loader's too
+            free.advance()
+            if is_loader and put.count < k_tiles:  # refill only after this warp released
+                pipe.producer_acquire(put)
+                bar = pipe.producer_get_barrier(put)
+                self.load_slot(tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, put, bar, mask_a, mask_b)
+                put.advance()
+        warpgroup.wait_group(0)  # drain before the accumulators are read
+
+        tCgC.store(acc.load())
+        # no CTA exits while its peer may still arrive on its empty barriers
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+
+    @cute.jit
+    def load_slot(self, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, put, bar, mask_a, mask_b):
+        # snippet:begin
+        k, slot = put.count, put.index
+        cute.copy(tma_a, tAgA[(None, k)], tAsA[(None, slot)], tma_bar_ptr=bar, mcast_mask=mask_a)
+        cute.copy(tma_b, tBgB[(None, k)], tBsB[(None, slot)], tma_bar_ptr=bar, mcast_mask=mask_b)
+        # snippet:end
+
+
+def _fake_args():
+    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+    m, n, k = cute.sym_int(), cute.sym_int(), cute.sym_int()
+    a = make_fake_compact_tensor(cutlass.Float16, (m, k), stride_order=(1, 0), assumed_align=16)
+    b = make_fake_compact_tensor(cutlass.Float16, (n, k), stride_order=(1, 0), assumed_align=16)
+    c = make_fake_compact_tensor(cutlass.Float32, (m, n), stride_order=(1, 0), assumed_align=16)
+    return a, b, c, make_fake_stream()
+
+
+def compile_snippet():
+    """CPU: compile for SM (CUTE_DSL_ARCH) with fake tensors."""
+    return cute.compile(MulticastGemm(), *_fake_args())
+
+
+def check(m=128, n=256, k=1024):
+    """H200: 16 K tiles through a 2-slot ring, A multicast to both CTAs of each cluster."""
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.float16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float32)
+    args = [from_dlpack(t, assumed_align=16) for t in (a, b, c)]
+    from cutlass.torch import current_stream
+
+    stream = current_stream()
+    gemm = cute.compile(MulticastGemm(), *args, stream)
+    gemm(*args, stream)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().t()
+    err = (c - ref).abs().max().item()
+    assert err < 1e-2 * k**0.5, f"max abs error {err}"
+    return f"{k // BK} K tiles, A multicast across {CLUSTER_N} CTAs, max abs error {err:.3g}"
