@@ -24,7 +24,7 @@ import json
 import re
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,8 +41,25 @@ UNIVERSAL_RE = re.compile(
 )
 # Words in code spans that are prose, Python or units, not identifiers to look for.
 SKIP_WORDS = {
-    "self", "None", "True", "False", "with", "from", "import", "return", "lambda", "range",
-    "float16", "bfloat16", "float32", "cutlass", "cute", "torch", "python", "else", "elif",
+    "self",
+    "None",
+    "True",
+    "False",
+    "with",
+    "from",
+    "import",
+    "return",
+    "lambda",
+    "range",
+    "float16",
+    "bfloat16",
+    "float32",
+    "cutlass",
+    "cute",
+    "torch",
+    "python",
+    "else",
+    "elif",
 }
 
 
@@ -52,7 +69,7 @@ def git(*args: str) -> str:
     ).stdout
 
 
-@lru_cache(maxsize=None)
+@cache
 def pin_commit() -> str:
     sha = git("rev-parse", "HEAD").strip()
     if not sha.startswith(PIN):
@@ -60,7 +77,7 @@ def pin_commit() -> str:
     return sha
 
 
-@lru_cache(maxsize=None)
+@cache
 def source_lines(path: str) -> list[str] | None:
     try:
         return git("show", f"{pin_commit()}:{EXAMPLES}/{path}").splitlines()
@@ -123,8 +140,16 @@ def audit_entry(md: Path) -> tuple[str, dict]:
     text = md.read_text(encoding="utf-8")
     rel = md.resolve().relative_to(ROOT).as_posix()
     out = [f"# {rel} (CUTLASS {pin_commit()[:9]})", ""]
-    stats = dict(claims=0, source_citations=0, bad_ranges=0, records=0, missing_records=0,
-                 identifiers=0, absent=0, universal=0)
+    stats = dict(
+        claims=0,
+        source_citations=0,
+        bad_ranges=0,
+        records=0,
+        missing_records=0,
+        identifiers=0,
+        absent=0,
+        universal=0,
+    )
     for lineno, section, body in blocks(text):
         spans = CODE_RE.findall(body)
         cites = [(m, s) for s in spans if (m := SOURCE_RE.match(s.strip()))]
@@ -167,7 +192,7 @@ def audit_entry(md: Path) -> tuple[str, dict]:
             for w in dict.fromkeys(words):
                 stats["identifiers"] += 1
                 where = None
-                for path, a, b, lines in ranges:
+                for _path, a, b, lines in ranges:
                     if any(re.search(rf"\b{re.escape(w)}\b", ln) for ln in lines[a - 1 : b]):
                         where = "in-range"
                         break

@@ -2,7 +2,8 @@
 what compiling from CPU tensors does, on a CPU, with nvidia-cutlass-dsl 4.8.1 and
 CUTE_DSL_ARCH=sm_90a (set here before cutlass is imported).
 
-    uv run python scripts/audit/cpu_tensor_memspace.py > knowledge/audit/checks/cpu-tensor-memspace.log
+    uv run python scripts/audit/cpu_tensor_memspace.py \
+        > knowledge/audit/checks/cpu-tensor-memspace.log
 
 Cases, each printed as `case: outcome` (an exception's type and first line when it fails):
   1. the address space and the argument type of from_dlpack(CPU tensor) vs make_fake_tensor;
@@ -69,37 +70,58 @@ def copy_host(src: cute.Tensor, dst: cute.Tensor, use_cp_async: cutlass.Constexp
 def main() -> int:
     import importlib
 
-    print(f"nvidia-cutlass-dsl {cutlass.__version__ if hasattr(cutlass, '__version__') else '?'}, "
-          f"CUTE_DSL_ARCH={os.environ['CUTE_DSL_ARCH']}, cuda available: {torch.cuda.is_available()}")
+    print(
+        f"nvidia-cutlass-dsl {cutlass.__version__ if hasattr(cutlass, '__version__') else '?'}, "
+        f"CUTE_DSL_ARCH={os.environ['CUTE_DSL_ARCH']}, cuda available: {torch.cuda.is_available()}"
+    )
     a_cpu = torch.empty(4096, 4096, dtype=torch.float16)
     c_cpu = torch.empty(4096, 4096, dtype=torch.float32)
     t = from_dlpack(a_cpu)
     f = make_fake_tensor(cutlass.Float16, (4096, 4096), (4096, 1), assumed_align=16)
-    print(f"1. from_dlpack(CPU tensor).memspace: {t.memspace}; make_fake_tensor(...).memspace: {f.memspace}")
+    print(
+        f"1. from_dlpack(CPU tensor).memspace: {t.memspace}; "
+        f"make_fake_tensor(...).memspace: {f.memspace}"
+    )
 
     gemm = importlib.import_module("tma-multistage-mbarrier-pipeline").PipelinedGemm()
-    print("2. TMA GEMM from CPU tensors: " + outcome(
-        lambda: cute.compile(gemm, from_dlpack(a_cpu), from_dlpack(a_cpu), from_dlpack(c_cpu),
-                             make_fake_stream())))
+    print(
+        "2. TMA GEMM from CPU tensors: "
+        + outcome(
+            lambda: cute.compile(
+                gemm, from_dlpack(a_cpu), from_dlpack(a_cpu), from_dlpack(c_cpu), make_fake_stream()
+            )
+        )
+    )
     m, n, k = cute.sym_int(), cute.sym_int(), cute.sym_int()
-    print("   TMA GEMM from fake gmem tensors: " + outcome(
-        lambda: cute.compile(
-            gemm,
-            make_fake_tensor(cutlass.Float16, (m, k), (k, 1), assumed_align=16),
-            make_fake_tensor(cutlass.Float16, (n, k), (k, 1), assumed_align=16),
-            make_fake_tensor(cutlass.Float32, (m, n), (n, 1), assumed_align=16),
-            make_fake_stream())))
+    print(
+        "   TMA GEMM from fake gmem tensors: "
+        + outcome(
+            lambda: cute.compile(
+                gemm,
+                make_fake_tensor(cutlass.Float16, (m, k), (k, 1), assumed_align=16),
+                make_fake_tensor(cutlass.Float16, (n, k), (k, 1), assumed_align=16),
+                make_fake_tensor(cutlass.Float32, (m, n), (n, 1), assumed_align=16),
+                make_fake_stream(),
+            )
+        )
+    )
 
     src_cpu = from_dlpack(torch.empty(8, dtype=torch.float16), assumed_align=16)
     dst_cpu = from_dlpack(torch.empty(8, dtype=torch.float16), assumed_align=16)
     src_fake = make_fake_tensor(cutlass.Float16, (8,), (1,), assumed_align=16)
     dst_fake = make_fake_tensor(cutlass.Float16, (8,), (1,), assumed_align=16)
-    print("3. cp.async G2S from CPU tensors: " + outcome(
-        lambda: cute.compile(copy_host, src_cpu, dst_cpu, True, make_fake_stream())))
-    print("   cp.async G2S from fake gmem tensors: " + outcome(
-        lambda: cute.compile(copy_host, src_fake, dst_fake, True, make_fake_stream())))
-    print("4. SIMT copy from CPU tensors: " + outcome(
-        lambda: cute.compile(copy_host, src_cpu, dst_cpu, False, make_fake_stream())))
+    print(
+        "3. cp.async G2S from CPU tensors: "
+        + outcome(lambda: cute.compile(copy_host, src_cpu, dst_cpu, True, make_fake_stream()))
+    )
+    print(
+        "   cp.async G2S from fake gmem tensors: "
+        + outcome(lambda: cute.compile(copy_host, src_fake, dst_fake, True, make_fake_stream()))
+    )
+    print(
+        "4. SIMT copy from CPU tensors: "
+        + outcome(lambda: cute.compile(copy_host, src_cpu, dst_cpu, False, make_fake_stream()))
+    )
     return 0
 
 

@@ -36,7 +36,9 @@ def files(under: str) -> list[str]:
 
 def hits(path: str, pattern: str) -> list[int]:
     rx = re.compile(pattern)
-    return [n for n, line in enumerate(git("show", f"HEAD:{path}").splitlines(), 1) if rx.search(line)]
+    return [
+        n for n, line in enumerate(git("show", f"HEAD:{path}").splitlines(), 1) if rx.search(line)
+    ]
 
 
 def rel(path: str) -> str:
@@ -80,7 +82,11 @@ def q_setmaxregister() -> list[str]:
     architecture folder (scripts/enumerate_setmaxregister.py lists the lines)."""
     out = []
     for under in ("cute/hopper", "cute/blackwell"):
-        fs = [f for f in files(under) if hits(f, r"\b(setmaxregister_(increase|decrease)|warpgroup_reg_(alloc|dealloc))\(")]
+        fs = [
+            f
+            for f in files(under)
+            if hits(f, r"\b(setmaxregister_(increase|decrease)|warpgroup_reg_(alloc|dealloc))\(")
+        ]
         out += [rel(f) for f in fs]
         out.append(f"{len(fs)} files under {under}")
     return out

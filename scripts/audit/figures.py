@@ -29,7 +29,7 @@ import argparse
 import json
 import re
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,9 @@ DROP_RES = [
     re.compile(r"\d{4}-\d{2}-\d{2}(?:T[\d:.-]+Z?)?"),
     re.compile(r"\d{2}:\d{2}(?::\d{2})?Z?"),
     re.compile(r"\b\d+\.\d+\.\d+(?:\.\w+)?\b"),
-    re.compile(r"[\w./-]+\.(?:py|cuh|cu|h|md|log|json|png|cpp):?L?\d*(?:-L\d+)?(?:,\s*L\d+(?:-L\d+)?)*"),
+    re.compile(
+        r"[\w./-]+\.(?:py|cuh|cu|h|md|log|json|png|cpp):?L?\d*(?:-L\d+)?(?:,\s*L\d+(?:-L\d+)?)*"
+    ),
     re.compile(r"\bL\d+(?:-L\d+)?\b"),
     re.compile(r"\bsm_\d+a?\b|\bSM\d+\b|\bsm\d+\b"),
     re.compile(r"\b(?:fp|bf|int|e4m|e5m|uint|float)\d+\w*\b", re.IGNORECASE),
@@ -59,7 +61,7 @@ DROP_RES = [
 WEAK_RE = re.compile(r"samples|busy_sm_mhz|~str|\[\d+\]$")
 
 
-@lru_cache(maxsize=None)
+@cache
 def leaves(record: str) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
 
@@ -194,7 +196,9 @@ def main() -> int:
         report, stats = audit(Path(e))
         if a.out:
             Path(a.out).mkdir(parents=True, exist_ok=True)
-            (Path(a.out) / f"{a.prefix}{Path(e).stem}.figures.txt").write_text(report, encoding="utf-8")
+            (Path(a.out) / f"{a.prefix}{Path(e).stem}.figures.txt").write_text(
+                report, encoding="utf-8"
+            )
             print(f"{e}: {stats}")
         else:
             sys.stdout.write(report)

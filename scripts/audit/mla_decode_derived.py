@@ -48,24 +48,38 @@ def main(entries: list[str]) -> int:
             rid = r.get("round_id")
             if rid:
                 best[rid] = min(best.get(rid, 1e30), r["timing"]["median_us"])
-        for cells, r, path in rows:
+        for cells, r, _path in rows:
             p = r["problem"]
             med = r["timing"]["median_us"]
-            kv = (r["roofline"]["bytes"] - p["b"] * p["s"] * p["h"] * (576 * 2 + 512 * 2 + 4)) / med / 1e3
+            kv = (
+                (r["roofline"]["bytes"] - p["b"] * p["s"] * p["h"] * (576 * 2 + 512 * 2 + 4))
+                / med
+                / 1e3
+            )
             ratio = med / best[r["round_id"]] if r.get("round_id") else None
             nums = re.findall(r"\d+(?:\.\d+)?", " ".join(cells[2:-1]))
             shown_med = nums[0] if nums else "?"
-            out = [f"{cells[0][:60]:60s}", f"median {shown_med} vs {med:.2f}",
-                   f"p10-p90 {r['timing']['p10_us']:.1f}-{r['timing']['p90_us']:.1f}",
-                   f"TFLOP/s {r['roofline']['tflops']:.1f}", f"KV GB/s {kv:.0f}",
-                   f"ratio {ratio:.2f}" if ratio else "ratio -", f"round {r.get('round_id')}",
-                   f"check {r.get('check', {}).get('passed')}"]
+            out = [
+                f"{cells[0][:60]:60s}",
+                f"median {shown_med} vs {med:.2f}",
+                f"p10-p90 {r['timing']['p10_us']:.1f}-{r['timing']['p90_us']:.1f}",
+                f"TFLOP/s {r['roofline']['tflops']:.1f}",
+                f"KV GB/s {kv:.0f}",
+                f"ratio {ratio:.2f}" if ratio else "ratio -",
+                f"round {r.get('round_id')}",
+                f"check {r.get('check', {}).get('passed')}",
+            ]
             flags = []
             if not same(shown_med, med):
                 flags.append("MEDIAN")
             if len(cells) >= 6 and re.fullmatch(r"\d+", cells[3]) and not same(cells[3], kv):
                 flags.append(f"KV({cells[3]})")
-            if len(cells) >= 6 and ratio and re.fullmatch(r"\d+\.\d+", cells[4]) and not same(cells[4], ratio):
+            if (
+                len(cells) >= 6
+                and ratio
+                and re.fullmatch(r"\d+\.\d+", cells[4])
+                and not same(cells[4], ratio)
+            ):
                 flags.append(f"RATIO({cells[4]})")
             bad += bool(flags)
             print("  ".join(out) + ("  MISMATCH " + ",".join(flags) if flags else "  ok"))

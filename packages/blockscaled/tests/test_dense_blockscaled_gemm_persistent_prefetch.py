@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kernelplan import ShapeError
-from kernelplan.testing import needs_sources
+from kernelplan.testing import assert_registered, needs_sources, refused_in_one_line, static_report
 
 torch = pytest.importorskip("torch")
 fm = pytest.importorskip("cute_blockscaled.formats")
@@ -24,8 +24,7 @@ PLAN = adapter.DenseBlockscaledGemmPersistentPrefetch
 def test_registered():
     from cute_blockscaled import KERNELS
 
-    name = "dense_blockscaled_gemm_persistent_prefetch"
-    assert KERNELS[name] == f"{adapter.__name__}:DenseBlockscaledGemmPersistentPrefetch"
+    assert_registered(KERNELS, adapter.DenseBlockscaledGemmPersistentPrefetch)
 
 
 def _e2m1(code: int) -> float:
@@ -109,12 +108,12 @@ def test_specs_carry_upstream_marks():
 )
 def test_bad_input_one_line(kw, needle):
     plan = PLAN()
-    with pytest.raises(ShapeError) as e:
+    with refused_in_one_line(needle):
         p = plan.problem(plan.default_problem().to_dict() | kw)
         plan.supports(p)
-    assert needle in str(e.value) and "\n" not in str(e.value)
 
 
+@needs_sources  # plans through the example: needs the CUTLASS sources
 def test_prefetch_dist_config():
     plan = PLAN()
     p = plan.default_problem()
@@ -126,8 +125,5 @@ def test_prefetch_dist_config():
 
 @needs_sources
 def test_static_compile_for_target_sm():
-    plan = PLAN()
-    p = plan.default_problem()
-    report = plan.run_static(p, plan.default_config(p), use_cache=False)
-    assert report["arch"] == "sm_100a" and report["categories"]["mma"] > 0
+    report = static_report(PLAN(), "sm_100a")
     assert report["opcodes"].get("UTMAPF", 0) > 0  # the TMA prefetches

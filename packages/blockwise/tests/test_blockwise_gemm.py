@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelplan import ShapeError
-from kernelplan.testing import needs_sources
+from kernelplan.testing import assert_registered, needs_sources, refused_in_one_line, static_report
 
 torch = pytest.importorskip("torch")
 fm = pytest.importorskip("cute_blockwise.formats")
@@ -17,7 +16,7 @@ P = fm.BlockwiseGemmProblem
 def test_registered():
     from cute_blockwise import KERNELS
 
-    assert KERNELS["blockwise_gemm"] == f"{adapter.__name__}:BlockwiseGemm"
+    assert_registered(KERNELS, adapter.BlockwiseGemm)
 
 
 def test_reference_scales_1x128_a_groups_and_128x128_b_blocks():
@@ -46,14 +45,10 @@ def test_reference_scales_1x128_a_groups_and_128x128_b_blocks():
 )
 def test_bad_input_one_line(kw, needle):
     plan = adapter.BlockwiseGemm()
-    with pytest.raises(ShapeError) as e:
+    with refused_in_one_line(needle):
         plan.problem(plan.default_problem().to_dict() | kw)
-    assert needle in str(e.value) and "\n" not in str(e.value)
 
 
 @needs_sources
 def test_static_compile_for_target_sm():
-    plan = adapter.BlockwiseGemm()
-    p = plan.default_problem()
-    report = plan.run_static(p, plan.default_config(p), use_cache=False)
-    assert report["arch"] == "sm_100a" and report["categories"]["mma"] > 0
+    static_report(adapter.BlockwiseGemm(), "sm_100a")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kernelplan import ShapeError
-from kernelplan.testing import needs_sources
+from kernelplan.testing import assert_registered, needs_sources, refused_in_one_line, static_report
 
 torch = pytest.importorskip("torch")
 fm = pytest.importorskip("cute_mixed_input.formats")
@@ -17,7 +17,7 @@ P = fm.MixedInputGemmProblem
 def test_registered():
     from cute_mixed_input import KERNELS
 
-    assert KERNELS["mixed_input_gemm"] == f"{adapter.__name__}:MixedInputGemm"
+    assert_registered(KERNELS, adapter.MixedInputGemm)
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
@@ -64,11 +64,11 @@ def test_int8_convert_only():
 )
 def test_bad_input_one_line(kw, needle):
     plan = adapter.MixedInputGemm()
-    with pytest.raises(ShapeError) as e:
+    with refused_in_one_line(needle):
         plan.problem(plan.default_problem().to_dict() | kw)
-    assert needle in str(e.value) and "\n" not in str(e.value)
 
 
+@needs_sources  # plans through the example: needs the CUTLASS sources
 def test_config_upstream_refuses():
     plan = adapter.MixedInputGemm()
     p = plan.default_problem().replace(k=256, scale_granularity_k=64)  # group < tile K
@@ -78,7 +78,4 @@ def test_config_upstream_refuses():
 
 @needs_sources
 def test_static_compile_for_target_sm():
-    plan = adapter.MixedInputGemm()
-    p = plan.default_problem()
-    report = plan.run_static(p, plan.default_config(p), use_cache=False)
-    assert report["arch"] == "sm_100a" and report["categories"]["mma"] > 0
+    static_report(adapter.MixedInputGemm(), "sm_100a")
