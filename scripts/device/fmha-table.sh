@@ -57,16 +57,14 @@ NCU_PEERS=${NCU_PEERS:-flash_attn4 sdpa_cudnn}
 # the Nsight Compute setting (issue 12 item 4)
 NCU_PROBLEM=(--b 4 --sq 4096 --h_q 32 --d_qk 128 --dtype bfloat16 --causal false)
 
+# shellcheck source=scripts/device/lib.sh
+source scripts/device/lib.sh  # stage_base, env_base, run, begin, finish
+VERSION_DISTS=(nvidia-cutlass-dsl flash-attn-4 quack-kernels apache-tvm-ffi torch-c-dlpack-ext)
+VERSIONS_CUDNN=1
+
 stage() {  # install whatever bundle this call carried (each step is idempotent)
     set -e
-    [ -d .device/a ] && bash .device/a/stage.sh
-    if [ -d .device/cutlass ]; then
-        mkdir -p /root/stage/cutlass
-        tar xzf .device/cutlass/cutedsl.tgz -C /root/stage/cutlass
-        cp .device/cutlass/CUTLASS_COMMIT /root/stage/cutlass/CuTeDSL/
-        echo "CuTeDSL examples at /root/stage/cutlass/CuTeDSL ($(cat .device/cutlass/CUTLASS_COMMIT))"
-    fi
-    [ -d .device/b ] && (source .device/b/env.sh && echo "DSL in /tmp/site")
+    stage_base
     for d in .device/fa4-*; do [ -f "$d/unpack.sh" ] && bash "$d/unpack.sh"; done
     set +e
     if [ -d /tmp/site/flash_attn ] && [ -d /tmp/site/nvidia_cutlass_dsl ]; then
@@ -79,49 +77,8 @@ print('flash_attn.cute imports:', flash_attn_func.__module__, md.version('flash-
 }
 
 env_setup() {  # what .device/b/env.sh exports, without the bundle
-    [ -d /tmp/site/nvidia_cutlass_dsl ] || { echo "no DSL in /tmp/site: run the stage calls first" >&2; exit 3; }
-    local src
-    src=$(find "$(pwd)" -maxdepth 4 -type d -name src -not -path '*/.*' -not -path '*/third_party/*' | tr '\n' ':')
-    export PYTHONPATH="${src}/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages"
-    local nvd; nvd=$(ls -d /tmp/site/nvidia/cu*/bin 2>/dev/null | head -1)
-    [ -n "$nvd" ] && export PATH="$nvd:$PATH"
-    export PYTHONUNBUFFERED=1
-    export CUTLASS_DIR="${CUTLASS_DIR:-/root/stage/cutlass/CuTeDSL}"
+    env_base
     export TVM_FFI_CACHE_DIR=/tmp/tvmffi
-}
-
-LOG=""
-run() {  # run NAME TIMEOUT CMD...: log to $LOG/NAME.log; the rc and the log's tail printed
-    local name=$1 limit=$2; shift 2
-    echo "== $(date -u +%H:%M:%S) $name: $*" | tee -a "$LOG/run.log"
-    timeout "$limit" "$@" > "$LOG/$name.log" 2>&1
-    local rc=$?
-    echo "   rc=$rc" | tee -a "$LOG/run.log"; tail -n 25 "$LOG/$name.log"
-}
-
-begin() {  # begin STEP: a fresh logs/results pair under $OUT/STEP
-    : "${OUT:?set OUT to a folder for logs and records}"
-    env_setup
-    W="$OUT/$1"; LOG="$W/logs"; mkdir -p "$LOG" "$W/results"
-    export KERNELPLAN_RESULTS="$W/results"
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw --format=csv > "$LOG/nvidia-smi-start.csv" 2>&1
-    $py - > "$LOG/versions.log" 2>&1 <<'EOF'
-import importlib.metadata as md, torch
-print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))
-print("cudnn", torch.backends.cudnn.version())
-for d in ("nvidia-cutlass-dsl", "flash-attn-4", "quack-kernels", "apache-tvm-ffi", "torch-c-dlpack-ext"):
-    try:
-        print(d, md.version(d))
-    except md.PackageNotFoundError:
-        print(d, "not installed")
-EOF
-    cat "$LOG/versions.log"
-}
-
-finish() {  # bundle $OUT/STEP into $OUT/STEP.tgz (the device tool brings back at most 8 files)
-    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$LOG/nvidia-smi-end.csv" 2>&1
-    tar czf "$OUT/$1.tgz" -C "$W" logs results && rm -rf "$W"
-    echo "bundle: $OUT/$1.tgz ($(du -h "$OUT/$1.tgz" | cut -f1))"
 }
 
 fm="$py -m cute_fmha"

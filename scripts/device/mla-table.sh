@@ -42,16 +42,13 @@ cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
 steps=("$@"); [ ${#steps[@]} -eq 0 ] && { sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 2; }
 py=${PY:-python3}
 
+# shellcheck source=scripts/device/lib.sh
+source scripts/device/lib.sh  # stage_base, env_base, run, begin, finish
+VERSION_DISTS=(nvidia-cutlass-dsl flashinfer-python apache-tvm-ffi tilegym cuda-tile nvidia-cuda-tileiras)
+
 stage() {  # install whatever bundle this call carried (each step is idempotent)
     set -e
-    [ -d .device/a ] && bash .device/a/stage.sh
-    if [ -d .device/cutlass ]; then
-        mkdir -p /root/stage/cutlass
-        tar xzf .device/cutlass/cutedsl.tgz -C /root/stage/cutlass
-        cp .device/cutlass/CUTLASS_COMMIT /root/stage/cutlass/CuTeDSL/
-        echo "CuTeDSL examples at /root/stage/cutlass/CuTeDSL ($(cat .device/cutlass/CUTLASS_COMMIT))"
-    fi
-    [ -d .device/b ] && (source .device/b/env.sh && echo "DSL in /tmp/site")
+    stage_base
     for d in .device/fi-* .device/quack-*; do [ -f "$d/unpack.sh" ] && bash "$d/unpack.sh"; done
     [ -d .device/c1 ] && bash .device/c1/stage.sh
     [ -d .device/c2 ] && (source .device/c2/cutile-env.sh && echo "cuTile in /tmp/cutile-site")
@@ -62,14 +59,7 @@ stage() {  # install whatever bundle this call carried (each step is idempotent)
 }
 
 env_setup() {  # what .device/b/env.sh and .device/c2/cutile-env.sh export, without the bundles
-    [ -d /tmp/site/nvidia_cutlass_dsl ] || { echo "no DSL in /tmp/site: run the stage calls first" >&2; exit 3; }
-    local src
-    src=$(find "$(pwd)" -maxdepth 4 -type d -name src -not -path '*/.*' -not -path '*/third_party/*' | tr '\n' ':')
-    export PYTHONPATH="${src}/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages"
-    local nvd; nvd=$(ls -d /tmp/site/nvidia/cu*/bin 2>/dev/null | head -1)
-    [ -n "$nvd" ] && export PATH="$nvd:$PATH"
-    export PYTHONUNBUFFERED=1
-    export CUTLASS_DIR="${CUTLASS_DIR:-/root/stage/cutlass/CuTeDSL}"
+    env_base
     export FLASHINFER_WORKSPACE_BASE=/tmp/fiws TVM_FFI_CACHE_DIR=/tmp/tvmffi MAX_JOBS=16
     # FlashInfer's plan() JIT needs nvcc through CUDA_HOME (the adapter sets it around plan());
     # tilegym_mla unsets CUDA_HOME/CUDA_PATH itself around its compiling call
@@ -102,37 +92,8 @@ EOF
     ) || echo "warm_flashinfer failed (see above); check will report it per kernel"
 }
 
-LOG=""
-run() {  # run NAME TIMEOUT CMD...: log to $LOG/NAME.log; the rc and the log's tail printed
-    local name=$1 limit=$2; shift 2
-    echo "== $(date -u +%H:%M:%S) $name: $*" | tee -a "$LOG/run.log"
-    timeout "$limit" "$@" > "$LOG/$name.log" 2>&1
-    local rc=$?
-    echo "   rc=$rc" | tee -a "$LOG/run.log"; tail -n 25 "$LOG/$name.log"
-}
-
-begin() {  # begin STEP: a fresh logs/results pair under $OUT/STEP
-    : "${OUT:?set OUT to a folder for logs and records}"
-    env_setup; cutile_path
-    W="$OUT/$1"; LOG="$W/logs"; mkdir -p "$LOG" "$W/results"
-    export KERNELPLAN_RESULTS="$W/results"
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw --format=csv > "$LOG/nvidia-smi-start.csv" 2>&1
-    $py - > "$LOG/versions.log" 2>&1 <<'EOF'
-import importlib.metadata as md, torch
-print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))
-for d in ("nvidia-cutlass-dsl", "flashinfer-python", "apache-tvm-ffi", "tilegym", "cuda-tile", "nvidia-cuda-tileiras"):
-    try:
-        print(d, md.version(d))
-    except md.PackageNotFoundError:
-        print(d, "not installed")
-EOF
-    cat "$LOG/versions.log"
-}
-
-finish() {  # bundle $OUT/STEP into $OUT/STEP.tgz (the device tool brings back at most 8 files)
-    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$LOG/nvidia-smi-end.csv" 2>&1
-    tar czf "$OUT/$1.tgz" -C "$W" logs results && rm -rf "$W"
-    echo "bundle: $OUT/$1.tgz ($(du -h "$OUT/$1.tgz" | cut -f1))"
+begin_hook() {  # begin (lib.sh) calls it after env_setup: cuTile after the rest
+    cutile_path
 }
 
 problems_argv() {  # KERNEL [CONFIG...]: one line of CLI flags per profile problem it takes

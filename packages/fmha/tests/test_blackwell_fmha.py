@@ -1,33 +1,44 @@
-"""fmha/blackwell_fmha: registered, and compiled for its target SM with fake tensors (no GPU).
+"""fmha/blackwell_fmha and fmha/blackwell_fmha_bwd: registered, and compiled for their target
+SM with fake tensors (no GPU).
 
-Skipped, with the reason, where the CUTLASS sources are absent, or while the adapter still
+Skipped, with the reason, where the CUTLASS sources are absent, or while an adapter still
 raises a scaffold TODO (the skip names it).
 """
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from kernelplan.testing import needs_sources
 
-adapter = pytest.importorskip(
-    "cute_fmha.blackwell_fmha.blackwell_fmha",
-    reason="cute_fmha is not installed: run `uv sync --all-packages`",
-)
+#: (kernel name, its adapter class)
+KERNELS = [("blackwell_fmha", "BlackwellFmha"), ("blackwell_fmha_bwd", "BlackwellFmhaBwd")]
 
 
-def test_registered():
-    from cute_fmha import KERNELS
+def adapter(kernel: str):
+    pytest.importorskip(
+        "cute_fmha", reason="cute_fmha is not installed: run `uv sync --all-packages`"
+    )
+    return importlib.import_module(f"cute_fmha.{kernel}.{kernel}")
 
-    assert KERNELS["blackwell_fmha"] == f"{adapter.__name__}:BlackwellFmha"
+
+@pytest.mark.parametrize("kernel, cls", KERNELS)
+def test_registered(kernel, cls):
+    mod = adapter(kernel)
+    from cute_fmha import KERNELS as registered
+
+    assert registered[kernel] == f"{mod.__name__}:{cls}"
 
 
 @needs_sources
-def test_static_compile_for_target_sm():
-    plan = adapter.BlackwellFmha()
+@pytest.mark.parametrize("kernel, cls", KERNELS)
+def test_static_compile_for_target_sm(kernel, cls):
+    plan = getattr(adapter(kernel), cls)()
     try:
         problems = plan.check_problems()
-        assert problems, "blackwell_fmha takes none of the workload's check problems"
+        assert problems, f"{kernel} takes none of the workload's check problems"
         report = plan.run_static(problems[0], plan.default_config(problems[0]), use_cache=False)
     except NotImplementedError as e:
         if not str(e).startswith("TODO("):

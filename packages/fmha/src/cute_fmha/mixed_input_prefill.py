@@ -49,7 +49,7 @@ from kernelplan import STREAM, Config, CuteKernel, KernelPlan, ShapeError, Targe
 from kernelplan.cutlass_src import load_example
 from kernelplan.workloads.attention import ATTENTION_FWD, AttentionProblem
 
-from .hopper_fmha.hopper_fmha import LOG2_E
+from .fmha_common import LOG2_E
 
 #: K/V element types a mixed-input implementation may take (the prefill examples: int8 only;
 #: the decode example: int8, int4 and fp8 e4m3). int4 is stored packed, two a byte.

@@ -37,15 +37,21 @@ Target sm_100a (tcgen05, TMEM): compiled here for static analysis; running needs
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, Config, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec
+from kernelplan import STREAM, Config, CuteKernel, ShapeError, Target, TensorSpec
 from kernelplan.cutlass_src import load_example
 from kernelplan.workloads.attention import ATTENTION_FWD, AttentionProblem
 
-from ..hopper_fmha.hopper_fmha import LOG2_E, _fixed_hardware_info
+from ..fmha_common import (
+    LOG2_E,
+    ForwardViews,
+    check_head_dims,
+    persistent_meta,
+    select_mask,
+    window_args,
+)
 
 HEAD_DIMS = (32, 64, 128)
 DTYPES = ("float16", "bfloat16")
@@ -73,7 +79,7 @@ class BlackwellFmhaConfig(Config):
             )
 
 
-class BlackwellFmha(KernelPlan):
+class BlackwellFmha(ForwardViews):
     """CUTLASS CuTe DSL Blackwell FMHA forward (see the module docstring)."""
 
     name: ClassVar[str] = "blackwell_fmha"
@@ -91,17 +97,7 @@ class BlackwellFmha(KernelPlan):
     )
 
     def supports(self, problem: AttentionProblem) -> None:
-        p = problem
-        if p.d_qk != p.d_v:
-            raise ShapeError(
-                f"{self.name} takes one head dim for Q/K and V (got --d_qk {p.d_qk}, --d_v {p.d_v})"
-            )
-        if p.d_qk not in HEAD_DIMS:
-            raise ShapeError(
-                f"{self.name} takes head dim {', '.join(map(str, HEAD_DIMS))} (got --d_qk {p.d_qk})"
-            )
-        if p.dtype not in DTYPES:
-            raise ShapeError(f"{self.name} takes dtype {' or '.join(DTYPES)} (got {p.dtype})")
+        check_head_dims(self.name, problem, HEAD_DIMS, DTYPES)
 
     # -- tensors: upstream's 5-D storage of the workload's memory ----------------------------
     def tensor_specs(self, problem: AttentionProblem) -> dict[str, TensorSpec]:
@@ -121,28 +117,8 @@ class BlackwellFmha(KernelPlan):
             "lse": TensorSpec((p.b, p.sq, p.h_kv, g), "float32", leading_dim=3, align=32, **out),
         }
 
-    def prepare_inputs(self, problem: AttentionProblem, seed: int, device: str = "cuda"):
-        """The workload's tensors (same seed, same numbers), Q/K/V/O as 5-D views of the
-        same memory, the LSE in upstream's (b, s_q, h_kv, group)."""
-        p = problem
-        x = self.workload.prepare_inputs(p, self.workload.tensor_specs(p), seed, device)
-        specs = self.tensor_specs(p)
-        out = {n: x[n].view(specs[n].shape) for n in ("q", "k", "v", "o")}
-        out["lse"] = x["lse"].new_zeros(specs["lse"].shape)
-        return out
-
-    def _to_mine(self, problem: AttentionProblem, ref: Mapping[str, Any]) -> dict[str, Any]:
-        specs = self.tensor_specs(problem)
-        return {
-            "o": ref["o"].reshape(specs["o"].shape),
-            "lse": ref["lse"].transpose(1, 2).reshape(specs["lse"].shape),
-        }
-
-    def reference(self, problem: AttentionProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        return self._to_mine(problem, self.workload.reference(problem, inputs))
-
-    def reference_lowp(self, problem: AttentionProblem, inputs: Mapping[str, Any]):
-        return self._to_mine(problem, self.workload.reference_lowp(problem, inputs))
+    # prepare_inputs, reference, reference_lowp: ForwardViews (the LSE in upstream's
+    # (b, s_q, h_kv, group))
 
     # -- the kernel -------------------------------------------------------------------------
     def plan(
@@ -152,17 +128,10 @@ class BlackwellFmha(KernelPlan):
 
         p = problem
         mod = load_example(self.source)
-        masks = mod.fmha_utils.MaskEnum
-        if p.masked():
-            mask = masks.WINDOW_MASK_INFERENCE if p.sq != p.sk else masks.WINDOW_MASK
-        elif p.sk % config.mma_tiler_mn[1]:
-            mask = masks.RESIDUAL_MASK
-        else:
-            mask = masks.WINDOW_MASK  # no window: nothing masked
+        mask = select_mask(mod.fmha_utils.MaskEnum, p, ragged=bool(p.sk % config.mma_tiler_mn[1]))
         meta: dict[str, Any] = {"mask_type": mask.name}
         if config.is_persistent:
-            mod.fmha_utils.HardwareInfo = _fixed_hardware_info(target.sm_count)
-            meta.update(sm_count=target.sm_count, sm_count_from=target.sm_count_from)
+            persistent_meta(mod, target, meta)
         kernel = mod.BlackwellFusedMultiHeadAttentionForward(
             cutlass.Float32,
             cutlass.Float32,
@@ -177,9 +146,7 @@ class BlackwellFmha(KernelPlan):
         # [b, s_q_max, s_lse_max, s_k_max, h_q, h_k, d, dv] (run() L3776-L3785)
         size = (p.b, p.sq, p.sq, p.sk, p.h_q, p.h_kv, p.d_qk, p.d_v)
         scale = p.scale()
-        left, right = p.left(), p.right()
-        wl = None if left is None else cutlass.Int32(left)
-        wr = None if right is None else cutlass.Int32(right)
+        wl, wr = window_args(p)
         return CuteKernel(
             self.name,
             kernel,

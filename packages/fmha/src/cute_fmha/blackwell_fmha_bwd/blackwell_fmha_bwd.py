@@ -34,9 +34,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, Config, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec
+from kernelplan import STREAM, Config, CuteKernel, ShapeError, Target, TensorSpec
 from kernelplan.cutlass_src import load_example
 from kernelplan.workloads.attention import ATTENTION_BWD, AttentionProblem
+
+from ..fmha_common import WorkloadViews, check_head_dims, select_mask, window_args
 
 HEAD_DIMS = (64, 128)
 DTYPES = ("float16", "bfloat16")
@@ -57,7 +59,7 @@ class BlackwellFmhaBwdConfig(Config):
             )
 
 
-class BlackwellFmhaBwd(KernelPlan):
+class BlackwellFmhaBwd(WorkloadViews):
     """CUTLASS CuTe DSL Blackwell FMHA backward (see the module docstring)."""
 
     name: ClassVar[str] = "blackwell_fmha_bwd"
@@ -73,17 +75,7 @@ class BlackwellFmhaBwd(KernelPlan):
     )
 
     def supports(self, problem: AttentionProblem) -> None:
-        p = problem
-        if p.d_qk != p.d_v:
-            raise ShapeError(
-                f"{self.name} takes one head dim for Q/K and V (got --d_qk {p.d_qk}, --d_v {p.d_v})"
-            )
-        if p.d_qk not in HEAD_DIMS:
-            raise ShapeError(
-                f"{self.name} takes head dim {', '.join(map(str, HEAD_DIMS))} (got --d_qk {p.d_qk})"
-            )
-        if p.dtype not in DTYPES:
-            raise ShapeError(f"{self.name} takes dtype {' or '.join(DTYPES)} (got {p.dtype})")
+        check_head_dims(self.name, problem, HEAD_DIMS, DTYPES)
 
     # -- tensors ------------------------------------------------------------------------------
     def _workspace_bytes(self, problem: AttentionProblem) -> int:
@@ -136,12 +128,6 @@ class BlackwellFmhaBwd(KernelPlan):
         specs = self.tensor_specs(problem)
         return {n: ref[n].reshape(specs[n].shape) for n in ("dq", "dk", "dv")}
 
-    def reference(self, problem: AttentionProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        return self._to_mine(problem, self.workload.reference(problem, inputs))
-
-    def reference_lowp(self, problem: AttentionProblem, inputs: Mapping[str, Any]):
-        return self._to_mine(problem, self.workload.reference_lowp(problem, inputs))
-
     # -- the kernel ---------------------------------------------------------------------------
     def plan(
         self, problem: AttentionProblem, config: BlackwellFmhaBwdConfig, target: Target
@@ -152,13 +138,8 @@ class BlackwellFmhaBwd(KernelPlan):
 
         p = problem
         mod = load_example(self.source)
-        masks = mod.fmha_utils.MaskEnum
-        if p.masked():
-            mask = masks.WINDOW_MASK_BWD_INFERENCE if p.sq != p.sk else masks.WINDOW_MASK_BWD
-        elif p.sq % config.mma_tiler_mn[0]:
-            mask = masks.RESIDUAL_MASK_BWD
-        else:
-            mask = masks.WINDOW_MASK_BWD  # no window: nothing masked
+        ragged = bool(p.sq % config.mma_tiler_mn[0])
+        mask = select_mask(mod.fmha_utils.MaskEnum, p, ragged, bwd=True)
         kernel = mod.BlackwellFusedMultiHeadAttentionBackward(
             dtypes.cute_type(p.dtype),
             cutlass.Float32,
@@ -169,9 +150,7 @@ class BlackwellFmhaBwd(KernelPlan):
         # (s_q_max, s_k_max, d, ((h_r, h_k), b)) (run() L2987)
         shape = (p.sq, p.sk, p.d_qk, ((p.group, p.h_kv), p.b))
         scale = p.scale()
-        left, right = p.left(), p.right()
-        wl = None if left is None else cutlass.Int32(left)
-        wr = None if right is None else cutlass.Int32(right)
+        wl, wr = window_args(p)
         return CuteKernel(
             self.name,
             kernel,

@@ -42,15 +42,22 @@ Target sm_90a: runs on the H200.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, Config, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec
+from kernelplan import STREAM, Config, CuteKernel, ShapeError, Target, TensorSpec
 from kernelplan.cutlass_src import load_example
 from kernelplan.workloads.attention import ATTENTION_FWD, AttentionProblem
 
-LOG2_E = 1.4426950408889634074
+from ..fmha_common import (
+    LOG2_E,
+    ForwardViews,
+    check_head_dims,
+    persistent_meta,
+    select_mask,
+    window_args,
+)
+
 HEAD_DIMS = (32, 64, 128, 256)
 DTYPES = ("float16", "bfloat16")
 
@@ -74,17 +81,7 @@ class HopperFmhaConfig(Config):
             )
 
 
-def _fixed_hardware_info(sm_count: int):
-    """A stand-in for ``cutlass.utils.HardwareInfo`` that reports ``sm_count`` SMs."""
-
-    class _HardwareInfo:
-        def get_device_multiprocessor_count(self) -> int:
-            return sm_count
-
-    return _HardwareInfo
-
-
-class HopperFmha(KernelPlan):
+class HopperFmha(ForwardViews):
     """CUTLASS CuTe DSL Hopper FMHA forward (see the module docstring)."""
 
     name: ClassVar[str] = "hopper_fmha"
@@ -102,16 +99,7 @@ class HopperFmha(KernelPlan):
     # -- what it takes ----------------------------------------------------------------------
     def supports(self, problem: AttentionProblem) -> None:
         p = problem
-        if p.d_qk != p.d_v:
-            raise ShapeError(
-                f"{self.name} takes one head dim for Q/K and V (got --d_qk {p.d_qk}, --d_v {p.d_v})"
-            )
-        if p.d_qk not in HEAD_DIMS:
-            raise ShapeError(
-                f"{self.name} takes head dim {', '.join(map(str, HEAD_DIMS))} (got --d_qk {p.d_qk})"
-            )
-        if p.dtype not in DTYPES:
-            raise ShapeError(f"{self.name} takes dtype {' or '.join(DTYPES)} (got {p.dtype})")
+        check_head_dims(self.name, p, HEAD_DIMS, DTYPES)
         if p.left() is not None and p.left() >= p.sk - 1:
             raise ShapeError(
                 f"{self.name} takes --window_left < sk - 1 = {p.sk - 1} (got {p.window_left})"
@@ -185,30 +173,8 @@ class HopperFmha(KernelPlan):
             "lse": t(p.sq, g, 1, "float32", **out),
         }
 
-    def prepare_inputs(self, problem: AttentionProblem, seed: int, device: str = "cuda"):
-        """The workload's tensors (same seed, same numbers as every implementation), Q/K/V/O
-        as 5-D views of the same memory and the LSE in upstream's (b, sq, h_kv, group, 1)."""
-        p = problem
-        x = self.workload.prepare_inputs(p, self.workload.tensor_specs(p), seed, device)
-        specs = self.tensor_specs(p)
-        out = {n: x[n].view(specs[n].shape) for n in ("q", "k", "v", "o")}
-        out["lse"] = x["lse"].new_zeros(specs["lse"].shape)
-        return out
-
-    def _to_mine(self, problem: AttentionProblem, ref: Mapping[str, Any]) -> dict[str, Any]:
-        p = problem
-        specs = self.tensor_specs(p)
-        return {
-            "o": ref["o"].reshape(specs["o"].shape),
-            "lse": ref["lse"].transpose(1, 2).reshape(specs["lse"].shape),
-        }
-
-    def reference(self, problem: AttentionProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The workload's reference, O reshaped and the LSE transposed to upstream's storage."""
-        return self._to_mine(problem, self.workload.reference(problem, inputs))
-
-    def reference_lowp(self, problem: AttentionProblem, inputs: Mapping[str, Any]):
-        return self._to_mine(problem, self.workload.reference_lowp(problem, inputs))
+    # prepare_inputs, reference, reference_lowp: ForwardViews (the LSE in upstream's
+    # (b, sq, h_kv, group, 1))
 
     # -- the kernel -------------------------------------------------------------------------
     def plan(
@@ -218,19 +184,11 @@ class HopperFmha(KernelPlan):
 
         p = problem
         mod = load_example(self.source)
-        masks = mod.fmha_utils.MaskEnum
         tile_n = config.mma_tile_shape_mn[1]
-        left, right = p.left(), p.right()
-        if p.masked():
-            mask = masks.WINDOW_MASK_INFERENCE if p.sq != p.sk else masks.WINDOW_MASK
-        elif p.sk % tile_n:
-            mask = masks.RESIDUAL_MASK
-        else:
-            mask = masks.WINDOW_MASK  # with no window: nothing masked
+        mask = select_mask(mod.fmha_utils.MaskEnum, p, ragged=bool(p.sk % tile_n))
         meta: dict[str, Any] = {"mask_type": mask.name}
         if config.is_persistent:
-            mod.fmha_utils.HardwareInfo = _fixed_hardware_info(target.sm_count)
-            meta.update(sm_count=target.sm_count, sm_count_from=target.sm_count_from)
+            persistent_meta(mod, target, meta)
         kernel = mod.HopperFusedMultiHeadAttentionForward(
             cutlass.Float32,
             cutlass.Float32,
@@ -239,8 +197,7 @@ class HopperFmha(KernelPlan):
             mask,
         )
         scale = p.scale()
-        wl = None if left is None else cutlass.Int32(left)
-        wr = None if right is None else cutlass.Int32(right)
+        wl, wr = window_args(p)
         return CuteKernel(
             self.name,
             kernel,

@@ -63,9 +63,6 @@ written once (a kernel's fp32 dQ accumulator and D are workspace, not counted).
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -73,6 +70,7 @@ from typing import Any, ClassVar
 from .. import dtypes
 from ..kernel import TensorSpec
 from ..workload import Problem, ShapeError, Workload
+from ._common import Rederived, check_integer, lse_tolerance, no_tf32, resolve_softmax_scale
 
 #: element types of Q, K, V and O (implementations restrict further)
 DTYPES = ("bfloat16", "float16", "float32")
@@ -84,7 +82,7 @@ REF_CHUNK_ELEMS = 1 << 27
 
 
 @dataclass(frozen=True)
-class AttentionProblem(Problem):
+class AttentionProblem(Rederived):
     """One attention forward problem (see the module docstring for the math and the mask).
 
     Args:
@@ -121,22 +119,15 @@ class AttentionProblem(Problem):
     label_derived: ClassVar[tuple[str, ...]] = ("softmax_scale",)
 
     def validate(self) -> None:
-        def integer(key: str, lo: int) -> int:
-            v = getattr(self, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-                what = "a positive integer" if lo == 1 else f"an integer >= {lo}"
-                raise ShapeError(f"--{key} must be {what} (got {v!r})")
-            return v
-
         auto = set()
         for key, src in (("sk", "sq"), ("h_kv", "h_q"), ("d_v", "d_qk")):
             if getattr(self, key) is None:
                 object.__setattr__(self, key, getattr(self, src))
                 auto.add(key)
         for key in ("b", "sq", "sk", "h_q", "h_kv", "d_qk", "d_v"):
-            integer(key, 1)
-        integer("window_left", -1)
-        integer("window_right", -1)
+            check_integer(self, key, 1)
+        check_integer(self, "window_left", -1)
+        check_integer(self, "window_right", -1)
         if not isinstance(self.causal, bool):
             raise ShapeError(f"--causal must be true or false (got {self.causal!r})")
         if self.h_q % self.h_kv:
@@ -159,20 +150,10 @@ class AttentionProblem(Problem):
                 f"{self.sq - self.sk - right} queries see no key (bottom-right aligned), "
                 "softmax over no key is undefined"
             )
-        if self.softmax_scale is None:
-            object.__setattr__(self, "softmax_scale", float(self.d_qk) ** -0.5)
-            auto.add("softmax_scale")
-        sc = self.softmax_scale
-        if isinstance(sc, bool) or not isinstance(sc, (int, float)) or not 0 < sc < math.inf:
-            raise ShapeError(f"--softmax_scale must be a positive number (got {sc!r})")
-        object.__setattr__(self, "softmax_scale", float(sc))
+        resolve_softmax_scale(self, self.d_qk, auto)
+        # derived (``sk`` from ``sq``, ``h_kv``, ``d_v``, ``softmax_scale``): replace() derives
+        # them again unless given
         object.__setattr__(self, "_auto", frozenset(auto))
-
-    def replace(self, **changes: Any) -> AttentionProblem:
-        """A copy with ``changes``; fields that were derived (``sk`` from ``sq``, ``h_kv``,
-        ``d_v``, ``softmax_scale``) are derived again unless given."""
-        derived = {k: None for k in getattr(self, "_auto", ())}
-        return dataclasses.replace(self, **{**derived, **changes})
 
     def resolved(self) -> dict[str, Any]:
         """Every field with its value (derived ones included; the same as :meth:`to_dict`,
@@ -228,19 +209,6 @@ class AttentionProblem(Problem):
         return total
 
 
-@contextlib.contextmanager
-def _no_tf32():
-    """fp32 matmuls in fp32 (TF32 would round the operands to 10-bit mantissas)."""
-    import torch
-
-    prev = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = prev
-
-
 def visible_mask(problem: AttentionProblem, rows: range | None = None, device: Any = "cpu"):
     """Boolean (len(rows), sk) tensor: True where query ``r`` sees key ``k`` (None if nothing
     is masked)."""
@@ -259,6 +227,15 @@ def visible_mask(problem: AttentionProblem, rows: range | None = None, device: A
     if p.right() is not None:
         ok &= k <= diag + p.right()
     return ok
+
+
+def _sizes(problem: AttentionProblem) -> tuple[int, int, int, int]:
+    """Elements of Q, of K and V together, of O; bytes of the fp32 LSE."""
+    p = problem
+    q = p.b * p.sq * p.h_q * p.d_qk
+    kv = p.b * p.sk * p.h_kv * (p.d_qk + p.d_v)
+    o = p.b * p.sq * p.h_q * p.d_v
+    return q, kv, o, p.b * p.h_q * p.sq * 4
 
 
 class AttentionFwdWorkload(Workload):
@@ -318,7 +295,7 @@ class AttentionFwdWorkload(Workload):
         o = torch.empty((p.b, p.sq, p.h_q, p.d_v), dtype=torch.float32, device=dev)
         lse = torch.empty((p.b, p.h_q, p.sq), dtype=torch.float32, device=dev)
         rows = max(1, min(p.sq, REF_CHUNK_ELEMS // max(1, p.h_q * p.sk)))
-        with _no_tf32():
+        with no_tf32():
             for i in range(p.b):
                 kf = k[i].float().repeat_interleave(p.group, dim=1)  # (sk, h_q, d_qk)
                 vf = v[i].float().repeat_interleave(p.group, dim=1)  # (sk, h_q, d_v)
@@ -360,25 +337,13 @@ class AttentionFwdWorkload(Workload):
         compute it from fp32 sums of low-precision products with the hardware's exp2/log2
         approximations (the same bound as :mod:`kernelplan.workloads.mla_decode`). ``o``
         follows its dtype and the low-precision baseline."""
-        if output == "lse":
-            from ..check import Tolerance
-
-            return Tolerance(
-                rel_norm=1e-4,
-                max_abs_rel=1e-3,
-                basis="fp32 LSE from fp32 sums with exp2/log2 approximations",
-            )
-        return None
+        return lse_tolerance() if output == "lse" else None
 
     # -- roofline -----------------------------------------------------------------------------
     def flops_bytes(self, problem: AttentionProblem) -> tuple[float, float]:
         p = problem
         flops = 2.0 * p.b * p.h_q * p.visible_pairs() * (p.d_qk + p.d_v)
-        e = dtypes.nbytes(p.dtype)
-        q = p.b * p.sq * p.h_q * p.d_qk
-        kv = p.b * p.sk * p.h_kv * (p.d_qk + p.d_v)
-        o = p.b * p.sq * p.h_q * p.d_v
-        lse = p.b * p.h_q * p.sq * 4
+        e, (q, kv, o, lse) = dtypes.nbytes(p.dtype), _sizes(p)
         return flops, float((q + kv + o) * e + lse)
 
     def compute_dtype(self, problem: AttentionProblem) -> str:
@@ -475,6 +440,22 @@ class AttentionBwdWorkload(Workload):
         return out
 
     # -- references ---------------------------------------------------------------------------
+    def _read(self, problem: AttentionProblem, inputs: Mapping[str, Any], names: tuple[str, ...]):
+        """``inputs[n]`` in the workload's shape (BSHD; the LSE (b, h_q, sq)): an
+        implementation may pass views of the same memory in other shapes."""
+        own = self.tensor_specs(problem)
+        return tuple(inputs[n].reshape(own[n].shape) for n in names)
+
+    def _grads(self, problem: AttentionProblem, device: Any):
+        """fp32 dQ (filled per head chunk), dK and dV (zeroed: summed over each group)."""
+        import torch
+
+        own = self.tensor_specs(problem)
+        dq = torch.empty(own["dq"].shape, dtype=torch.float32, device=device)
+        dk = torch.zeros(own["dk"].shape, dtype=torch.float32, device=device)
+        dv = torch.zeros(own["dv"].shape, dtype=torch.float32, device=device)
+        return dq, dk, dv
+
     def _head_chunk(self, problem: AttentionProblem) -> int:
         p = problem
         return max(1, min(p.h_q, REF_CHUNK_ELEMS // max(1, p.sq * p.sk)))
@@ -487,18 +468,12 @@ class AttentionBwdWorkload(Workload):
         import torch
 
         p = problem
-        q, k, v, do = (inputs[n] for n in ("q", "k", "v", "do"))
+        q, k, v, do = self._read(p, inputs, ("q", "k", "v", "do"))
         dev = q.device
-        q = q.reshape(p.b, p.sq, p.h_q, p.d_qk)
-        k = k.reshape(p.b, p.sk, p.h_kv, p.d_qk)
-        v = v.reshape(p.b, p.sk, p.h_kv, p.d_v)
-        do = do.reshape(p.b, p.sq, p.h_q, p.d_v)
-        dq = torch.empty((p.b, p.sq, p.h_q, p.d_qk), dtype=torch.float32, device=dev)
-        dk = torch.zeros((p.b, p.sk, p.h_kv, p.d_qk), dtype=torch.float32, device=dev)
-        dv = torch.zeros((p.b, p.sk, p.h_kv, p.d_v), dtype=torch.float32, device=dev)
+        dq, dk, dv = self._grads(p, dev)
         mask = visible_mask(p, None, dev)
         hc = self._head_chunk(p)
-        with _no_tf32(), torch.enable_grad():
+        with no_tf32(), torch.enable_grad():
             for i in range(p.b):
                 for j0 in range(0, p.h_q, hc):
                     heads = torch.arange(j0, min(p.h_q, j0 + hc), device=dev)
@@ -526,23 +501,16 @@ class AttentionBwdWorkload(Workload):
 
         p = problem
         lp = getattr(torch, p.dtype)
-        q = inputs["q"].reshape(p.b, p.sq, p.h_q, p.d_qk)
-        k = inputs["k"].reshape(p.b, p.sk, p.h_kv, p.d_qk)
-        v = inputs["v"].reshape(p.b, p.sk, p.h_kv, p.d_v)
-        o = inputs["o"].reshape(p.b, p.sq, p.h_q, p.d_v)
-        do = inputs["do"].reshape(p.b, p.sq, p.h_q, p.d_v)
-        lse = inputs["lse"].reshape(p.b, p.h_q, p.sq)
+        q, k, v, o, do, lse = self._read(p, inputs, ("q", "k", "v", "o", "do", "lse"))
         dev = q.device
-        dq = torch.empty((p.b, p.sq, p.h_q, p.d_qk), dtype=torch.float32, device=dev)
-        dk = torch.zeros((p.b, p.sk, p.h_kv, p.d_qk), dtype=torch.float32, device=dev)
-        dv = torch.zeros((p.b, p.sk, p.h_kv, p.d_v), dtype=torch.float32, device=dev)
+        dq, dk, dv = self._grads(p, dev)
         mask = visible_mask(p, None, dev)
         hc = self._head_chunk(p)
 
         def r(t):
             return t.to(lp).float()
 
-        with _no_tf32():
+        with no_tf32():
             for i in range(p.b):
                 for j0 in range(0, p.h_q, hc):
                     heads = torch.arange(j0, min(p.h_q, j0 + hc), device=dev)
@@ -565,11 +533,7 @@ class AttentionBwdWorkload(Workload):
     def flops_bytes(self, problem: AttentionProblem) -> tuple[float, float]:
         p = problem
         flops = 2.0 * p.b * p.h_q * p.visible_pairs() * (3 * p.d_qk + 2 * p.d_v)
-        e = dtypes.nbytes(p.dtype)
-        q = p.b * p.sq * p.h_q * p.d_qk
-        kv = p.b * p.sk * p.h_kv * (p.d_qk + p.d_v)
-        o = p.b * p.sq * p.h_q * p.d_v
-        lse = p.b * p.h_q * p.sq * 4
+        e, (q, kv, o, lse) = dtypes.nbytes(p.dtype), _sizes(p)
         # read Q, K, V, O, dO, LSE; write dQ, dK, dV
         return flops, float((2 * (q + kv) + 2 * o) * e + lse)
 

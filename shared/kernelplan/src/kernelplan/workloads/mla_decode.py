@@ -131,9 +131,6 @@ the KV part alone 0.559x: the latent half halves, the rope does not).
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -143,6 +140,7 @@ from .. import dtypes
 from ..errors import KernelPlanError
 from ..kernel import TensorSpec
 from ..workload import Problem, ShapeError, Workload
+from ._common import Rederived, check_integer, lse_tolerance, no_tf32, resolve_softmax_scale
 
 #: the element types Q, the cache and O may have (implementations restrict further)
 DTYPES = ("bfloat16", "float16", "float8_e4m3fn", "float32")
@@ -192,7 +190,7 @@ def varlen_lengths(b: int, t: int, seed: int) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class MlaDecodeProblem(Problem):
+class MlaDecodeProblem(Rederived):
     """One MLA decode step (see the module docstring for the math and the conventions).
 
     Args:
@@ -251,21 +249,14 @@ class MlaDecodeProblem(Problem):
     label_derived: ClassVar[tuple[str, ...]] = ("softmax_scale", "num_pages")
 
     def validate(self) -> None:
-        def integer(key: str, lo: int) -> int:
-            v = getattr(self, key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-                what = "a positive integer" if lo == 1 else f"an integer >= {lo}"
-                raise ShapeError(f"--{key} must be {what} (got {v!r})")
-            return v
-
-        integer("b", 1)
-        integer("s", 1)
-        integer("t", 0)
-        integer("h", 1)
-        integer("page", 1)
-        integer("d_latent", 1)
-        integer("d_rope", 0)
-        integer("varlen_seed", 0)
+        check_integer(self, "b", 1)
+        check_integer(self, "s", 1)
+        check_integer(self, "t", 0)
+        check_integer(self, "h", 1)
+        check_integer(self, "page", 1)
+        check_integer(self, "d_latent", 1)
+        check_integer(self, "d_rope", 0)
+        check_integer(self, "varlen_seed", 0)
         for key in ("varlen", "causal"):
             if not isinstance(getattr(self, key), bool):
                 raise ShapeError(f"--{key} must be true or false (got {getattr(self, key)!r})")
@@ -288,20 +279,14 @@ class MlaDecodeProblem(Problem):
 
         # fields resolved here are re-derived by replace() unless given again
         auto = set()
-        if self.softmax_scale is None:
-            object.__setattr__(self, "softmax_scale", float(self.d_qk) ** -0.5)
-            auto.add("softmax_scale")
-        sc = self.softmax_scale
-        if isinstance(sc, bool) or not isinstance(sc, (int, float)) or not 0 < sc < math.inf:
-            raise ShapeError(f"--softmax_scale must be a positive number (got {sc!r})")
-        object.__setattr__(self, "softmax_scale", float(sc))
+        resolve_softmax_scale(self, self.d_qk, auto)
         need = self.pages_needed()
         width = self.table_pages()  # once: it walks every length
         spare = 1 if any(_ceil_div(n, self.page) < width for n in lens) else 0
         if self.num_pages is None:
             object.__setattr__(self, "num_pages", need + SPARE_PAGES)
             auto.add("num_pages")
-        integer("num_pages", 1)
+        check_integer(self, "num_pages", 1)
         if self.num_pages < need + spare:
             extra = " plus 1 spare page that the page table's unused entries point at"
             raise ShapeError(
@@ -363,11 +348,8 @@ class MlaDecodeProblem(Problem):
         if blk == KV_BLOCK_DEFAULT:
             object.__setattr__(self, "kv_block", None)
 
-    def replace(self, **changes: Any) -> MlaDecodeProblem:
-        """A copy with ``changes``; ``softmax_scale`` and ``num_pages`` that were derived are
-        derived again (a larger ``t`` gets a larger cache) unless given."""
-        derived = {k: None for k in getattr(self, "_auto", ())}
-        return dataclasses.replace(self, **{**derived, **changes})
+    # replace(): ``softmax_scale`` and ``num_pages`` that were derived are derived again (a
+    # larger ``t`` gets a larger cache) unless given (Rederived)
 
     # -- derived values ---------------------------------------------------------------------
     def lengths(self) -> tuple[int, ...]:
@@ -491,19 +473,6 @@ def plain_cache_only(name: str, problem: MlaDecodeProblem) -> None:
             f"{name} takes a cache of the --dtype only (got --kv_dtype {problem.kv_dtype}: "
             "the scaled FP8 latent cache)"
         )
-
-
-@contextlib.contextmanager
-def _no_tf32():
-    """fp32 matmuls in fp32 (TF32 would round the operands to 10-bit mantissas)."""
-    import torch
-
-    prev = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = prev
 
 
 class MlaDecodeWorkload(Workload):
@@ -701,7 +670,7 @@ class MlaDecodeWorkload(Workload):
         lse = torch.full((p.b, p.s, p.h), float("-inf"), dtype=torch.float32, device=dev)
         # key k is visible to query r when k <= k_last[r]
         shift = [(-p.s + r + 1) if (p.causal and p.s > 1) else 0 for r in range(p.s)]
-        with _no_tf32():
+        with no_tf32():
             for i, n in enumerate(p.lengths()):
                 if n == 0:
                     continue
@@ -787,12 +756,7 @@ class MlaDecodeWorkload(Workload):
         from ..check import Tolerance, tolerance_for
 
         if output == "lse":
-            return Tolerance(
-                rel_norm=1e-4,
-                max_abs_rel=1e-3,
-                basis="fp32 LSE from fp32 sums with exp2/log2 approximations; FlashMLA's "
-                "test allows ~1.2e-4 relative",
-            )
+            return lse_tolerance("; FlashMLA's test allows ~1.2e-4 relative")
         if output == "o" and problem.kv_fp8:
             t = tolerance_for(problem.dtype)
             return Tolerance(
