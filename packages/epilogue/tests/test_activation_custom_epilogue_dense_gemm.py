@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelplan import ShapeError
-from kernelplan.testing import needs_sources
+from kernelplan.testing import assert_registered, needs_sources, refused_in_one_line, static_report
 
 torch = pytest.importorskip("torch")
 adapter = pytest.importorskip(
@@ -17,8 +16,7 @@ adapter = pytest.importorskip(
 def test_registered():
     from cute_epilogue import KERNELS
 
-    name = "activation_custom_epilogue_dense_gemm"
-    assert KERNELS[name] == f"{adapter.__name__}:ActivationCustomEpilogueDenseGemm"
+    assert_registered(KERNELS, adapter.ActivationCustomEpilogueDenseGemm)
 
 
 @pytest.mark.parametrize("act", adapter.ACTIVATIONS)
@@ -51,14 +49,10 @@ def test_reference(act):
 )
 def test_bad_input_one_line(kw, needle):
     plan = adapter.ActivationCustomEpilogueDenseGemm()
-    with pytest.raises(ShapeError) as e:
+    with refused_in_one_line(needle):
         plan.problem(plan.default_problem().to_dict() | kw)
-    assert needle in str(e.value) and "\n" not in str(e.value)
 
 
 @needs_sources
 def test_static_compile_for_target_sm():
-    plan = adapter.ActivationCustomEpilogueDenseGemm()
-    p = plan.default_problem()
-    report = plan.run_static(p, plan.default_config(p), use_cache=False)
-    assert report["arch"] == "sm_100a" and report["categories"]["mma"] > 0
+    static_report(adapter.ActivationCustomEpilogueDenseGemm(), "sm_100a")

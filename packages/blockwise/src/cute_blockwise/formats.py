@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cute_gemm.blackwell_common import resolve_group_sizes
+
 from kernelplan import ShapeError, TensorSpec
 from kernelplan.workloads.gemm import GemmProblem
 
@@ -190,27 +192,6 @@ def flops_bytes(p: BlockwiseGemmProblem) -> tuple[float, float]:
 GROUP_ALIGN_M = 128
 
 
-def draw_group_sizes(total: int, groups: int, seed: int, align: int) -> tuple[int, ...]:
-    """``groups`` sizes, each a multiple of ``align`` (zero allowed), summing to ``total``; a
-    function of its arguments only: each of the ``total / align`` tiles goes to a group drawn
-    uniformly by ``random.Random(seed)`` (a multinomial draw, as upstream's mixed-input grouped
-    example draws its N groups, ``mixed_input_host_utils.py`` ``create_cumsum_tensor``
-    L57-L60, there from torch's global generator).
-
-    Upstream's blockwise grouped example instead draws each group independently, ``128 *
-    randint(int(0.7 e) // 128, int(1.3 e) // 128)`` around an expected size ``e``
-    (``create_mask``, contiguous_grouped_gemm.py L2630-L2654, Python's unseeded ``random``),
-    so its total M is itself random; here the total is the problem's.
-    """
-    import random
-
-    rng = random.Random(seed)
-    counts = [0] * groups
-    for _ in range(total // align):
-        counts[rng.randrange(groups)] += 1
-    return tuple(c * align for c in counts)
-
-
 @dataclass(frozen=True)
 class GroupedBlockwiseGemmProblem(BlockwiseGemmProblem):
     """The contiguous grouped blockwise GEMM: A (M, K) and C (M, N) hold the groups' rows one
@@ -220,11 +201,17 @@ class GroupedBlockwiseGemmProblem(BlockwiseGemmProblem):
     Args:
         groups: number of groups (B's L); derived from ``group_sizes`` when that is given.
         group_sizes: rows of each group, each a multiple of 128 (zero allowed), summing to
-            ``m``; None: drawn from (m, groups, group_seed) by :func:`draw_group_sizes`.
+            ``m``; None: drawn from (m, groups, group_seed) by
+            :func:`~cute_gemm.blackwell_common.draw_group_sizes`.
         group_seed: the seed of that draw.
 
     ``l`` is A's and C's batch and must stay 1 (the groups are B's L, as upstream flattens
     them into M).
+
+    Upstream's example instead draws each group independently, ``128 * randint(int(0.7 e) //
+    128, int(1.3 e) // 128)`` around an expected size ``e`` (``create_mask``,
+    contiguous_grouped_gemm.py L2630-L2654, Python's unseeded ``random``), so its total M is
+    itself random; here the total is the problem's.
     """
 
     m: int = 256
@@ -238,31 +225,7 @@ class GroupedBlockwiseGemmProblem(BlockwiseGemmProblem):
             raise ShapeError(
                 f"--l {self.l}: the grouped GEMM's A and C have L=1; the groups are --groups"
             )
-        sizes = self.group_sizes
-        if sizes is None:
-            g = 1 if self.groups is None else self.groups
-            if not isinstance(g, int) or g <= 0:
-                raise ShapeError(f"--groups must be a positive integer (got {g})")
-            if self.m % GROUP_ALIGN_M:
-                raise ShapeError(
-                    f"--m {self.m}: groups are multiples of {GROUP_ALIGN_M} rows, so M is too"
-                )
-            sizes = draw_group_sizes(self.m, g, self.group_seed, GROUP_ALIGN_M)
-        else:
-            sizes = tuple(sizes)
-            if self.groups is not None and self.groups != len(sizes):
-                raise ShapeError(
-                    f"--groups {self.groups} but --group_sizes has {len(sizes)} entries"
-                )
-        if not sizes or any(not isinstance(s, int) or s < 0 or s % GROUP_ALIGN_M for s in sizes):
-            raise ShapeError(
-                f"--group_sizes {list(sizes)}: each a multiple of {GROUP_ALIGN_M} rows "
-                "(zero allowed), at least one group"
-            )
-        if sum(sizes) != self.m:
-            raise ShapeError(f"--group_sizes {list(sizes)} sums to {sum(sizes)}, not --m {self.m}")
-        object.__setattr__(self, "group_sizes", sizes)
-        object.__setattr__(self, "groups", len(sizes))
+        resolve_group_sizes(self, "m", GROUP_ALIGN_M, "rows")
 
 
 def grouped_tensor_specs(p: GroupedBlockwiseGemmProblem) -> dict[str, TensorSpec]:

@@ -29,17 +29,26 @@ error into one line. What depends on the config alone is checked once, in ``vali
 what depends on the problem too (the epilogue without TMA store has no bounds check) is
 checked by :meth:`BlackwellDenseGemmPlan.fits`, from :meth:`~BlackwellDenseGemmPlan.config`
 and again from :meth:`~BlackwellDenseGemmPlan.plan`.
+
+The other sm_100a GEMM-family packages (blockwise, mixed-input, blockscaled, epilogue) build
+their adapters on :class:`Sm100GemmPlan` (the persistent launch with the
+``max_active_clusters`` the target allows; :class:`Sm100FormatGemmPlan`: on a problem format
+of their own) and share :func:`check_16_byte_extents`
+and, for the grouped GEMMs, :func:`resolve_group_sizes`.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
-from kernelplan import STREAM, Config, Const, CuteKernel, ShapeError, Target
+from kernelplan import STREAM, Config, Const, CuteKernel, KernelPlan, ShapeError, Target
+from kernelplan import dtypes as _dtypes
 from kernelplan.cutlass_src import load_example
 from kernelplan.device import max_active_clusters
-from kernelplan.workloads.gemm import GemmProblem
+from kernelplan.workloads.gemm import GEMM, GemmProblem
 
 from .common import GemmPlan
 
@@ -257,11 +266,191 @@ class BlackwellDenseGemmPlan(GemmPlan):
         specs = self.tensor_specs(problem)
         if not self.static_persistent:
             return CuteKernel(self.name, gemm, lambda t: (t["a"], t["b"], t["c"], STREAM), specs)
-        n, why = max_active_clusters(config.ctas_per_cluster(), target)
-        return CuteKernel(
+        return persistent_kernel(
             self.name,
             gemm,
-            lambda t: (t["a"], t["b"], t["c"], Const(n), STREAM),
+            lambda t: (t["a"], t["b"], t["c"]),
+            config.ctas_per_cluster(),
+            target,
             specs,
-            meta={"max_active_clusters": n, "max_active_clusters_from": why},
         )
+
+
+# -- shared by the sm_100a GEMM-family adapters of the other packages --------------------------
+def persistent_kernel(
+    name: str,
+    gemm: Any,
+    lead: Callable[[Mapping[str, Any]], tuple],
+    cluster_size: int,
+    target: Target,
+    specs: Mapping[str, Any],
+    *,
+    trail: Callable[[Mapping[str, Any]], tuple] | None = None,
+    options: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    kernel_type: type[CuteKernel] = CuteKernel,
+) -> CuteKernel:
+    """The kernel of a static-persistent upstream GEMM: its ``__call__`` takes ``lead(t)``,
+    then the compile-time ``max_active_clusters`` (what the target allows for clusters of
+    ``cluster_size`` CTAs, :func:`kernelplan.device.max_active_clusters`), the stream, then
+    ``trail(t)``. The record's meta says the number and where it came from, then ``meta``."""
+    n, why = max_active_clusters(cluster_size, target)
+
+    def args(t: Mapping[str, Any]) -> tuple:
+        return (*lead(t), Const(n), STREAM, *(trail(t) if trail else ()))
+
+    return kernel_type(
+        name,
+        gemm,
+        args,
+        specs,
+        options=options,
+        meta={"max_active_clusters": n, "max_active_clusters_from": why, **(meta or {})},
+    )
+
+
+def check_16_byte_extents(
+    name: str,
+    extents: Iterable[tuple[str, int, str]],
+    bits: Callable[[str], float] = lambda d: _dtypes.dtype(d).bits,
+) -> None:
+    """Upstream's ``is_valid_tensor_alignment``: each contiguous extent (flag, extent, dtype)
+    is 16 bytes of its type (TMA); ``bits`` gives a type's width where kernelplan's table has
+    no torch name for it (int4, fp4).
+
+    Raises:
+        ShapeError: the first extent that is not, one line.
+    """
+    for key, extent, dt in extents:
+        if extent * bits(dt) % 128:
+            raise ShapeError(
+                f"{name}: --{key} {extent} is not a multiple of 16 bytes of {dt} (TMA)"
+            )
+
+
+def draw_group_sizes(total: int, groups: int, seed: int, align: int) -> tuple[int, ...]:
+    """``groups`` sizes, each a multiple of ``align`` (zero allowed), summing to ``total``; a
+    function of its arguments only: each of the ``total / align`` units goes to a group drawn
+    uniformly by ``random.Random(seed)`` (a multinomial draw, as upstream's mixed-input grouped
+    example draws its N groups, ``mixed_input_host_utils.py`` ``create_cumsum_tensor``
+    L57-L60, there from torch's global generator seeded once per run)."""
+    import random
+
+    rng = random.Random(seed)
+    counts = [0] * groups
+    for _ in range(total // align):
+        counts[rng.randrange(groups)] += 1
+    return tuple(c * align for c in counts)
+
+
+def resolve_group_sizes(problem: Any, axis: str, align: int, unit: str, note: str = "") -> None:
+    """Sets a grouped problem's ``group_sizes`` (drawn by :func:`draw_group_sizes` from
+    ``groups`` and ``group_seed`` when not given) and ``groups`` (their count), the groups
+    laid along ``axis`` ("m" or "n") in multiples of ``align`` ``unit`` (why: ``note``).
+    Called from the problem's ``validate()``.
+
+    Raises:
+        ShapeError: a count, vector or total that does not fit, one line naming the flag.
+    """
+    total, why = getattr(problem, axis), f" ({note})" if note else ""
+    sizes, groups = problem.group_sizes, problem.groups
+    if sizes is None:
+        g = 1 if groups is None else groups
+        if not isinstance(g, int) or g <= 0:
+            raise ShapeError(f"--groups must be a positive integer (got {g})")
+        if total % align:
+            raise ShapeError(
+                f"--{axis} {total}: groups are multiples of {align} {unit}{why}, so "
+                f"{axis.upper()} is too"
+            )
+        sizes = draw_group_sizes(total, g, problem.group_seed, align)
+    else:
+        sizes = tuple(sizes)
+        if groups is not None and groups != len(sizes):
+            raise ShapeError(f"--groups {groups} but --group_sizes has {len(sizes)} entries")
+    if not sizes or any(not isinstance(s, int) or s < 0 or s % align for s in sizes):
+        zero = f" ({note}; zero allowed)" if note else " (zero allowed)"
+        raise ShapeError(
+            f"--group_sizes {list(sizes)}: each a multiple of {align} {unit}{zero}, at least "
+            "one group"
+        )
+    if sum(sizes) != total:
+        raise ShapeError(f"--group_sizes {list(sizes)} sums to {sum(sizes)}, not --{axis} {total}")
+    object.__setattr__(problem, "group_sizes", sizes)
+    object.__setattr__(problem, "groups", len(sizes))
+
+
+class Format(NamedTuple):
+    """Where an adapter's tensors, inputs, reference and counts come from: a package's
+    format functions (``prepare_inputs(problem, specs, seed, device)``)."""
+
+    tensor_specs: Callable
+    prepare_inputs: Callable
+    reference: Callable
+    flops_bytes: Callable
+
+    @classmethod
+    def of(cls, module: Any, prefix: str = "") -> Format:
+        """The four functions ``<prefix>tensor_specs`` ... of a formats module."""
+        return cls(*(getattr(module, prefix + f) for f in cls._fields))
+
+
+class Sm100GemmPlan(KernelPlan):
+    """Base of the adapters of CUTLASS's sm_100a (tcgen05, TMEM) GEMM-family examples in the
+    packages beside this one: the GEMM workload on sm_100a, M, N, K, L run-time extents (a
+    subclass adds what else its compile leaves out) and the static-persistent launch
+    (:meth:`persistent`)."""
+
+    workload = GEMM
+    target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
+    runtime_problem_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "l", "init")
+    kernel_type: ClassVar[type[CuteKernel]] = CuteKernel
+
+    def persistent(
+        self,
+        problem,
+        gemm: Any,
+        lead: Callable[[Mapping[str, Any]], tuple],
+        cluster_shape_mn: Iterable[int],
+        target: Target,
+        **kw: Any,
+    ) -> CuteKernel:
+        """:func:`persistent_kernel` for clusters of ``cluster_shape_mn`` on this plan's
+        tensors (``specs=`` to give them), ``kernel_type`` and name."""
+        specs = kw.pop("specs", None) or self.tensor_specs(problem)
+        return persistent_kernel(
+            self.name,
+            gemm,
+            lead,
+            math.prod(cluster_shape_mn),
+            target,
+            specs,
+            kernel_type=self.kernel_type,
+            **kw,
+        )
+
+
+class Sm100FormatGemmPlan(Sm100GemmPlan):
+    """:class:`Sm100GemmPlan` on a problem format of its own: the tensors, inputs, reference
+    and counts of ``fmt``, and the low-precision reference (C rounded once to its type)."""
+
+    fmt: ClassVar[Format]
+
+    def tensor_specs(self, problem):
+        return self.fmt.tensor_specs(problem)
+
+    def prepare_inputs(self, problem, seed: int, device: str = "cuda") -> dict[str, Any]:
+        return self.fmt.prepare_inputs(problem, self.tensor_specs(problem), seed, device)
+
+    def reference(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        return self.fmt.reference(problem, inputs)
+
+    def reference_lowp(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The reference with C rounded once to ``c_dtype`` (other outputs as they are)."""
+        import torch
+
+        ref = self.reference(problem, inputs)
+        return ref | {"c": ref["c"].to(getattr(torch, problem.c_dtype)).float()}
+
+    def flops_bytes(self, problem) -> tuple[float, float]:
+        return self.fmt.flops_bytes(problem)

@@ -36,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cute_gemm.blackwell_common import resolve_group_sizes
+
 from kernelplan import ShapeError, TensorSpec
 from kernelplan.workloads.gemm import GemmProblem
 
@@ -264,23 +266,6 @@ def flops_bytes(p: MixedInputGemmProblem) -> tuple[float, float]:
 
 
 # -- the contiguous grouped variant (groups along N) ---------------------------------------------
-def draw_group_sizes(total: int, groups: int, seed: int, align: int) -> tuple[int, ...]:
-    """``groups`` sizes, each a multiple of ``align`` (zero allowed), summing to ``total``:
-    each of the ``total / align`` units goes to a group drawn uniformly by
-    ``random.Random(seed)``. Upstream's draw is the same multinomial
-    (``mixed_input_host_utils.py`` ``create_cumsum_tensor`` L57-L60: ``torch.multinomial`` of
-    ``fused_n // alignment`` draws over equal group probabilities), from torch's global
-    generator seeded once per run (``torch.manual_seed(2025)``, grouped_mixed_input_gemm.py
-    L2301); here the seed is the problem's and the draw does not depend on torch."""
-    import random
-
-    rng = random.Random(seed)
-    counts = [0] * groups
-    for _ in range(total // align):
-        counts[rng.randrange(groups)] += 1
-    return tuple(c * align for c in counts)
-
-
 @dataclass(frozen=True)
 class GroupedMixedInputGemmProblem(MixedInputGemmProblem):
     """The contiguous grouped mixed-input GEMM: A (M, K, groups) narrow (int4 with its scales
@@ -291,7 +276,10 @@ class GroupedMixedInputGemmProblem(MixedInputGemmProblem):
         groups: number of groups (A's L); derived from ``group_sizes`` when that is given.
         group_sizes: columns (N) of each group, each a multiple of 16 bytes of B's type (8
             bf16/fp16 columns; zero allowed), summing to ``n``; None: drawn from (n, groups,
-            group_seed) by :func:`draw_group_sizes`.
+            group_seed) by :func:`~cute_gemm.blackwell_common.draw_group_sizes` (upstream's
+            multinomial draw, ``create_cumsum_tensor``, from torch's global generator seeded
+            once per run, ``torch.manual_seed(2025)``, grouped_mixed_input_gemm.py L2301;
+            here the seed is the problem's and the draw does not depend on torch).
         group_seed: the seed of that draw.
 
     ``l`` must stay 1 (upstream fuses the groups into B's and C's N, L=1).
@@ -318,32 +306,8 @@ class GroupedMixedInputGemmProblem(MixedInputGemmProblem):
             raise ShapeError(
                 f"--l {self.l}: the grouped GEMM's B and C have L=1; the groups are --groups"
             )
-        align, sizes = self.group_align, self.group_sizes
-        if sizes is None:
-            g = 1 if self.groups is None else self.groups
-            if not isinstance(g, int) or g <= 0:
-                raise ShapeError(f"--groups must be a positive integer (got {g})")
-            if self.n % align:
-                raise ShapeError(
-                    f"--n {self.n}: groups are multiples of {align} columns (16 bytes of "
-                    f"{self.dtype}), so N is too"
-                )
-            sizes = draw_group_sizes(self.n, g, self.group_seed, align)
-        else:
-            sizes = tuple(sizes)
-            if self.groups is not None and self.groups != len(sizes):
-                raise ShapeError(
-                    f"--groups {self.groups} but --group_sizes has {len(sizes)} entries"
-                )
-        if not sizes or any(not isinstance(s, int) or s < 0 or s % align for s in sizes):
-            raise ShapeError(
-                f"--group_sizes {list(sizes)}: each a multiple of {align} columns (16 bytes "
-                f"of {self.dtype}; zero allowed), at least one group"
-            )
-        if sum(sizes) != self.n:
-            raise ShapeError(f"--group_sizes {list(sizes)} sums to {sum(sizes)}, not --n {self.n}")
-        object.__setattr__(self, "group_sizes", sizes)
-        object.__setattr__(self, "groups", len(sizes))
+        note = f"16 bytes of {self.dtype}"
+        resolve_group_sizes(self, "n", self.group_align, "columns", note)
 
     def a_problem(self) -> MixedInputGemmProblem:
         """A and its scales as the batched problem's with L = groups (what

@@ -31,11 +31,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, Config, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec
+from cute_gemm.blackwell_common import Format, Sm100FormatGemmPlan, check_16_byte_extents
+
+from kernelplan import Config, CuteKernel, ShapeError, Target
 from kernelplan.cutlass_src import load_example
-from kernelplan.device import max_active_clusters
 from kernelplan.kernel import Const
-from kernelplan.workloads.gemm import GEMM
 
 from .. import formats as fm
 from ..formats import BlockScaledGemmProblem
@@ -65,6 +65,15 @@ class BlockScaledConfig(Config):
                 "multicast), M even with the 256-row (2-CTA) tile"
             )
 
+    def autotune(self) -> list[BlockScaledConfig]:
+        """This config (the default), a 128x256 tile, and a 256x128 2-CTA tile on a 2x1
+        cluster."""
+        return [
+            self,
+            self.replace(mma_tiler_mn=(128, 256)),
+            self.replace(mma_tiler_mn=(256, 128), cluster_shape_mn=(2, 1)),
+        ]
+
 
 def check_block_format(name: str, p: BlockScaledGemmProblem) -> None:
     """Upstream's dtype / ``sf_vec_size`` rules (L1902-L1969) and alignment
@@ -76,29 +85,23 @@ def check_block_format(name: str, p: BlockScaledGemmProblem) -> None:
         )
     if p.sf_vec_size == 32 and p.sf_dtype != "float8_e8m0fnu":
         raise ShapeError(f"{name}: --sf_vec_size 32 (MX) takes --sf_dtype float8_e8m0fnu")
-    for key, extent, dtype in (("k", p.k, p.dtype), ("n", p.n, p.c_dtype)):
-        if extent * fm.bits(dtype) % 128:
-            raise ShapeError(
-                f"{name}: --{key} {extent} is not a multiple of 16 bytes of {dtype} (TMA)"
-            )
+    check_16_byte_extents(name, (("k", p.k, p.dtype), ("n", p.n, p.c_dtype)), fm.bits)
 
 
-class DenseBlockscaledGemmPersistent(KernelPlan):
+class DenseBlockscaledGemmPersistent(Sm100FormatGemmPlan):
     """Blackwell persistent block-scaled GEMM (tcgen05 block_scale MMA, scale factors via
     SMEM -> TMEM), sm_100a; pointer + scalar-shape entry, one compile for every shape."""
 
     name: ClassVar[str] = "dense_blockscaled_gemm_persistent"
     package: ClassVar[str] = "blockscaled"
-    workload = GEMM
     problem_type = BlockScaledGemmProblem
     source: ClassVar[str] = (
         "cute/blackwell/kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent.py"
     )
-    # tcgen05 (L38), blackwell_helpers (L43), tcgen05.CtaGroup.TWO (L202)
-    target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
+    # tcgen05 (L38), blackwell_helpers (L43), tcgen05.CtaGroup.TWO (L202); pointers and Int32
+    # extents: one compile serves every M, N, K, L
     config_type = BlockScaledConfig
-    #: pointers and Int32 extents: one compile serves every M, N, K, L
-    runtime_problem_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "l", "init")
+    fmt = Format.of(fm)
     description: ClassVar[str] = (
         "CUTLASS CuTe DSL Blackwell block-scaled GEMM (NVFP4/MXF4/MXF8), shape-generic, sm_100a"
     )
@@ -130,31 +133,7 @@ class DenseBlockscaledGemmPersistent(KernelPlan):
         return [UPSTREAM_DEFAULT.replace(m=8192, n=8192, k=1024)]
 
     def autotune_configs(self, problem: BlockScaledGemmProblem) -> list[BlockScaledConfig]:
-        base = BlockScaledConfig()
-        return [
-            base,
-            base.replace(mma_tiler_mn=(128, 256)),
-            base.replace(mma_tiler_mn=(256, 128), cluster_shape_mn=(2, 1)),
-        ]
-
-    # -- tensors, inputs, reference: the format's ---------------------------------------------
-    def tensor_specs(self, problem: BlockScaledGemmProblem) -> dict[str, TensorSpec]:
-        return fm.tensor_specs(problem)
-
-    def prepare_inputs(self, problem, seed: int, device: str = "cuda") -> dict[str, Any]:
-        return fm.prepare_inputs(problem, self.tensor_specs(problem), seed, device)
-
-    def reference(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        return fm.reference(problem, inputs)
-
-    def reference_lowp(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        import torch
-
-        c = fm.reference(problem, inputs)["c"]
-        return {"c": c.to(getattr(torch, problem.c_dtype)).float()}
-
-    def flops_bytes(self, problem: BlockScaledGemmProblem) -> tuple[float, float]:
-        return fm.flops_bytes(problem)
+        return BlockScaledConfig().autotune()
 
     # -- the entry --------------------------------------------------------------------------
     def plan(
@@ -199,23 +178,19 @@ class DenseBlockscaledGemmPersistent(KernelPlan):
         layout_enum = layout_enum or utils.LayoutEnum
         layouts = (OperandMajorMode.K, OperandMajorMode.K, layout_enum.ROW_MAJOR)
         mnkl = tuple(cutlass.Int32(x) for x in (p.m, p.n, p.k, p.l))
-        cm, cn = config.cluster_shape_mn
-        mac, why = max_active_clusters(cm * cn, target)
 
-        def args(t: Mapping[str, Any]) -> tuple:
+        def tensors(t: Mapping[str, Any]) -> tuple:
             ptrs = tuple(ptr(n, t[n]) for n in ("a", "b", "sfa", "sfb", "c"))
-            return (*ptrs, Const(layouts), mnkl, Const(mac), STREAM)
+            return (*ptrs, Const(layouts), mnkl)
 
-        meta = {
-            "max_active_clusters": mac,
-            "max_active_clusters_from": why,
-            "shape_generic": (
-                "entry takes cute.Pointer a, b, sfa, sfb, c and problem_mnkl as run-time "
-                "Int32 (upstream __call__ L400-L413, scaled_mm L2316-L2356): one compile "
-                "serves every M, N, K, L; m, n, k, l are not in the compile key"
-            ),
-        }
-        return CuteKernel(self.name, gemm, args, self.tensor_specs(p), meta=meta)
+        shape_generic = (
+            "entry takes cute.Pointer a, b, sfa, sfb, c and problem_mnkl as run-time "
+            "Int32 (upstream __call__ L400-L413, scaled_mm L2316-L2356): one compile "
+            "serves every M, N, K, L; m, n, k, l are not in the compile key"
+        )
+        return self.persistent(
+            p, gemm, tensors, config.cluster_shape_mn, target, meta={"shape_generic": shape_generic}
+        )
 
 
 __all__ = ["BlockScaledConfig", "DenseBlockscaledGemmPersistent", "check_block_format"]

@@ -32,8 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, CuteKernel, TensorSpec
-from kernelplan.kernel import Const
+from kernelplan import CuteKernel, TensorSpec
 
 from .. import formats as fm
 from ..dense_blockscaled_gemm_persistent.dense_blockscaled_gemm_persistent import (
@@ -100,18 +99,10 @@ class DenseBlockscaledGemmPersistentAmax(TensorEntryBlockScaledGemm):
         flops, nbytes = fm.flops_bytes(problem)
         return flops, nbytes + 4.0
 
-    def autotune_configs(self, problem: BlockScaledGemmProblem) -> list[BlockScaledConfig]:
-        base = BlockScaledConfig()
-        return [
-            base,
-            base.replace(mma_tiler_mn=(128, 256)),
-            base.replace(mma_tiler_mn=(256, 128), cluster_shape_mn=(2, 1)),
-        ]
-
     def build(self, mod, problem: BlockScaledGemmProblem, config: BlockScaledConfig) -> Any:
         return mod.Sm100BlockScaledPersistentDenseGemmKernel(
             problem.sf_vec_size, tuple(config.mma_tiler_mn), tuple(config.cluster_shape_mn)
         )
 
-    def kernel_args(self, t: Mapping[str, Any], clusters: int) -> tuple:
-        return (t["a"], t["b"], t["sfa"], t["sfb"], t["c"], t["amax"], Const(clusters), STREAM)
+    def entry_tensors(self, t: Mapping[str, Any]) -> tuple:
+        return (*super().entry_tensors(t), t["amax"])

@@ -26,11 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec
+from cute_gemm.blackwell_common import Format, Sm100FormatGemmPlan
+
+from kernelplan import CuteKernel, ShapeError, Target
 from kernelplan.cutlass_src import load_example
-from kernelplan.device import max_active_clusters
-from kernelplan.kernel import Const
-from kernelplan.workloads.gemm import GEMM
 
 from .. import formats as fm
 from .. import tensors as tt
@@ -61,18 +60,15 @@ class PrefetchConfig(BlockScaledConfig):
             )
 
 
-class TensorEntryBlockScaledGemm(KernelPlan):
+class TensorEntryBlockScaledGemm(Sm100FormatGemmPlan):
     """What the tensor-entry block-scaled siblings share: the problem, tensors, inputs,
     reference, upstream's ``can_implement`` and the compile (subclasses name the source and
-    build the kernel)."""
+    build the kernel). Dynamic layouts: M, N, K, L are not compiled in (their divisibility
+    classes are, in the tensor signatures)."""
 
-    workload = GEMM
     problem_type = BlockScaledGemmProblem
     package: ClassVar[str] = "blockscaled"
-    target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
-    #: dynamic layouts: M, N, K, L are not compiled in (their divisibility classes are, in
-    #: the tensor signatures)
-    runtime_problem_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "l", "init")
+    fmt = Format(tt.tensor_specs, tt.prepare_inputs, tt.reference, fm.flops_bytes)
 
     def supports(self, problem: BlockScaledGemmProblem) -> None:
         tt.check_tensor_entry(self.name, problem)
@@ -121,52 +117,26 @@ class TensorEntryBlockScaledGemm(KernelPlan):
         return [UPSTREAM_DEFAULT.replace(m=8192, n=8192, k=1024)]
 
     def autotune_configs(self, problem: BlockScaledGemmProblem) -> list[BlockScaledConfig]:
-        base = self.config_type()
-        return [
-            base,
-            base.replace(mma_tiler_mn=(128, 256)),
-            base.replace(mma_tiler_mn=(256, 128), cluster_shape_mn=(2, 1)),
-        ]
-
-    def tensor_specs(self, problem: BlockScaledGemmProblem) -> dict[str, TensorSpec]:
-        return tt.tensor_specs(problem)
-
-    def prepare_inputs(self, problem, seed: int, device: str = "cuda") -> dict[str, Any]:
-        return tt.prepare_inputs(problem, self.tensor_specs(problem), seed, device)
-
-    def reference(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        return tt.reference(problem, inputs)
-
-    def reference_lowp(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        import torch
-
-        ref = self.reference(problem, inputs)
-        return ref | {"c": ref["c"].to(getattr(torch, problem.c_dtype)).float()}
-
-    def flops_bytes(self, problem: BlockScaledGemmProblem) -> tuple[float, float]:
-        return fm.flops_bytes(problem)
+        return self.config_type().autotune()
 
     def build(self, mod, problem: BlockScaledGemmProblem, config: BlockScaledConfig) -> Any:
         raise NotImplementedError
 
-    def kernel_args(self, t: Mapping[str, Any], clusters: int) -> tuple:
-        return (t["a"], t["b"], t["sfa"], t["sfb"], t["c"], Const(clusters), STREAM)
-
-    kernel_type: ClassVar[type[CuteKernel]] = CuteKernel
+    def entry_tensors(self, t: Mapping[str, Any]) -> tuple:
+        """The tensors ``__call__`` takes before ``max_active_clusters``."""
+        return (t["a"], t["b"], t["sfa"], t["sfb"], t["c"])
 
     def plan(
         self, problem: BlockScaledGemmProblem, config: BlockScaledConfig, target: Target
     ) -> CuteKernel:
-        cm, cn = config.cluster_shape_mn
-        clusters, why = max_active_clusters(cm * cn, target)
         gemm = self.build(load_example(self.source), problem, config)
-        return self.kernel_type(
-            self.name,
+        return self.persistent(
+            problem,
             gemm,
-            lambda t: self.kernel_args(t, clusters),
-            self.tensor_specs(problem),
+            self.entry_tensors,
+            config.cluster_shape_mn,
+            target,
             options="--opt-level 2",
-            meta={"max_active_clusters": clusters, "max_active_clusters_from": why},
         )
 
 

@@ -15,25 +15,13 @@ Target SM: sm_100a (tcgen05, TMEM).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from kernelplan import (
-    STREAM,
-    Config,
-    CuteKernel,
-    KernelPlan,
-    ShapeError,
-    Target,
-    TensorSpec,
-    dtypes,
-)
+from cute_gemm.blackwell_common import Format, Sm100FormatGemmPlan, check_16_byte_extents
+
+from kernelplan import Config, CuteKernel, ShapeError, Target, dtypes
 from kernelplan.cutlass_src import load_example
-from kernelplan.device import max_active_clusters
-from kernelplan.kernel import Const
-from kernelplan.workloads.gemm import GEMM
 
 from .. import formats as fm
 from ..formats import BlockwiseGemmProblem
@@ -57,32 +45,27 @@ class BlockwiseGemmConfig(Config):
     cluster_shape_mn: tuple[int, ...] = (1, 1)
 
 
-class BlockwiseGemm(KernelPlan):
+class BlockwiseGemm(Sm100FormatGemmPlan):
     """BlockwiseGemmKernel (sm_100a), imported from
     ``cute/blackwell/kernel/blockwise_gemm/blockwise_gemm.py``."""
 
     name: ClassVar[str] = "blockwise_gemm"
     package: ClassVar[str] = "blockwise"
-    workload = GEMM
     problem_type = BlockwiseGemmProblem
     source: ClassVar[str] = "cute/blackwell/kernel/blockwise_gemm/blockwise_gemm.py"
     # sm_100a: Blackwell tcgen05 MMA / TMEM (SM100 only); e.g. `cutlass.cute.nvgpu.tcgen05`
     # (blockwise_gemm.py L37), `cutlass.utils.blackwell_helpers` (blockwise_gemm.py L41),
-    # `tcgen05.CtaGroup.TWO` (blockwise_gemm.py L186)
-    target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
+    # `tcgen05.CtaGroup.TWO` (blockwise_gemm.py L186); dynamic layouts: one compile for every
+    # M, N, K, L
     config_type = BlockwiseGemmConfig
-    #: dynamic layouts: one compile for every M, N, K, L
-    runtime_problem_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "l", "init")
+    fmt = Format.of(fm)
     description: ClassVar[str] = "CUTLASS CuTe DSL blockwise-scaled fp8 GEMM, sm_100a"
 
     def supports(self, problem: BlockwiseGemmProblem) -> None:
         """16-byte contiguous extents (upstream ``is_valid_tensor_alignment``, L2447), one
         line."""
-        for key, extent, dt in (("k", problem.k, problem.dtype), ("n", problem.n, problem.c_dtype)):
-            if extent * dtypes.nbytes(dt) % 16:
-                raise ShapeError(
-                    f"{self.name}: --{key} {extent} is not a multiple of 16 bytes of {dt} (TMA)"
-                )
+        p = problem
+        check_16_byte_extents(self.name, (("k", p.k, p.dtype), ("n", p.n, p.c_dtype)))
 
     def supports_config(self, problem: BlockwiseGemmProblem, config: Config) -> None:
         """Upstream's ``can_implement`` (L2500-L2565) on the pair, one line."""
@@ -118,28 +101,9 @@ class BlockwiseGemm(KernelPlan):
         """Upstream's usage line: 4096^3, L=4."""
         return [UPSTREAM_DEFAULT.replace(m=4096, n=4096, k=4096, l=4)]
 
-    def tensor_specs(self, problem: BlockwiseGemmProblem) -> dict[str, TensorSpec]:
-        return fm.tensor_specs(problem)
-
-    def prepare_inputs(self, problem, seed: int, device: str = "cuda") -> dict[str, Any]:
-        return fm.prepare_inputs(problem, self.tensor_specs(problem), seed, device)
-
-    def reference(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        return fm.reference(problem, inputs)
-
-    def reference_lowp(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        import torch
-
-        c = fm.reference(problem, inputs)["c"]
-        return {"c": c.to(getattr(torch, problem.c_dtype)).float()}
-
-    def flops_bytes(self, problem: BlockwiseGemmProblem) -> tuple[float, float]:
-        return fm.flops_bytes(problem)
-
     def plan(
         self, problem: BlockwiseGemmProblem, config: BlockwiseGemmConfig, target: Target
     ) -> CuteKernel:
-        clusters, _why = max_active_clusters(math.prod(config.cluster_shape_mn), target)
         mod = load_example(self.source)
         kernel = mod.BlockwiseGemmKernel(
             acc_dtype=dtypes.cute_type(config.acc_dtype),
@@ -147,10 +111,10 @@ class BlockwiseGemm(KernelPlan):
             mma_tiler_mn=config.mma_tiler_mn,
             cluster_shape_mn=config.cluster_shape_mn,
         )
-        return CuteKernel(
-            self.name,
+        return self.persistent(
+            problem,
             kernel,
-            lambda t: (t["a"], t["b"], t["c"], t["sfa"], t["sfb"], Const(clusters), STREAM),
-            self.tensor_specs(problem),
-            meta={"max_active_clusters": clusters, "max_active_clusters_from": _why},
+            lambda t: (t["a"], t["b"], t["c"], t["sfa"], t["sfb"]),
+            config.cluster_shape_mn,
+            target,
         )

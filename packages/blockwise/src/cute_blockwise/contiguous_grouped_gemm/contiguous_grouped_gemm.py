@@ -21,27 +21,16 @@ Target SM: sm_100a (tcgen05, TMEM).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from kernelplan import (
-    STREAM,
-    Config,
-    CuteKernel,
-    KernelPlan,
-    ShapeError,
-    Target,
-    TensorSpec,
-    dtypes,
-)
+from cute_gemm.blackwell_common import Format, Sm100FormatGemmPlan, check_16_byte_extents
+
+from kernelplan import Config, CuteKernel, ShapeError, Target, dtypes
 from kernelplan.cutlass_src import load_example
-from kernelplan.device import max_active_clusters
-from kernelplan.kernel import Const
-from kernelplan.workloads.gemm import GEMM
 
 from .. import formats as fm
+from ..blockwise_gemm.blockwise_gemm import BlockwiseGemmConfig
 from ..formats import GroupedBlockwiseGemmProblem
 
 #: upstream's CLI defaults (L2985-L3006): --mnkl 256,256,512,1 (an expected 256 rows in one
@@ -50,32 +39,23 @@ UPSTREAM_DEFAULT = GroupedBlockwiseGemmProblem(m=256, n=256, k=512, groups=1)
 
 
 @dataclass(frozen=True)
-class ContiguousGroupedGemmConfig(Config):
-    """What BlockwiseContiguousGroupedGemmKernel is built with; the defaults are the
-    example's."""
-
-    # --acc_dtype default (L3005)
-    acc_dtype: str = "Float32"
-    # --use_2cta_instrs default (L3007-L3011)
-    use_2cta_instrs: bool = False
-    # --mma_tiler_mn default (L2991-L2996)
-    mma_tiler_mn: tuple[int, ...] = (128, 128)
-    # --cluster_shape_mn default (L2997-L3002)
-    cluster_shape_mn: tuple[int, ...] = (1, 1)
+class ContiguousGroupedGemmConfig(BlockwiseGemmConfig):
+    """What BlockwiseContiguousGroupedGemmKernel is built with: BlockwiseGemmKernel's
+    arguments and the example's same defaults (--acc_dtype L3005, --use_2cta_instrs
+    L3007-L3011, --mma_tiler_mn L2991-L2996, --cluster_shape_mn L2997-L3002)."""
 
 
-class ContiguousGroupedGemm(KernelPlan):
+class ContiguousGroupedGemm(Sm100FormatGemmPlan):
     """BlockwiseContiguousGroupedGemmKernel (sm_100a), imported from
     ``cute/blackwell/kernel/blockwise_gemm/contiguous_grouped_gemm.py``."""
 
     name: ClassVar[str] = "contiguous_grouped_gemm"
     package: ClassVar[str] = "blockwise"
-    workload = GEMM
     problem_type = GroupedBlockwiseGemmProblem
     source: ClassVar[str] = "cute/blackwell/kernel/blockwise_gemm/contiguous_grouped_gemm.py"
     # sm_100a: tcgen05 (L38), blackwell_helpers (L41), tcgen05.CtaGroup.TWO (L203)
-    target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
     config_type = ContiguousGroupedGemmConfig
+    fmt = Format.of(fm, "grouped_")
     #: dynamic layouts and a run-time gidx tensor: one compile for every M, N, K, group count
     #: and group-size vector
     runtime_problem_fields: ClassVar[tuple[str, ...]] = (
@@ -95,11 +75,8 @@ class ContiguousGroupedGemm(KernelPlan):
     def supports(self, problem: GroupedBlockwiseGemmProblem) -> None:
         """16-byte contiguous extents (upstream ``is_valid_tensor_alignment``, L2507-L2558),
         one line."""
-        for key, extent, dt in (("k", problem.k, problem.dtype), ("n", problem.n, problem.c_dtype)):
-            if extent * dtypes.nbytes(dt) % 16:
-                raise ShapeError(
-                    f"{self.name}: --{key} {extent} is not a multiple of 16 bytes of {dt} (TMA)"
-                )
+        p = problem
+        check_16_byte_extents(self.name, (("k", p.k, p.dtype), ("n", p.n, p.c_dtype)))
 
     def supports_config(self, problem: GroupedBlockwiseGemmProblem, config: Config) -> None:
         """Upstream's ``can_implement`` (L2560-L2627) on the pair, one line (its M and L are
@@ -145,31 +122,12 @@ class ContiguousGroupedGemm(KernelPlan):
         here, drawn with seed 0)."""
         return [UPSTREAM_DEFAULT.replace(m=4096, n=4096, k=4096, groups=16, group_sizes=None)]
 
-    def tensor_specs(self, problem: GroupedBlockwiseGemmProblem) -> dict[str, TensorSpec]:
-        return fm.grouped_tensor_specs(problem)
-
-    def prepare_inputs(self, problem, seed: int, device: str = "cuda") -> dict[str, Any]:
-        return fm.grouped_prepare_inputs(problem, self.tensor_specs(problem), seed, device)
-
-    def reference(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        return fm.grouped_reference(problem, inputs)
-
-    def reference_lowp(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        import torch
-
-        c = fm.grouped_reference(problem, inputs)["c"]
-        return {"c": c.to(getattr(torch, problem.c_dtype)).float()}
-
-    def flops_bytes(self, problem: GroupedBlockwiseGemmProblem) -> tuple[float, float]:
-        return fm.grouped_flops_bytes(problem)
-
     def plan(
         self,
         problem: GroupedBlockwiseGemmProblem,
         config: ContiguousGroupedGemmConfig,
         target: Target,
     ) -> CuteKernel:
-        clusters, why = max_active_clusters(math.prod(config.cluster_shape_mn), target)
         mod = load_example(self.source)
         kernel = mod.BlockwiseContiguousGroupedGemmKernel(
             dtypes.cute_type(config.acc_dtype),
@@ -179,24 +137,12 @@ class ContiguousGroupedGemm(KernelPlan):
         )
         # upstream L2843-L2845 (compile options)
         opt = 2 if kernel.use_newer_backend_codegen else 3
-        return CuteKernel(
-            self.name,
+        return self.persistent(
+            problem,
             kernel,
-            lambda t: (
-                t["a"],
-                t["b"],
-                t["c"],
-                t["sfa"],
-                t["sfb"],
-                t["gidx"],
-                Const(clusters),
-                STREAM,
-            ),
-            self.tensor_specs(problem),
+            lambda t: (t["a"], t["b"], t["c"], t["sfa"], t["sfb"], t["gidx"]),
+            config.cluster_shape_mn,
+            target,
             options=f"--opt-level {opt}",
-            meta={
-                "max_active_clusters": clusters,
-                "max_active_clusters_from": why,
-                "group_sizes": list(problem.group_sizes),
-            },
+            meta={"group_sizes": list(problem.group_sizes)},
         )

@@ -33,21 +33,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec
+from kernelplan import ShapeError, TensorSpec
 from kernelplan import dtypes as dt
-from kernelplan.cutlass_src import load_example
-from kernelplan.device import max_active_clusters
-from kernelplan.kernel import Const
-from kernelplan.workloads.gemm import GEMM, GemmProblem
+from kernelplan.workloads.gemm import GemmProblem
 
 from ..custom_epilogue_dense_gemm.custom_epilogue_dense_gemm import (
     AB_DTYPES,
     EPI_TENSOR_DTYPES,
+    EfcGemmPlan,
     EpilogueGemmConfig,
 )
 
-#: upstream's compile options (``common_dense_gemm_efc.py`` compile, as the custom epilogue)
-OPTIONS = "--opt-level=3 --enable-assertions --generate-line-info"
 #: EFC's activations (``common_efc.py`` L64-L73)
 ACTIVATIONS = ("identity", "relu", "leaky_relu", "tanh", "sigmoid", "silu", "hardswish", "gelu")
 SCALARS = ("alpha", "beta", "bias", "scale_a", "scale_b", "scale_c", "leaky_relu_alpha")
@@ -128,18 +124,15 @@ def activate(name: str, x, slope: float):
     }[name]()
 
 
-class ActivationCustomEpilogueDenseGemm(KernelPlan):
+class ActivationCustomEpilogueDenseGemm(EfcGemmPlan):
     """Blackwell persistent GEMM with the EFC epilogue Aux = a*AB + b*C + bias,
     D = activation(Aux); sm_100a."""
 
     name: ClassVar[str] = "activation_custom_epilogue_dense_gemm"
-    package: ClassVar[str] = "epilogue"
-    workload = GEMM
     problem_type = ActivationGemmProblem
     source: ClassVar[str] = "cute/blackwell/efc/activation_custom_epilogue_dense_gemm.py"
-    target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
-    config_type = EpilogueGemmConfig
-    runtime_problem_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "l", "init")
+    supplemental = SUPPLEMENTAL
+    scalar_names = SCALARS
     description: ClassVar[str] = (
         "CUTLASS CuTe DSL Blackwell GEMM with an activation in its EFC epilogue, sm_100a"
     )
@@ -214,12 +207,6 @@ class ActivationCustomEpilogueDenseGemm(KernelPlan):
         )
         return {"aux": aux, "d": activate(p.activation, aux, p.leaky_relu_alpha)}
 
-    def reference_lowp(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        import torch
-
-        to = getattr(torch, dt.storage_of(problem.c_dtype))
-        return {n: t.to(to).float() for n, t in self.reference(problem, inputs).items()}
-
     def flops_bytes(self, problem: ActivationGemmProblem) -> tuple[float, float]:
         """2*M*N*K*L plus 5 per output element (two scalings, two adds, the activation as
         one); A, B, C read once, Aux and D written once."""
@@ -227,46 +214,20 @@ class ActivationCustomEpilogueDenseGemm(KernelPlan):
         nbytes = float(sum(s.nbytes() for s in self.tensor_specs(p).values()))
         return 2.0 * p.m * p.n * p.k * p.l + 5.0 * p.m * p.n * p.l, nbytes
 
-    def plan(
-        self, problem: ActivationGemmProblem, config: EpilogueGemmConfig, target: Target
-    ) -> CuteKernel:
+    def build(self, mod: Any, problem: ActivationGemmProblem, config: EpilogueGemmConfig) -> Any:
+        """``DenseGemmActivation`` with upstream's epilogue function for the activation (its
+        ``check_implementable`` is L618, made by :meth:`EfcGemmPlan.plan`)."""
         import cutlass
 
-        p = problem
-        mod = load_example(self.source)
-        gemm = mod.DenseGemmActivation(
+        return mod.DenseGemmActivation(
             cutlass.dtype(config.acc_dtype),
             cutlass.dtype(config.epi_dtype),
             config.use_2cta_instrs,
             config.mma_tiler_mn,
             config.cluster_shape_mn,
-            mod.create_epilogue_function(p.activation),
-            p.activation,
+            mod.create_epilogue_function(problem.activation),
+            problem.activation,
         )
-        ab = dt.cute_type(p.dtype)
-        try:  # upstream's check_implementable (L618), on the problem's numbers
-            gemm.check_valid_dtypes(ab)
-            gemm.check_valid_mma_tiler_and_cluster_shape()
-            gemm.check_valid_tensor_alignment(
-                p.m, p.n, p.k, p.l, ab, dt.cute_type(p.c_dtype), "k", "k", "n"
-            )
-        except ValueError as e:
-            raise ShapeError(f"{self.name}: {e}") from None
-        specs = self.tensor_specs(p)
-        scalars = {k: getattr(p, k) for k in SCALARS}
-
-        def supplemental(t: Mapping[str, Any]) -> tuple:
-            return tuple(t[a] if a in t else scalars[a] for a in SUPPLEMENTAL)
-
-        gemm.efc.compile(supplemental({n: s.to_fake_cute() for n, s in specs.items()}))
-        cm, cn = config.cluster_shape_mn
-        mac, why = max_active_clusters(cm * cn, target)
-
-        def args(t: Mapping[str, Any]) -> tuple:
-            return (t["a"], t["b"], Const(mac), STREAM, supplemental(t))
-
-        meta = {"max_active_clusters": mac, "max_active_clusters_from": why}
-        return CuteKernel(self.name, gemm, args, specs, options=OPTIONS, meta=meta)
 
 
 __all__ = ["ActivationCustomEpilogueDenseGemm", "ActivationGemmProblem"]

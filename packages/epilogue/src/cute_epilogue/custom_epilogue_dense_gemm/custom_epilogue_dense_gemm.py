@@ -61,13 +61,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kernelplan import STREAM, Config, CuteKernel, KernelPlan, ShapeError, Target, TensorSpec
+from cute_gemm.blackwell_common import Sm100GemmPlan
+
+from kernelplan import Config, CuteKernel, ShapeError, Target, TensorSpec
 from kernelplan import dtypes as dt
 from kernelplan.cutlass_src import load_example
-from kernelplan.device import max_active_clusters
-from kernelplan.kernel import Const
 from kernelplan.workload import Problem
-from kernelplan.workloads.gemm import GEMM, GemmProblem
+from kernelplan.workloads.gemm import GemmProblem
 
 #: Upstream's compile options (L529).
 OPTIONS = "--opt-level=3 --enable-assertions --generate-line-info"
@@ -180,23 +180,82 @@ class EpilogueGemmConfig(Config):
                 raise ShapeError(f"{key} {getattr(self, key)}: one of {', '.join(ACC_DTYPES)}")
 
 
-class CustomEpilogueDenseGemm(KernelPlan):
+class EfcGemmPlan(Sm100GemmPlan):
+    """What the EFC epilogue GEMMs share (upstream's ``DenseGemmEFC`` subclasses, built by
+    :meth:`build`): the config, the check of the problem upstream's ``check_implementable``
+    makes, EFC's parameter analysis, the launch ``gemm(a, b, max_active_clusters, stream,
+    packed)`` with the supplemental arguments packed in ``supplemental`` order (tensors by
+    name, the problem's ``scalar_names`` by value), and the low-precision reference (every
+    output rounded once to ``c_dtype``)."""
+
+    package: ClassVar[str] = "epilogue"
+    config_type: ClassVar[type[Config]] = EpilogueGemmConfig
+    supplemental: ClassVar[tuple[str, ...]]
+    scalar_names: ClassVar[tuple[str, ...]]
+
+    def epilogue_problem(self, problem: GemmProblem) -> GemmProblem:
+        """The problem with the epilogue's fields (as given, unless a subclass fills them)."""
+        return problem
+
+    def build(self, mod: Any, problem: GemmProblem, config: EpilogueGemmConfig) -> Any:
+        """Upstream's GEMM object (a ``DenseGemmEFC``) from the example module ``mod``."""
+        raise NotImplementedError
+
+    def reference_lowp(self, problem: GemmProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The reference, each output rounded once to ``c_dtype``."""
+        import torch
+
+        to = getattr(torch, dt.storage_of(problem.c_dtype))
+        return {n: t.to(to).float() for n, t in self.reference(problem, inputs).items()}
+
+    def plan(self, problem: GemmProblem, config: EpilogueGemmConfig, target: Target) -> CuteKernel:
+        p = self.epilogue_problem(problem)
+        gemm = self.build(load_example(self.source), p, config)
+        # Upstream's check_implementable, on the problem's numbers rather than on tensors (it
+        # reads their shapes, which fake tensors leave symbolic).
+        ab = dt.cute_type(p.dtype)
+        try:
+            gemm.check_valid_dtypes(ab)
+            gemm.check_valid_mma_tiler_and_cluster_shape()
+            gemm.check_valid_tensor_alignment(
+                p.m, p.n, p.k, p.l, ab, dt.cute_type(p.c_dtype), "k", "k", "n"
+            )
+        except ValueError as e:
+            raise ShapeError(f"{self.name}: {e}") from None
+        specs = self.tensor_specs(p)
+        scalars = {k: getattr(p, k) for k in self.scalar_names}
+
+        def supplemental(t: Mapping[str, Any]) -> tuple:
+            return tuple(t[a] if a in t else scalars[a] for a in self.supplemental)
+
+        # Step 1 of gemm.compile: the EFC parameter analysis (plain Python).
+        gemm.efc.compile(supplemental({n: s.to_fake_cute() for n, s in specs.items()}))
+        return self.persistent(
+            p,
+            gemm,
+            lambda t: (t["a"], t["b"]),
+            config.cluster_shape_mn,
+            target,
+            trail=lambda t: (supplemental(t),),
+            specs=specs,
+            options=OPTIONS,
+        )
+
+
+class CustomEpilogueDenseGemm(EfcGemmPlan):
     """Blackwell persistent GEMM (tcgen05, TMA, warp-specialised) with the EFC epilogue
     Y = A@B, D = relu(alpha*A@B + beta*C) + x_factor*X; sm_100a. An implementation of the
     GEMM workload on :class:`EpilogueGemmProblem` (see the module docstring)."""
 
     name: ClassVar[str] = "custom_epilogue_dense_gemm"
-    package: ClassVar[str] = "epilogue"
-    workload = GEMM
     source: ClassVar[str] = "cute/blackwell/efc/custom_epilogue_dense_gemm.py"
-    # tcgen05 / TMEM / TMA, all in the sibling common_dense_gemm_efc.py (see the docstring).
-    target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
-    config_type: ClassVar[type[Config]] = EpilogueGemmConfig
-    #: dynamic-layout tensors: one compile serves every M, N, K, L. The scalars reach
-    #: ``cute.compile`` as Python floats inside the packed tuple and compile to run-time
-    #: arguments (the cubin is the same for other values); they stay in the compile key all
-    #: the same, which costs a compile per value and can never launch stale constants.
-    runtime_problem_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "l", "init")
+    # sm_100a: tcgen05 / TMEM / TMA, all in the sibling common_dense_gemm_efc.py (see the
+    # docstring). Dynamic-layout tensors: one compile serves every M, N, K, L. The scalars
+    # reach ``cute.compile`` as Python floats inside the packed tuple and compile to run-time
+    # arguments (the cubin is the same for other values); they stay in the compile key all
+    # the same, which costs a compile per value and can never launch stale constants.
+    supplemental = SUPPLEMENTAL
+    scalar_names: ClassVar[tuple[str, ...]] = ("alpha", "beta", "x_factor")
     description: ClassVar[str] = (
         "CUTLASS CuTe DSL Blackwell GEMM with an EFC custom epilogue (D, Y), sm_100a"
     )
@@ -213,6 +272,9 @@ class CustomEpilogueDenseGemm(KernelPlan):
         p = EpilogueGemmProblem.from_dict(_from_legacy({**values, **kw}))
         self.supports(p)
         return p
+
+    def epilogue_problem(self, problem: GemmProblem) -> EpilogueGemmProblem:
+        return self._epi(problem)
 
     @staticmethod
     def _epi(problem: GemmProblem) -> EpilogueGemmProblem:
@@ -304,13 +366,6 @@ class CustomEpilogueDenseGemm(KernelPlan):
         d = torch.relu(acc * p.alpha + c * p.beta) + x * p.x_factor
         return {"d": d, "y": acc}
 
-    def reference_lowp(self, problem: GemmProblem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """The same, each output rounded once to ``c_dtype``."""
-        import torch
-
-        to = getattr(torch, dt.storage_of(problem.c_dtype))
-        return {n: t.to(to).float() for n, t in self.reference(problem, inputs).items()}
-
     def flops_bytes(self, problem: GemmProblem) -> tuple[float, float]:
         """2*M*N*K*L for the GEMM plus 6 per output element for the epilogue (two scalings,
         relu, the X scaling, two adds); A, B, C, X read once, D, Y written once."""
@@ -318,13 +373,13 @@ class CustomEpilogueDenseGemm(KernelPlan):
         nbytes = float(sum(s.nbytes() for s in self.tensor_specs(p).values()))
         return 2.0 * p.m * p.n * p.k * p.l + 6.0 * p.m * p.n * p.l, nbytes
 
-    # -- how the upstream entry point is reached --------------------------------------------
-    def plan(self, problem: GemmProblem, config: EpilogueGemmConfig, target: Target) -> CuteKernel:
+    # -- how the upstream entry point is reached (the rest: EfcGemmPlan.plan) ----------------
+    def build(self, mod: Any, problem: EpilogueGemmProblem, config: EpilogueGemmConfig) -> Any:
+        """``DenseGemmAlphaBeta`` with :func:`epilogue` (upstream L474; its
+        ``check_implementable``, L507, is made by :meth:`EfcGemmPlan.plan`)."""
         import cutlass
 
-        p = self._epi(problem)
-        mod = load_example(self.source)
-        gemm = mod.DenseGemmAlphaBeta(
+        return mod.DenseGemmAlphaBeta(
             cutlass.dtype(config.acc_dtype),
             cutlass.dtype(config.epi_dtype),
             config.use_2cta_instrs,
@@ -332,33 +387,6 @@ class CustomEpilogueDenseGemm(KernelPlan):
             config.cluster_shape_mn,
             epilogue,
         )
-        # Upstream's check_implementable (L507), on the problem's numbers rather than on
-        # tensors (it reads their shapes, which fake tensors leave symbolic).
-        ab = dt.cute_type(p.dtype)
-        try:
-            gemm.check_valid_dtypes(ab)
-            gemm.check_valid_mma_tiler_and_cluster_shape()
-            gemm.check_valid_tensor_alignment(
-                p.m, p.n, p.k, p.l, ab, dt.cute_type(p.c_dtype), "k", "k", "n"
-            )
-        except ValueError as e:
-            raise ShapeError(f"{self.name}: {e}") from None
-        specs = self.tensor_specs(p)
-        scalars = {"alpha": p.alpha, "beta": p.beta, "x_factor": p.x_factor}
-
-        def supplemental(t: Mapping[str, Any]) -> tuple:
-            return tuple(t[a] if a in t else scalars[a] for a in SUPPLEMENTAL)
-
-        # Step 1 of gemm.compile: the EFC parameter analysis (plain Python).
-        gemm.efc.compile(supplemental({n: s.to_fake_cute() for n, s in specs.items()}))
-        cm, cn = config.cluster_shape_mn
-        mac, why = max_active_clusters(cm * cn, target)
-
-        def args(t: Mapping[str, Any]) -> tuple:
-            return (t["a"], t["b"], Const(mac), STREAM, supplemental(t))
-
-        meta = {"max_active_clusters": mac, "max_active_clusters_from": why}
-        return CuteKernel(self.name, gemm, args, specs, options=OPTIONS, meta=meta)
 
 
-__all__ = ["CustomEpilogueDenseGemm", "EpilogueGemmConfig", "EpilogueGemmProblem"]
+__all__ = ["CustomEpilogueDenseGemm", "EfcGemmPlan", "EpilogueGemmConfig", "EpilogueGemmProblem"]

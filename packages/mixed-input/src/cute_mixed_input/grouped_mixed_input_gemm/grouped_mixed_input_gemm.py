@@ -25,25 +25,13 @@ Target SM: sm_100a (tcgen05, TMEM).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from kernelplan import (
-    STREAM,
-    Config,
-    CuteKernel,
-    KernelPlan,
-    ShapeError,
-    Target,
-    TensorSpec,
-    dtypes,
-)
+from cute_gemm.blackwell_common import Format, Sm100FormatGemmPlan
+
+from kernelplan import Config, CuteKernel, ShapeError, Target, dtypes
 from kernelplan.cutlass_src import load_example
-from kernelplan.device import max_active_clusters
-from kernelplan.kernel import Const
-from kernelplan.workloads.gemm import GEMM
 
 from .. import formats as fm
 from ..formats import GroupedMixedInputGemmProblem
@@ -68,18 +56,17 @@ class GroupedMixedInputGemmConfig(Config):
     cluster_shape_mn: tuple[int, ...] = (1, 1)
 
 
-class GroupedMixedInputGemm(KernelPlan):
+class GroupedMixedInputGemm(Sm100FormatGemmPlan):
     """GroupedMixedInputGemmKernel (sm_100a), imported from
     ``cute/blackwell/kernel/mixed_input_gemm/grouped_mixed_input_gemm.py``."""
 
     name: ClassVar[str] = "grouped_mixed_input_gemm"
     package: ClassVar[str] = "mixed-input"
-    workload = GEMM
     problem_type = GroupedMixedInputGemmProblem
     source: ClassVar[str] = "cute/blackwell/kernel/mixed_input_gemm/grouped_mixed_input_gemm.py"
     # sm_100a: blackwell_helpers (L42), tcgen05 (L46), tcgen05.CtaGroup.TWO (L214)
-    target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
     config_type = GroupedMixedInputGemmConfig
+    fmt = Format.of(fm, "grouped_")
     #: dynamic layouts and run-time cumsum values: M, N, K and the group sizes are not
     #: compiled in; the group count is (``group_count`` and cumsum's static layout)
     runtime_problem_fields: ClassVar[tuple[str, ...]] = (
@@ -149,24 +136,6 @@ class GroupedMixedInputGemm(KernelPlan):
             )
         ]
 
-    def tensor_specs(self, problem: GroupedMixedInputGemmProblem) -> dict[str, TensorSpec]:
-        return fm.grouped_tensor_specs(problem)
-
-    def prepare_inputs(self, problem, seed: int, device: str = "cuda") -> dict[str, Any]:
-        return fm.grouped_prepare_inputs(problem, self.tensor_specs(problem), seed, device)
-
-    def reference(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        return fm.grouped_reference(problem, inputs)
-
-    def reference_lowp(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        import torch
-
-        c = fm.grouped_reference(problem, inputs)["c"]
-        return {"c": c.to(getattr(torch, problem.c_dtype)).float()}
-
-    def flops_bytes(self, problem: GroupedMixedInputGemmProblem) -> tuple[float, float]:
-        return fm.grouped_flops_bytes(problem)
-
     def plan(
         self,
         problem: GroupedMixedInputGemmProblem,
@@ -175,7 +144,6 @@ class GroupedMixedInputGemm(KernelPlan):
     ) -> CuteKernel:
         p = problem
         shuffle_a = fm.shuffled(p)  # upstream L2269-L2289
-        clusters, why = max_active_clusters(math.prod(config.cluster_shape_mn), target)
         mod = load_example(self.source)
         kernel = mod.GroupedMixedInputGemmKernel(
             1 if p.scaled else 0,
@@ -189,23 +157,14 @@ class GroupedMixedInputGemm(KernelPlan):
         )
         control = mod.get_advanced_compiler_control_path()
         options = f"--ptxas-options '--apply-controls={control}'" if control else None
-        return CuteKernel(
-            self.name,
+        return self.persistent(
+            p,
             kernel,
-            lambda t: (
-                t["a"],
-                t.get("a_scale"),
-                t["b"],
-                t["cumsum"],
-                t["c"],
-                Const(clusters),
-                STREAM,
-            ),
-            self.tensor_specs(p),
+            lambda t: (t["a"], t.get("a_scale"), t["b"], t["cumsum"], t["c"]),
+            config.cluster_shape_mn,
+            target,
             options=options,
             meta={
-                "max_active_clusters": clusters,
-                "max_active_clusters_from": why,
                 "shuffle_a": shuffle_a,
                 "group_sizes": list(p.group_sizes),
                 "advanced_compiler_control": control,

@@ -18,25 +18,13 @@ Target SM: sm_100a (tcgen05, TMEM).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from kernelplan import (
-    STREAM,
-    Config,
-    CuteKernel,
-    KernelPlan,
-    ShapeError,
-    Target,
-    TensorSpec,
-    dtypes,
-)
+from cute_gemm.blackwell_common import Format, Sm100FormatGemmPlan, check_16_byte_extents
+
+from kernelplan import Config, CuteKernel, ShapeError, Target, dtypes
 from kernelplan.cutlass_src import load_example
-from kernelplan.device import max_active_clusters
-from kernelplan.kernel import Const
-from kernelplan.workloads.gemm import GEMM
 
 from .. import formats as fm
 from ..formats import MixedInputGemmProblem
@@ -62,41 +50,31 @@ class MixedInputGemmConfig(Config):
     use_tma_store: bool = False
 
 
-class MixedInputGemm(KernelPlan):
+class MixedInputGemm(Sm100FormatGemmPlan):
     """MixedInputGemmKernel (sm_100a), imported from
     ``cute/blackwell/kernel/mixed_input_gemm/mixed_input_gemm.py``."""
 
     name: ClassVar[str] = "mixed_input_gemm"
     package: ClassVar[str] = "mixed-input"
-    workload = GEMM
     problem_type = MixedInputGemmProblem
     source: ClassVar[str] = "cute/blackwell/kernel/mixed_input_gemm/mixed_input_gemm.py"
     # sm_100a: Blackwell tcgen05 MMA / TMEM (SM100 only); e.g. `cutlass.utils.blackwell_helpers`
     # (mixed_input_gemm.py L42), `cutlass.cute.nvgpu.tcgen05` (mixed_input_gemm.py L46),
-    # `tcgen05.CtaGroup.TWO` (mixed_input_gemm.py L201)
-    target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
+    # `tcgen05.CtaGroup.TWO` (mixed_input_gemm.py L201); dynamic layouts: M, N, K, L are
+    # run-time extents (their alignment classes are in the tensor signatures)
     config_type = MixedInputGemmConfig
-    #: dynamic layouts: M, N, K, L are run-time extents (their alignment classes are in the
-    #: tensor signatures)
-    runtime_problem_fields: ClassVar[tuple[str, ...]] = ("m", "n", "k", "l", "init")
+    fmt = Format.of(fm)
     description: ClassVar[str] = "CUTLASS CuTe DSL mixed-input GEMM (int4/int8 A), sm_100a"
 
     def supports(self, problem: MixedInputGemmProblem) -> None:
         """Upstream's alignment rule (``is_valid_tensor_alignment``: 16 bytes of each
         contiguous extent, the scales' M included) for the TN layout, one line."""
         p = problem
-        for key, extent, dt in (
-            ("k", p.k, p.a_dtype),
-            ("k", p.k, p.dtype),
-            ("n", p.n, p.c_dtype),
-            ("m", p.m, p.dtype),
-        ):
-            if key == "m" and not p.scaled:
-                continue
-            if extent * (4 if dt == "int4" else 8 * dtypes.nbytes(dt)) % 128:
-                raise ShapeError(
-                    f"{self.name}: --{key} {extent} is not a multiple of 16 bytes of {dt} (TMA)"
-                )
+        extents = [("k", p.k, p.a_dtype), ("k", p.k, p.dtype), ("n", p.n, p.c_dtype)]
+        extents += [("m", p.m, p.dtype)] if p.scaled else []
+        check_16_byte_extents(
+            self.name, extents, lambda d: 4 if d == "int4" else 8 * dtypes.nbytes(d)
+        )
 
     def supports_config(self, problem: MixedInputGemmProblem, config: MixedInputGemmConfig):
         """Upstream's ``can_implement`` (L1973-L2023) on the pair, one line."""
@@ -139,24 +117,6 @@ class MixedInputGemm(KernelPlan):
         """Upstream's convert-scale usage line: 1024x8192x6144 L=16, groups of 256."""
         return [UPSTREAM_DEFAULT.replace(m=1024, n=8192, k=6144, l=16, scale_granularity_k=256)]
 
-    def tensor_specs(self, problem: MixedInputGemmProblem) -> dict[str, TensorSpec]:
-        return fm.tensor_specs(problem)
-
-    def prepare_inputs(self, problem, seed: int, device: str = "cuda") -> dict[str, Any]:
-        return fm.prepare_inputs(problem, self.tensor_specs(problem), seed, device)
-
-    def reference(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        return fm.reference(problem, inputs)
-
-    def reference_lowp(self, problem, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        import torch
-
-        c = fm.reference(problem, inputs)["c"]
-        return {"c": c.to(getattr(torch, problem.c_dtype)).float()}
-
-    def flops_bytes(self, problem: MixedInputGemmProblem) -> tuple[float, float]:
-        return fm.flops_bytes(problem)
-
     def plan(
         self, problem: MixedInputGemmProblem, config: MixedInputGemmConfig, target: Target
     ) -> CuteKernel:
@@ -168,7 +128,6 @@ class MixedInputGemm(KernelPlan):
         shuffle_a = fm.shuffled(problem)
         cuda = getattr(cutlass, "CUDA_VERSION", None)
         opt = 3 if cuda is not None and (cuda.major, cuda.minor) < (13, 1) else 2
-        clusters, _why = max_active_clusters(math.prod(config.cluster_shape_mn), target)
         mod = load_example(self.source)
         kernel = mod.MixedInputGemmKernel(
             scale_granularity_m=1 if problem.scaled else 0,
@@ -180,15 +139,12 @@ class MixedInputGemm(KernelPlan):
             use_tma_store=config.use_tma_store,
             shuffle_a=shuffle_a,
         )
-        return CuteKernel(
-            self.name,
+        return self.persistent(
+            problem,
             kernel,
-            lambda t: (t["a"], t.get("a_scale"), t["b"], t["c"], Const(clusters), STREAM),
-            self.tensor_specs(problem),
+            lambda t: (t["a"], t.get("a_scale"), t["b"], t["c"]),
+            config.cluster_shape_mn,
+            target,
             options=f"--opt-level {opt}",
-            meta={
-                "max_active_clusters": clusters,
-                "max_active_clusters_from": _why,
-                "shuffle_a": shuffle_a,
-            },
+            meta={"shuffle_a": shuffle_a},
         )
