@@ -94,7 +94,8 @@ def load_k_tiles(ab_prod, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, k_tiles):
 @cute.jit
 def mma_k_tiles(ab_cons, tiled_mma, acc, tCrA, tCrB, k_tiles):
     """MMA warp, one output tile: wait for a slot, tcgen05 MMAs over its k-blocks, release it
-    (a tcgen05.commit onto the slot's empty barrier)."""
+    (a tcgen05.commit onto the slot's empty barrier). Returns tiled_mma, whose ACCUMULATE
+    field it sets: a caller inside a dynamic loop rebinds it, so the tracer carries it."""
     tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
     for _k in cutlass.range(k_tiles, unroll=1):
         h = ab_cons.wait_and_advance()
@@ -108,6 +109,7 @@ def mma_k_tiles(ab_cons, tiled_mma, acc, tCrA, tCrB, k_tiles):
             )
             tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
         h.release()
+    return tiled_mma  # its ACCUMULATE field changed: rebind it in a caller's loop
 
 
 @cute.jit
