@@ -20,6 +20,7 @@ from kernelplan.kb.citations import figures
 from kernelplan.kb.cli import main
 from kernelplan.kb.layout import Layout
 from kernelplan.kb.lint import lint
+from kernelplan.kb.snippets import read_snippet
 from kernelplan.kb.templates import DEVLOG_TEMPLATE, PATTERN_TEMPLATE, READING_TEMPLATE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -926,11 +927,50 @@ def test_snippet_without_sm_or_compile(tree: Layout) -> None:
     assert any("defines no compile_snippet()" in e for e in errs), errs
 
 
-def test_pending_snippet_is_a_warning(tree: Layout) -> None:
+def test_pending_snippet_for_the_gpus_sm_is_an_error(tree: Layout) -> None:
+    """Only compiled snippets pass: a generic (or sm_90) one runs on the H200, so it must be
+    real code with a check()."""
     (tree.root / SNIPPET).write_text('PENDING = "a fragment"\n' + SNIPPET_TEXT)
+    line = line_of(tree, PATTERN, "<!-- snippet:")
+    err = only_error(tree)
+    assert err.startswith(f"{PATTERN}:{line}: snippet `{SNIPPET}` is not compiled yet"), err
+    assert "SM generic runs on the project's GPU" in err
+    (tree.root / SNIPPET).write_text(
+        'PENDING = "a fragment"\n' + SNIPPET_TEXT.replace('"generic"', '"sm_90a"')
+    )
+    assert "SM sm_90a runs on the project's GPU" in only_error(tree)
+
+
+def test_pending_fragment_for_another_sm_is_a_warning(tree: Layout) -> None:
+    """sm_100a cannot run on the H200: a PENDING fragment that does not compile is still only
+    a warning while the sm_100a fragments are being converted (then it becomes an error)."""
+    fragment = SNIPPET_TEXT.replace('"generic"', '"sm_100a"').split("\n\n\ndef compile_snippet")[0]
+    (tree.root / SNIPPET).write_text('PENDING = "a fragment"\n' + fragment + "\n")
     assert errors(tree) == []
     warns = [str(d) for d in lint(tree) if d.severity == "warning"]
-    assert any("is not compiled yet: a fragment" in w for w in warns), warns
+    assert any(
+        "is not compiled yet: a fragment" in w and "should still compile" in w for w in warns
+    )
+    assert not read_snippet(tree, SNIPPET).compiles
+
+
+def test_pending_snippet_for_another_sm_that_compiles_is_a_warning(tree: Layout) -> None:
+    text = SNIPPET_TEXT.replace('"generic"', '"sm_100a"').split("\n\n\ndef check")[0]
+    (tree.root / SNIPPET).write_text('PENDING = "not run: no sm_100 GPU"\n' + text + "\n")
+    assert errors(tree) == []
+    warns = [str(d) for d in lint(tree) if d.severity == "warning"]
+    assert any("is not compiled yet: not run: no sm_100 GPU" in w for w in warns), warns
+    snip = read_snippet(tree, SNIPPET)
+    assert snip.compiles and not snip.runnable  # CI still compiles it
+
+
+def test_pending_snippet_no_entry_shows_is_judged_too(tree: Layout) -> None:
+    write(tree.root, "knowledge/snippets/orphan.py", 'PENDING = "a fragment"\n' + SNIPPET_TEXT)
+    errs = errors(tree)
+    assert any(
+        e.startswith("knowledge/snippets/orphan.py:1: snippet `knowledge/snippets/orphan.py` is")
+        for e in errs
+    ), errs
 
 
 def test_known_bad_snippet_must_expect_a_timeout(tree: Layout) -> None:

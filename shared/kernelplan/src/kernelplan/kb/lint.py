@@ -432,7 +432,31 @@ class Linter:
             for problem in snip.problems:
                 self.error(doc.rel, line, f"snippet `{b.rel}` {problem}")
             if snip.pending is not None and not snip.problems:
-                self.warn(doc.rel, line, f"snippet `{b.rel}` is not compiled yet: {snip.pending}")
+                self.check_pending(doc.rel, line, snip)
+
+    def check_pending(self, rel: str, line: int, snip: snippets_mod.Snippet) -> None:
+        """PENDING is an error when the project's GPU runs the snippet's SM (it must compile
+        and check). For an SM the GPU lacks (sm_100a) it is a warning: a bare fragment is asked
+        to compile (kernel + compile_snippet(), which CI then runs even while PENDING).
+        TODO: make the bare-fragment case an error (only compiled snippets pass) once the
+        sm_100a fragments are converted; on 2026-12-01 seven still were."""
+        what = f"snippet `{snip.rel}` is not compiled yet: {snip.pending}"
+        if snip.sm is None or snip.sm in snippets_mod.RUNNABLE_SMS:
+            self.error(
+                rel,
+                line,
+                f"{what} (SM {snip.sm} runs on the project's GPU: write the kernel, "
+                "compile_snippet() and check(), and drop PENDING)",
+            )
+        elif not snip.has_compile:
+            self.warn(
+                rel,
+                line,
+                f"{what} (SM {snip.sm}: the project's GPU cannot run it, but it should still "
+                "compile: write the kernel around it and compile_snippet(), and drop PENDING)",
+            )
+        else:
+            self.warn(rel, line, what)
 
     def check_implementation(self, doc: Doc) -> None:
         """A pattern's Implementation shows only executable snippets: each code block in it
@@ -470,6 +494,8 @@ class Linter:
             if not shown:
                 for problem in snip.problems:
                     self.error(snip.rel, 1, problem)
+                if snip.pending is not None and not snip.problems:
+                    self.check_pending(snip.rel, 1, snip)
             if not shown and not snip.is_bad:
                 self.warn(snip.rel, 1, "no knowledge entry shows this snippet")
 

@@ -10,7 +10,9 @@ importing it:
 - ``EXPECT``: what its check does on a GPU of its SM, ``"pass"`` (default) or ``"timeout"``
   (a known-bad snippet that deadlocks);
 - ``TIMEOUT_S`` (optional): the time limit of its check, in seconds;
-- ``PENDING`` (only while it is not yet real code): why; the lint warns.
+- ``PENDING`` (only while it is not yet real code): why. The lint fails on it when the
+  project's GPU runs ``SM`` (generic, sm_90); for another SM it warns, and a file that still
+  defines ``compile_snippet()`` is compiled in CI like any other.
 
 and defines ``compile_snippet()`` (CPU: compiles its kernels for ``SM`` with fake tensors, or
 exercises its host code) and, when ``SM`` is generic or sm_90, ``check()`` (GPU: runs it and
@@ -78,7 +80,11 @@ class Snippet:
 
     @property
     def compiles(self) -> bool:
-        return not self.problems and self.pending is None and self.has_compile
+        """Compiled in CI: real code, or PENDING for an SM the project's GPU lacks while it
+        still defines compile_snippet() (the lint fails any PENDING for the GPU's own SMs)."""
+        if self.problems or not self.has_compile:
+            return False
+        return self.pending is None or self.sm not in RUNNABLE_SMS
 
     @property
     def runnable(self) -> bool:
