@@ -7,9 +7,9 @@ part its entry is about. The fake tensors let everything compile on a CPU for sm
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.utils as utils
 import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass.cute.nvgpu import cpasync, tcgen05
+from cutlass.tensor_utils import LayoutEnum
 
 IO = cutlass.Float16
 ACC = cutlass.Float32
@@ -53,7 +53,7 @@ def make_ab_loads(tiled_mma, mma_tiler, a, b, stages: int, cluster_vmnk, load_op
 
 def make_c_store(c, cta_tile_mnk, pair: int, epi_stages: int):
     """Epilogue sub-tile, its staged SMEM layout and the TMA-store atom for C."""
-    c_kind = utils.LayoutEnum.from_tensor(c)
+    c_kind = LayoutEnum.from_tensor(c)
     epi_tile = sm100_utils.compute_epilogue_tile_shape(cta_tile_mnk, pair == 2, c_kind, IO)
     epi_ring = sm100_utils.make_smem_layout_epi(IO, c_kind, epi_tile, epi_stages)
     tma_c, gC = cpasync.make_tiled_tma_atom(

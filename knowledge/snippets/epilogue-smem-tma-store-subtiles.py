@@ -1,51 +1,236 @@
-"""PENDING: the Implementation fragment of
-knowledge/languages/cute-dsl/optimizations/epilogue-smem-tma-store-subtiles.md,
-kept as it stands in the entry until it is
-made real code (a kernel that compiles for sm_100a with fake tensors).
-It is not imported or compiled: names such as the pipelines, tensors and roles come from a
-surrounding kernel that the fragment leaves out.
+"""Epilogue through SMEM with TMA stores, by sub-tiles, on sm_100a: a small warp-specialised
+tcgen05 GEMM (one 128x128 fp16 output tile per CTA; TMA warp, MMA warp, four epilogue warps,
+from _sm100_gemm) whose epilogue reads the TMEM accumulator one 128x32 sub-tile at a time,
+converts it, writes it into one of two swizzled SMEM buffers and lets one warp TMA-store it,
+with a PipelineTmaStore bounding the stores in flight. The shown region is the host-side store
+atom and the epilogue's sub-tile loop.
+
+Shown in knowledge/languages/cute-dsl/optimizations/epilogue-smem-tma-store-subtiles.md.
+Compiles for sm_100a on a CPU (no check: tcgen05 does not run on the project's H200).
 """
 
-# ruff: noqa: F821, E402, F841, B018, SIM102
-
-SM = "sm_100a"
-PENDING = "a fragment: its surrounding tcgen05 kernel is not written yet"
-
-# snippet:begin
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-from cutlass.cute.nvgpu import cpasync
+import cutlass.utils.blackwell_helpers as sm100_utils
+from cutlass.cute.nvgpu import cpasync, tcgen05
+from cutlass.tensor_utils import LayoutEnum
 
+from kernelplan.kb.snippets import sibling
+
+g = sibling(__file__, "_sm100_gemm")
+
+SM = "sm_100a"
+
+BM, BN = 128, 128
+AB_STAGES = 4
 EPI_STAGES = 2
+EPI_BAR_ID, TMEM_BAR_ID = 1, 2
 
-# Host (@cute.jit)
-epi_layout = sm100_utils.make_smem_layout_epi(c.element_type, c_layout_kind, epi_tile, EPI_STAGES)
-tma_c, gC_tma = cpasync.make_tiled_tma_atom(
-    cpasync.CopyBulkTensorTileS2GOp(), c, cute.slice_(epi_layout, (None, None, 0)), epi_tile
-)
 
-# Device (@cute.kernel), epilogue threads only
-store_pipe = pipeline.PipelineTmaStore.create(
-    num_stages=EPI_STAGES,
-    producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, n_epi_threads),
-)
-epi_bar = pipeline.NamedBarrier(barrier_id=EPI_BAR_ID, num_threads=n_epi_threads)
-s_part, g_part = cpasync.tma_partition(
-    tma_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), cute.group_modes(gC_sub, 0, 2)
-)
-g_tile = cute.group_modes(g_part[(None, None, None, *tile_mn)], 1, cute.rank(g_part) - 2)
-for i in cutlass.range(n_subtiles):
-    acc_regs = load_subtile(i)  # TMEM or register accumulators
-    out_regs.store(epilogue_op(acc_regs.load().to(c.element_type)))
-    buf = i % EPI_STAGES
-    cute.copy(r2s_copy, out_regs, r2s_dst[(None, None, None, buf)])
-    cute.arch.fence_proxy("async.shared", space="cta")  # SMEM writes -> async proxy
-    epi_bar.arrive_and_wait()  # everyone has written
-    if warp == STORE_WARP:
-        cute.copy(tma_c, s_part[(None, buf)], g_tile[(None, i)])
-        store_pipe.producer_commit()
-        store_pipe.producer_acquire()  # next buffer's old store is done
-    epi_bar.arrive_and_wait()  # nobody rewrites buf too early
-store_pipe.producer_tail()  # before SMEM/TMEM are released
-# snippet:end
+class TmaStoreGemm:
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+        tiled_mma = g.make_tiled_mma(1, BN)
+        mma_tiler = (BM, BN, g.BK)
+        cluster_vmnk = cute.tiled_divide(cute.make_layout((1, 1, 1)), (tiled_mma.thr_id,))
+        a_ring, b_ring, tma_a, gA, tma_b, gB, slot_bytes = g.make_ab_loads(
+            tiled_mma,
+            mma_tiler,
+            a,
+            b,
+            AB_STAGES,
+            cluster_vmnk,
+            cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE),
+        )
+        # snippet:begin
+        # Host (@cute.jit): the sub-tile (128 x 32 here), its staged swizzled SMEM layout, and
+        # a TMA-store atom whose box is one sub-tile
+        c_layout_kind = LayoutEnum.from_tensor(c)
+        epi_tile = sm100_utils.compute_epilogue_tile_shape(
+            (BM, BN, g.BK), False, c_layout_kind, c.element_type
+        )
+        epi_layout = sm100_utils.make_smem_layout_epi(
+            c.element_type, c_layout_kind, epi_tile, EPI_STAGES
+        )
+        tma_c, gC_tma = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileS2GOp(), c, cute.slice_(epi_layout, (None, None, 0)), epi_tile
+        )
+        # snippet:end
+
+        @cute.struct
+        class Storage:
+            ab_bars: cute.struct.MemRange[cutlass.Int64, 2 * AB_STAGES]
+            acc_bars: cute.struct.MemRange[cutlass.Int64, 2]
+            tmem_addr: cutlass.Int32
+            sA: cute.struct.Align[cute.struct.MemRange[g.IO, cute.cosize(a_ring)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[g.IO, cute.cosize(b_ring)], 1024]
+            sC: cute.struct.Align[
+                cute.struct.MemRange[c.element_type, cute.cosize(epi_layout)], 1024
+            ]
+
+        self.storage = Storage
+        grid = (
+            cute.ceil_div(cute.size(c, mode=[0]), BM),
+            cute.ceil_div(cute.size(c, mode=[1]), BN),
+            1,
+        )
+        self.kernel(
+            tiled_mma,
+            tma_a,
+            gA,
+            tma_b,
+            gB,
+            tma_c,
+            gC_tma,
+            a_ring,
+            b_ring,
+            epi_layout,
+            epi_tile,
+            c_layout_kind,
+            slot_bytes,
+            cluster_vmnk,
+        ).launch(grid=grid, block=[g.THREADS, 1, 1], stream=stream)
+
+    @cute.kernel
+    def kernel(
+        self,
+        tiled_mma: cute.TiledMma,
+        tma_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        tma_c: cute.CopyAtom,
+        mC: cute.Tensor,
+        a_ring: cute.ComposedLayout,
+        b_ring: cute.ComposedLayout,
+        epi_layout: cute.ComposedLayout,
+        epi_tile: cute.Tile,
+        c_layout_kind: cutlass.Constexpr,
+        ab_bytes: cutlass.Constexpr,
+        cluster_vmnk: cute.Layout,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        bm, bn, _ = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        EPI_WARPS, MMA_WARP, TMA_WARP = g.EPI_WARPS, g.MMA_WARP, g.TMA_WARP
+        STORE_WARP = EPI_WARPS[0]
+        n_epi_threads = 32 * len(EPI_WARPS)
+        if warp == TMA_WARP:
+            cpasync.prefetch_descriptor(tma_a)
+            cpasync.prefetch_descriptor(tma_b)
+            cpasync.prefetch_descriptor(tma_c)
+        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
+        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
+        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+        sC = storage.sC.get_tensor(epi_layout.outer, swizzle=epi_layout.inner)
+        mma_tiler = (BM, BN, g.BK)
+        gA = cute.local_tile(mA, mma_tiler, (bm, bn, None), proj=(1, None, 1))
+        gB = cute.local_tile(mB, mma_tiler, (bm, bn, None), proj=(None, 1, 1))
+        gC = cute.local_tile(mC, mma_tiler, (bm, bn, None), proj=(1, 1, None))
+        thr_mma = tiled_mma.get_slice(0)
+        tAsA, tAgA, tBsB, tBgB = g.partition_ab(tma_a, tma_b, gA, gB, sA, sB, thr_mma)
+        tCrA = tiled_mma.make_fragment_A(sA)
+        tCrB = tiled_mma.make_fragment_B(sB)
+        acc_layout = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((BM, BN))).layout
+        k_tiles = cute.size(gA, mode=[2])
+        one = pipeline.CooperativeGroup(pipeline.Agent.Thread)
+        ab_prod, ab_cons = pipeline.PipelineTmaUmma.create(
+            barrier_storage=storage.ab_bars.data_ptr(),
+            num_stages=AB_STAGES,
+            producer_group=one,
+            consumer_group=one,
+            tx_count=ab_bytes,
+            cta_layout_vmnk=cluster_vmnk,
+        ).make_participants()
+        acc_prod, acc_cons = pipeline.PipelineUmmaAsync.create(
+            barrier_storage=storage.acc_bars.data_ptr(),
+            num_stages=1,
+            producer_group=one,
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, len(EPI_WARPS)),
+            cta_layout_vmnk=cluster_vmnk,
+        ).make_participants()
+        tmem = cutlass.memory.TmemAllocator(
+            storage.tmem_addr.ptr,
+            barrier_for_retrieve=pipeline.NamedBarrier(
+                barrier_id=TMEM_BAR_ID, num_threads=32 * (1 + len(EPI_WARPS))
+            ),
+            allocator_warp_id=EPI_WARPS[0],
+        )
+
+        if warp == TMA_WARP:
+            g.load_k_tiles(ab_prod, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, k_tiles)
+            ab_prod.tail()
+        elif warp == MMA_WARP:
+            tmem.wait_for_alloc()
+            acc = cute.make_tensor(tmem.retrieve_ptr(g.ACC), acc_layout)
+            acc_slot = acc_prod.acquire_and_advance()
+            g.mma_k_tiles(ab_cons, tiled_mma, acc, tCrA, tCrB, k_tiles)
+            acc_slot.commit()
+            acc_prod.tail()
+        elif warp < MMA_WARP:
+            tmem.allocate(BN)
+            tmem.wait_for_alloc()
+            acc = cute.make_tensor(tmem.retrieve_ptr(g.ACC), acc_layout)
+            full = acc_cons.wait_and_advance()
+            # TMEM -> registers, per sub-tile: (T2R, T2R_M, T2R_N, n_subtiles)
+            acc_sub = cute.flat_divide(acc[((None, None), 0, 0)], epi_tile)
+            gC_sub = cute.flat_divide(thr_mma.partition_C(gC)[((None, None), 0, 0)], epi_tile)
+            t2r = tcgen05.make_tmem_copy(
+                cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x32), g.ACC),
+                acc_sub[(None, None, 0, 0)],
+            )
+            t2r_thr = t2r.get_slice(tidx)
+            t2r_src = cute.group_modes(t2r_thr.partition_S(acc_sub), 3, 5)
+            acc_regs = cute.make_rmem_tensor(
+                t2r_thr.partition_D(gC_sub)[(None, None, None, 0, 0)].shape, g.ACC
+            )
+            # registers -> SMEM: a store atom matched to C's layout and to the T2R thread map
+            r2s_copy = cute.make_tiled_copy_D(
+                sm100_utils.get_smem_store_op(c_layout_kind, g.IO, g.ACC, t2r), t2r
+            )
+            r2s_dst = r2s_copy.get_slice(tidx).partition_D(sC)  # (R2S, R2S_M, R2S_N, EPI_STAGES)
+            acc_view = r2s_copy.retile(acc_regs)
+            out_regs = cute.make_rmem_tensor(acc_view.shape, g.IO)
+            n_subtiles = cute.size(t2r_src, mode=[3])
+
+            # snippet:begin
+            # Device (@cute.kernel), the epilogue warps only
+            store_pipe = pipeline.PipelineTmaStore.create(
+                num_stages=EPI_STAGES,
+                producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, n_epi_threads),
+            )
+            epi_bar = pipeline.NamedBarrier(barrier_id=EPI_BAR_ID, num_threads=n_epi_threads)
+            # per buffer, the SMEM source; per sub-tile, the global destination
+            s_part, g_part = cpasync.tma_partition(
+                tma_c,
+                0,
+                cute.make_layout(1),
+                cute.group_modes(sC, 0, 2),
+                cute.group_modes(gC_sub, 0, 2),
+            )
+            g_tile = cute.group_modes(g_part, 1, cute.rank(g_part))  # (TMA, n_subtiles)
+            for i in cutlass.range(n_subtiles):
+                cute.copy(t2r, t2r_src[(None, None, None, i)], acc_regs)  # TMEM -> registers
+                out_regs.store(acc_view.load().to(g.IO))  # (+ a fused element-wise op)
+                buf = i % EPI_STAGES
+                cute.copy(r2s_copy, out_regs, r2s_dst[(None, None, None, buf)])
+                cute.arch.fence_proxy("async.shared", space="cta")  # SMEM writes -> async proxy
+                epi_bar.arrive_and_wait()  # every epilogue thread has written buf
+                if warp == STORE_WARP:
+                    cute.copy(tma_c, s_part[(None, buf)], g_tile[(None, i)])
+                    store_pipe.producer_commit()  # closes this store's bulk group
+                    store_pipe.producer_acquire()  # at most EPI_STAGES - 1 stores in flight
+                epi_bar.arrive_and_wait()  # nobody rewrites a buffer whose store may be pending
+            store_pipe.producer_tail()  # every store done before SMEM and TMEM are released
+            # snippet:end
+
+            with cute.arch.elect_one():
+                full.release()
+            tmem.relinquish_alloc_permit()
+            tmem.free(acc.iterator)
+
+
+def compile_snippet():
+    """CPU: compile for SM (CUTE_DSL_ARCH) with fake tensors."""
+    return cute.compile(TmaStoreGemm(), *g.fake_args())
