@@ -27,8 +27,8 @@ def make_tiled_mma(pair: int, tile_n: int):
             (128 * pair, tile_n, 16),
             tcgen05.CtaGroup.TWO if pair == 2 else tcgen05.CtaGroup.ONE,
             tcgen05.OperandSource.SMEM,
-            tcgen05.OperandMajorMode.K,
-            tcgen05.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
+            cute.nvgpu.OperandMajorMode.K,
         )
     )
 
