@@ -1,9 +1,15 @@
 """Small helpers shared by the sm_90a WGMMA snippets (not a snippet itself: its name starts
 with _): an element-by-element global -> shared tile copy, the (rows, cols) view of a WGMMA
-accumulator fragment, and fake / real 2-D tensors for compile and check."""
+accumulator fragment, fake / real 2-D tensors for compile and check, and the scaffolding of
+the TMA-pipelined GEMMs C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T (K-major): tiled MMA,
+staged A/B SMEM rings and their TMA atoms, the shared storage, TMA partitions, the async
+WGMMA batch of one slot, fake arguments and the check against torch."""
 
 import cutlass
 import cutlass.cute as cute
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warpgroup
+from cutlass.tensor_utils import LayoutEnum
 
 
 @cute.jit
@@ -45,3 +51,118 @@ def cute_view(t):
     from cutlass.cute.runtime import from_dlpack
 
     return from_dlpack(t, assumed_align=16)
+
+
+def make_gemm_mma(a, b, tile_mnk, n_mma_wg: int = 1):
+    """Inside @cute.jit: a K-major fp32-accumulating WGMMA for the (BM, BN) tile, split along
+    M over n_mma_wg warpgroups."""
+    return sm90_utils.make_trivial_tiled_mma(
+        a.element_type,
+        b.element_type,
+        OperandMajorMode.K,
+        OperandMajorMode.K,
+        cutlass.Float32,
+        (n_mma_wg, 1, 1),
+        tiler_mn=(tile_mnk[0] // n_mma_wg, tile_mnk[1]),
+    )
+
+
+def make_ab_rings(a, b, tile_mnk, stages: int):
+    """Staged swizzled SMEM layouts for A and B and one slot of each (stage 0)."""
+    a_ring = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, tile_mnk, a.element_type, stages)
+    b_ring = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, tile_mnk, b.element_type, stages)
+    return (
+        a_ring,
+        b_ring,
+        cute.slice_(a_ring, (None, None, 0)),
+        cute.slice_(b_ring, (None, None, 0)),
+    )
+
+
+def make_ab_tma(a, b, a_slot, b_slot, tile_mnk):
+    """Plain (no multicast) TMA load atoms for A and B: (tma_a, gA_tma, tma_b, gB_tma)."""
+    bm, bn, bk = tile_mnk
+    op = cpasync.CopyBulkTensorTileG2SOp()
+    tma_a, gA_tma = cpasync.make_tiled_tma_atom(op, a, a_slot, (bm, bk))
+    tma_b, gB_tma = cpasync.make_tiled_tma_atom(op, b, b_slot, (bn, bk))
+    return tma_a, gA_tma, tma_b, gB_tma
+
+
+def slot_bytes(a, b, a_slot, b_slot):
+    """Bytes the TMA copies of one A+B slot deliver to one CTA."""
+    return cute.size_in_bytes(a.element_type, a_slot) + cute.size_in_bytes(b.element_type, b_slot)
+
+
+def make_storage(a, b, a_ring, b_ring, stages: int):
+    """Shared storage: full + empty mbarriers per stage, then the 1024-byte-aligned rings."""
+
+    @cute.struct
+    class Storage:
+        bars: cute.struct.MemRange[cutlass.Int64, 2 * stages]
+        sA: cute.struct.Align[cute.struct.MemRange[a.element_type, cute.cosize(a_ring)], 1024]
+        sB: cute.struct.Align[cute.struct.MemRange[b.element_type, cute.cosize(b_ring)], 1024]
+
+    return Storage
+
+
+def gemm_grid(c, tile_mnk):
+    """One CTA per (BM, BN) tile of C."""
+    return (cute.size(c, mode=[0]) // tile_mnk[0], cute.size(c, mode=[1]) // tile_mnk[1], 1)
+
+
+def smem_rings(storage, a_ring, b_ring):
+    """Inside the kernel: the A and B rings of the allocated storage as swizzled tensors."""
+    sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
+    sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+    return sA, sB
+
+
+def tma_partition_ab(tma_a, tma_b, sA, sB, gA, gB):
+    """TMA views of the (BM|BN, BK, k_tiles) tiles and of the rings: tAsA, tAgA, tBsB, tBgB."""
+    tAsA, tAgA = cpasync.tma_partition(
+        tma_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2)
+    )
+    tBsB, tBgB = cpasync.tma_partition(
+        tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2)
+    )
+    return tAsA, tAgA, tBsB, tBgB
+
+
+def issue_async_mmas(tiled_mma, acc, tCrA, tCrB, slot):
+    """WGMMA over the k-blocks of one slot, asynchronously: fence, gemms, commit_group."""
+    warpgroup.fence()
+    for kb in range(cute.size(tCrA, mode=[2])):  # unrolled at trace time
+        cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, slot)], tCrB[(None, None, kb, slot)], acc)
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    warpgroup.commit_group()
+
+
+def fake_gemm_args():
+    """Fake K-major fp16 A (m, k), B (n, k), row-major fp32 C (m, n), symbolic extents, and a
+    fake stream."""
+    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+    m, n, k = cute.sym_int(), cute.sym_int(), cute.sym_int()
+    a = make_fake_compact_tensor(cutlass.Float16, (m, k), stride_order=(1, 0), assumed_align=16)
+    b = make_fake_compact_tensor(cutlass.Float16, (n, k), stride_order=(1, 0), assumed_align=16)
+    c = make_fake_compact_tensor(cutlass.Float32, (m, n), stride_order=(1, 0), assumed_align=16)
+    return a, b, c, make_fake_stream()
+
+
+def check_gemm(gemm, m: int, n: int, k: int) -> float:
+    """GPU: compile and run gemm (a __call__(a, b, c, stream) object) on random fp16 A, B into
+    a NaN-filled fp32 C; assert C matches torch in fp32; return the max abs error."""
+    import torch
+    from cutlass.torch import current_stream
+
+    torch.manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.float16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float32)
+    args = [cute_view(t) for t in (a, b, c)]
+    stream = current_stream()
+    cute.compile(gemm, *args, stream)(*args, stream)
+    torch.cuda.synchronize()
+    err = (c - (a.float() @ b.float().t())).abs().max().item()
+    assert err < 1e-2 * k**0.5, f"max abs error {err}"
+    return err

@@ -1,9 +1,10 @@
 """Small pieces shared by the sm_100a tcgen05 GEMM snippets (not a snippet itself: its name
-starts with _). C (M, N) = A (M, K) @ B (N, K)^T, fp16 in, fp32 accumulate in TMEM, A and B
-K-major, M and N multiples of the tile. Host side: the tiled MMA, the staged A/B SMEM rings
-and their TMA atoms, the TMA-store atom for C. Device side: the TMA-warp load loop, the MMA-warp
-K loop and a plain epilogue (TMEM -> registers -> global), so that each snippet writes only the
-part its entry is about. The fake tensors let everything compile on a CPU for sm_100a."""
+starts with _). C (M, N[, L]) = A (M, K[, L]) @ B (N, K[, L])^T, fp16 in, fp32 accumulate in
+TMEM, A and B K-major, M and N multiples of the tile. Host side: the tiled MMA, the staged A/B
+SMEM rings and their TMA atoms, the TMA-store atom for C. Device side: the TMA-warp load loop,
+the MMA-warp K loop, the global tiles partitioned for TMA (one tile or the whole tile space)
+and a plain epilogue (TMEM -> registers -> global), so that each snippet writes only the part
+its entry is about. The fake tensors let everything compile on a CPU for sm_100a."""
 
 import cutlass
 import cutlass.cute as cute
@@ -13,8 +14,10 @@ from cutlass.tensor_utils import LayoutEnum
 
 IO = cutlass.Float16
 ACC = cutlass.Float32
-EPI_WARPS, MMA_WARP, TMA_WARP = (0, 1, 2, 3), 4, 5  # epilogue warps first: TMEM lane quarters
-THREADS = 32 * (len(EPI_WARPS) + 2)
+# Epilogue warps first: warp w may only touch TMEM lanes 32 * (w % 4) .. + 31.
+EPI_WARPS, MMA_WARP, TMA_WARP = (0, 1, 2, 3), 4, 5
+EPI_THREADS = 32 * len(EPI_WARPS)
+THREADS = EPI_THREADS + 2 * 32
 BK = 64
 
 
@@ -34,21 +37,41 @@ def make_tiled_mma(pair: int, tile_n: int):
 
 
 def make_ab_loads(tiled_mma, mma_tiler, a, b, stages: int, cluster_vmnk, load_op):
-    """Staged A/B SMEM layouts, their TMA atoms and the bytes one stage brings to one CTA."""
+    """Staged A/B SMEM layouts, their TMA atoms and the bytes one stage brings to one CTA
+    (cluster_vmnk None: no cluster)."""
+    cluster = {} if cluster_vmnk is None else {"cluster_shape_vmnk": cluster_vmnk.shape}
     a_ring = sm100_utils.make_smem_layout_a(tiled_mma, mma_tiler, a.element_type, stages)
     b_ring = sm100_utils.make_smem_layout_b(tiled_mma, mma_tiler, b.element_type, stages)
     a_slot = cute.slice_(a_ring, (None, None, None, 0))
     b_slot = cute.slice_(b_ring, (None, None, None, 0))
     tma_a, gA = cute.nvgpu.make_tiled_tma_atom_A(
-        load_op, a, a_slot, mma_tiler, tiled_mma, cluster_vmnk.shape
+        load_op, a, a_slot, mma_tiler, tiled_mma, **cluster
     )
     tma_b, gB = cute.nvgpu.make_tiled_tma_atom_B(
-        load_op, b, b_slot, mma_tiler, tiled_mma, cluster_vmnk.shape
+        load_op, b, b_slot, mma_tiler, tiled_mma, **cluster
     )
     slot_bytes = cute.size_in_bytes(a.element_type, a_slot) + cute.size_in_bytes(
         b.element_type, b_slot
     )
     return a_ring, b_ring, tma_a, gA, tma_b, gB, slot_bytes
+
+
+def make_operands(a: cute.Tensor, b: cute.Tensor, tile_n: int, stages: int, tma_op=None):
+    """Inside @cute.jit, one CTA per 128xN tile, no cluster: (tiled_mma, mma tiler, A ring,
+    B ring, (tma_a, mA), (tma_b, mB), bytes of one A+B slot)."""
+    tiled_mma = make_tiled_mma(1, tile_n)
+    tiler = (128, tile_n, BK)
+    if tma_op is None:
+        tma_op = cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE)
+    a_ring, b_ring, tma_a, mA, tma_b, mB, slot_bytes = make_ab_loads(
+        tiled_mma, tiler, a, b, stages, None, tma_op
+    )
+    return tiled_mma, tiler, a_ring, b_ring, (tma_a, mA), (tma_b, mB), slot_bytes
+
+
+def tile_counts(c: cute.Tensor, tiler):
+    """(tiles along M, tiles along N, L) of C (M, N, L) for the tiler's (M, N)."""
+    return cute.zipped_divide(c, tiler=(tiler[0], tiler[1]))[(0, (None, None, None))].shape
 
 
 def make_c_store(c, cta_tile_mnk, pair: int, epi_stages: int):
@@ -83,6 +106,19 @@ def partition_ab(tma_a, tma_b, gA, gB, sA, sB, thr_mma):
 
 
 @cute.jit
+def partition_all_tiles(tiled_mma, tiler, tma_a, mA, tma_b, mB, mC, sA, sB):
+    """Every tile of A, B and C (M, N, L), partitioned for TMA / the MMA: tAgA[(None, m, k, l)],
+    tBgB[(None, n, k, l)], tCgC[(None, None, None, m, n, l)], plus the SMEM sides."""
+    every = (None, None, None)
+    gA = cute.local_tile(mA, (tiler[0], tiler[2]), every)  # (BM, BK, m, k, l)
+    gB = cute.local_tile(mB, (tiler[1], tiler[2]), every)  # (BN, BK, n, k, l)
+    gC = cute.local_tile(mC, (tiler[0], tiler[1]), every)  # (BM, BN, m, n, l)
+    thr_mma = tiled_mma.get_slice(0)
+    tAsA, tAgA, tBsB, tBgB = partition_ab(tma_a, tma_b, gA, gB, sA, sB, thr_mma)
+    return tAsA, tAgA, tBsB, tBgB, thr_mma.partition_C(gC)
+
+
+@cute.jit
 def load_k_tiles(ab_prod, tma_a, tAgA, tAsA, tma_b, tBgB, tBsB, k_tiles):
     """TMA warp, one output tile: acquire a slot, copy A and B into it, per K-tile."""
     for k in cutlass.range(k_tiles, unroll=1):
@@ -114,8 +150,8 @@ def mma_k_tiles(ab_cons, tiled_mma, acc, tCrA, tCrB, k_tiles):
 
 @cute.jit
 def store_acc_direct(acc, tCgC, tidx, n_subtiles: cutlass.Constexpr):
-    """Epilogue warps: TMEM -> registers (tcgen05.ld, 32 lanes per warp) -> fp16 -> global,
-    in n_subtiles column slices of the accumulator."""
+    """Epilogue warps: TMEM -> registers (tcgen05.ld, 32 lanes per warp) -> C's element type
+    -> global, in n_subtiles column slices of the accumulator."""
     epi = ((cute.size(acc, mode=[0, 0]), cute.size(acc, mode=[0, 1]) // n_subtiles),)
     acc_epi = cute.zipped_divide(acc, epi)  # (EpiTile, n_subtiles)
     gC_epi = cute.zipped_divide(tCgC, epi)
@@ -126,19 +162,34 @@ def store_acc_direct(acc, tCgC, tidx, n_subtiles: cutlass.Constexpr):
     src = thr.partition_S(acc_epi)
     dst = thr.partition_D(gC_epi)
     regs = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC)
-    out = cute.make_rmem_tensor(dst[None, None, 0].shape, IO)
+    out = cute.make_rmem_tensor(dst[None, None, 0].shape, tCgC.element_type)
     for i in cutlass.range(cute.size(src, mode=[2])):
         cute.copy(t2r, src[None, None, i], regs)
-        out.store(regs.load().to(IO))
+        out.store(regs.load().to(tCgC.element_type))
         cute.autovec_copy(out, dst[None, None, i])
 
 
-def fake_args():
-    """Fake fp16 A (M, K), B (N, K) and C (M, N), row-major, with symbolic extents."""
+@cute.jit
+def store_acc(acc: cute.Tensor, tCgC: cute.Tensor, tidx):
+    """Epilogue warps (EPI_THREADS threads, tidx 0..127): one 128xN TMEM accumulator
+    (MMA, MMA_M, MMA_N) -> registers, 32 columns at a time -> C tile."""
+    store_acc_direct(acc, tCgC, tidx, cute.size(acc, mode=[0, 1]) // 32)
+
+
+def fake_args(batched: bool = False, c_dtype=IO):
+    """Fake K-major fp16 A (m, k[, l]), B (n, k[, l]) and row-major C (m, n[, l]) of c_dtype,
+    symbolic extents (l when batched), and a fake stream."""
     from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
-    m, n, k = cute.sym_int(), cute.sym_int(), cute.sym_int()
-    a = make_fake_compact_tensor(IO, (m, k), stride_order=(1, 0), assumed_align=16)
-    b = make_fake_compact_tensor(IO, (n, k), stride_order=(1, 0), assumed_align=16)
-    c = make_fake_compact_tensor(IO, (m, n), stride_order=(1, 0), assumed_align=16)
-    return a, b, c, make_fake_stream()
+    m, n, k, l = (cute.sym_int() for _ in range(4))
+    tail, order = ((l,), (1, 0, 2)) if batched else ((), (1, 0))
+
+    def fake(dtype, *extents):
+        return make_fake_compact_tensor(dtype, extents + tail, stride_order=order, assumed_align=16)
+
+    return fake(IO, m, k), fake(IO, n, k), fake(c_dtype, m, n), make_fake_stream()
+
+
+def fake_mkl_args():
+    """fake_args for C (M, N, L) fp32 = A (M, K, L) fp16 @ B (N, K, L)^T."""
+    return fake_args(batched=True, c_dtype=ACC)

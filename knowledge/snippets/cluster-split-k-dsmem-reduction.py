@@ -23,7 +23,7 @@ from cutlass.cute.nvgpu import tcgen05
 
 from kernelplan.kb.snippets import sibling
 
-tile = sibling(__file__, "_tcgen05_tile")
+tile = sibling(__file__, "_sm100_gemm")
 
 SM = "sm_100a"
 

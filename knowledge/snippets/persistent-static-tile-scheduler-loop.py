@@ -22,7 +22,7 @@ import cutlass.pipeline as pipeline
 
 from kernelplan.kb.snippets import sibling
 
-tile = sibling(__file__, "_tcgen05_tile")
+tile = sibling(__file__, "_sm100_gemm")
 
 SM = "sm_100a"
 

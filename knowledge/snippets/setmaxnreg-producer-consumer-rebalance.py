@@ -14,9 +14,11 @@ Shown in knowledge/languages/cute-dsl/optimizations/setmaxnreg-producer-consumer
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass.cute.nvgpu import OperandMajorMode, cpasync, warpgroup
-from cutlass.tensor_utils import LayoutEnum
+from cutlass.cute.nvgpu import cpasync, warpgroup
+
+from kernelplan.kb.snippets import sibling
+
+hop = sibling(__file__, "_hopper_tile")
 
 SM = "sm_90a"
 EXPECT = "pass"
@@ -40,37 +42,13 @@ class WarpSpecializedGemm:
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
         tile = (BM, BN, BK)
-        K = OperandMajorMode.K
-        tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            a.element_type,
-            b.element_type,
-            K,
-            K,
-            cutlass.Float32,
-            (N_MMA_WG, 1, 1),
-            tiler_mn=(BM // N_MMA_WG, BN),
-        )
-        a_ring = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, tile, a.element_type, STAGES)
-        b_ring = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, tile, b.element_type, STAGES)
-        a_slot = cute.slice_(a_ring, (None, None, 0))
-        b_slot = cute.slice_(b_ring, (None, None, 0))
-        op = cpasync.CopyBulkTensorTileG2SOp()
-        tma_a, gA_tma = cpasync.make_tiled_tma_atom(op, a, a_slot, (BM, BK))
-        tma_b, gB_tma = cpasync.make_tiled_tma_atom(op, b, b_slot, (BN, BK))
-        slot_bytes = cute.size_in_bytes(a.element_type, a_slot) + cute.size_in_bytes(
-            b.element_type, b_slot
-        )
-
-        @cute.struct
-        class Storage:
-            bars: cute.struct.MemRange[cutlass.Int64, 2 * STAGES]
-            sA: cute.struct.Align[cute.struct.MemRange[a.element_type, cute.cosize(a_ring)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[b.element_type, cute.cosize(b_ring)], 1024]
-
-        self.storage = Storage
-        grid = (cute.size(c, mode=[0]) // BM, cute.size(c, mode=[1]) // BN, 1)
-        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, slot_bytes).launch(
-            grid=grid, block=[THREADS, 1, 1], stream=stream
+        tiled_mma = hop.make_gemm_mma(a, b, tile, n_mma_wg=N_MMA_WG)
+        a_ring, b_ring, a_slot, b_slot = hop.make_ab_rings(a, b, tile, STAGES)
+        tma_a, gA_tma, tma_b, gB_tma = hop.make_ab_tma(a, b, a_slot, b_slot, tile)
+        self.storage = hop.make_storage(a, b, a_ring, b_ring, STAGES)
+        nbytes = hop.slot_bytes(a, b, a_slot, b_slot)
+        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, nbytes).launch(
+            grid=hop.gemm_grid(c, tile), block=[THREADS, 1, 1], stream=stream
         )
 
     @cute.kernel
@@ -89,8 +67,7 @@ class WarpSpecializedGemm:
         tidx, _, _ = cute.arch.thread_idx()
         bm, bn, _ = cute.arch.block_idx()
         storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
-        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+        sA, sB = hop.smem_rings(storage, a_ring, b_ring)
         gA = cute.local_tile(mA, (BM, BK), (bm, None))
         gB = cute.local_tile(mB, (BN, BK), (bn, None))
         gC = cute.local_tile(mC, (BM, BN), (bm, bn))
@@ -121,20 +98,7 @@ class WarpSpecializedGemm:
 
     @cute.jit
     def producer_tile_loop(self, pipe, tma_a, tma_b, sA, sB, gA, gB):
-        tAsA, tAgA = cpasync.tma_partition(
-            tma_a,
-            0,
-            cute.make_layout(1),
-            cute.group_modes(sA, 0, 2),
-            cute.group_modes(gA, 0, 2),
-        )
-        tBsB, tBgB = cpasync.tma_partition(
-            tma_b,
-            0,
-            cute.make_layout(1),
-            cute.group_modes(sB, 0, 2),
-            cute.group_modes(gB, 0, 2),
-        )
+        tAsA, tAgA, tBsB, tBgB = hop.tma_partition_ab(tma_a, tma_b, sA, sB, gA, gB)
         put = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, STAGES)
         for _k in cutlass.range(cute.size(gA, mode=[2]), unroll=1):
             pipe.producer_acquire(put)
@@ -172,37 +136,13 @@ class WarpSpecializedGemm:
         tCgC.store(acc.load())
 
 
-def _fake_args():
-    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
-
-    m, n, k = cute.sym_int(), cute.sym_int(), cute.sym_int()
-    a = make_fake_compact_tensor(cutlass.Float16, (m, k), stride_order=(1, 0), assumed_align=16)
-    b = make_fake_compact_tensor(cutlass.Float16, (n, k), stride_order=(1, 0), assumed_align=16)
-    c = make_fake_compact_tensor(cutlass.Float32, (m, n), stride_order=(1, 0), assumed_align=16)
-    return a, b, c, make_fake_stream()
-
-
 def compile_snippet():
     """CPU: compile for SM (CUTE_DSL_ARCH) with fake tensors."""
-    cute.compile(WarpSpecializedGemm(), *_fake_args())
+    cute.compile(WarpSpecializedGemm(), *hop.fake_gemm_args())
     return f"{THREADS} threads: producer {LOAD_REGS} regs, 2 consumers {MMA_REGS} regs"
 
 
 def check(m=256, n=256, k=1024):
     """H200: 16 K tiles through a 3-slot ring, producer and consumers rebalanced."""
-    import torch
-    from cutlass.cute.runtime import from_dlpack
-    from cutlass.torch import current_stream
-
-    torch.manual_seed(0)
-    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-    b = torch.randn(n, k, device="cuda", dtype=torch.float16)
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float32)
-    args = [from_dlpack(t, assumed_align=16) for t in (a, b, c)]
-    stream = current_stream()
-    cute.compile(WarpSpecializedGemm(), *args, stream)(*args, stream)
-    torch.cuda.synchronize()
-    ref = a.float() @ b.float().t()
-    err = (c - ref).abs().max().item()
-    assert err < 1e-2 * k**0.5, f"max abs error {err}"
+    err = hop.check_gemm(WarpSpecializedGemm(), m, n, k)
     return f"{k // BK} K tiles, {THREADS} threads rebalanced 40/232, max abs error {err:.3g}"

@@ -15,9 +15,12 @@ Shown in knowledge/languages/cute-dsl/optimizations/tma-multicast-cluster-operan
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import cpasync, warpgroup
-from cutlass.tensor_utils import LayoutEnum
+
+from kernelplan.kb.snippets import sibling
+
+hop = sibling(__file__, "_hopper_tile")
+issue_async_mmas = hop.issue_async_mmas  # fence, WGMMAs over one slot, commit_group
 
 SM = "sm_90a"
 EXPECT = "pass"
@@ -30,15 +33,6 @@ STAGES = 2  # fewer slots than K tiles in the check: the ring must wrap
 THREADS = 128  # one warpgroup
 
 
-def issue_async_mmas(tiled_mma, acc, tCrA, tCrB, slot):
-    """WGMMA over the k-blocks of one slot, asynchronously: fence, gemms, commit_group."""
-    warpgroup.fence()
-    for kb in range(cute.size(tCrA, mode=[2])):  # unrolled at trace time
-        cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, slot)], tCrB[(None, None, kb, slot)], acc)
-        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-    warpgroup.commit_group()
-
-
 class MulticastGemm:
     """C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T; M, K multiples of 64, N of 128 (cluster)."""
 
@@ -49,23 +43,8 @@ class MulticastGemm:
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
         tile = (BM, BN, BK)
-        tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            a.element_type,
-            b.element_type,
-            cute.nvgpu.OperandMajorMode.K,
-            cute.nvgpu.OperandMajorMode.K,
-            cutlass.Float32,
-            (1, 1, 1),
-            tiler_mn=(BM, BN),
-        )
-        a_ring = sm90_utils.make_smem_layout_a(
-            LayoutEnum.ROW_MAJOR, tile, a.element_type, self.stages
-        )
-        b_ring = sm90_utils.make_smem_layout_b(
-            LayoutEnum.ROW_MAJOR, tile, b.element_type, self.stages
-        )
-        a_slot = cute.slice_(a_ring, (None, None, 0))
-        b_slot = cute.slice_(b_ring, (None, None, 0))
+        tiled_mma = hop.make_gemm_mma(a, b, tile)
+        a_ring, b_ring, a_slot, b_slot = hop.make_ab_rings(a, b, tile, self.stages)
 
         # snippet:begin
         # Host: the shared operand gets the multicast op (sm_90 form)
@@ -82,20 +61,13 @@ class MulticastGemm:
         tma_a, gA_tma = load_atom(a, a_slot, (BM, BK), CLUSTER_N)  # A is shared along N
         tma_b, gB_tma = load_atom(b, b_slot, (BN, BK), CLUSTER_M)  # B is shared along M
         # snippet:end
-        slot_bytes = cute.size_in_bytes(a.element_type, a_slot) + cute.size_in_bytes(
-            b.element_type, b_slot
-        )
-
-        @cute.struct
-        class Storage:
-            bars: cute.struct.MemRange[cutlass.Int64, 2 * self.stages]
-            sA: cute.struct.Align[cute.struct.MemRange[a.element_type, cute.cosize(a_ring)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[b.element_type, cute.cosize(b_ring)], 1024]
-
-        self.storage = Storage
-        grid = (cute.size(c, mode=[0]) // BM, cute.size(c, mode=[1]) // BN, 1)
-        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, slot_bytes).launch(
-            grid=grid, block=[THREADS, 1, 1], cluster=[CLUSTER_M, CLUSTER_N, 1], stream=stream
+        self.storage = hop.make_storage(a, b, a_ring, b_ring, self.stages)
+        nbytes = hop.slot_bytes(a, b, a_slot, b_slot)
+        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, nbytes).launch(
+            grid=hop.gemm_grid(c, tile),
+            block=[THREADS, 1, 1],
+            cluster=[CLUSTER_M, CLUSTER_N, 1],
+            stream=stream,
         )
 
     @cute.kernel
@@ -121,8 +93,7 @@ class MulticastGemm:
             cpasync.prefetch_descriptor(tma_b)
 
         storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
-        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+        sA, sB = hop.smem_rings(storage, a_ring, b_ring)
 
         gA = cute.local_tile(mA, (BM, BK), (bm, None))  # (BM, BK, k_tiles)
         gB = cute.local_tile(mB, (BN, BK), (bn, None))  # (BN, BK, k_tiles)
@@ -216,38 +187,12 @@ class MulticastGemm:
         # snippet:end
 
 
-def _fake_args():
-    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
-
-    m, n, k = cute.sym_int(), cute.sym_int(), cute.sym_int()
-    a = make_fake_compact_tensor(cutlass.Float16, (m, k), stride_order=(1, 0), assumed_align=16)
-    b = make_fake_compact_tensor(cutlass.Float16, (n, k), stride_order=(1, 0), assumed_align=16)
-    c = make_fake_compact_tensor(cutlass.Float32, (m, n), stride_order=(1, 0), assumed_align=16)
-    return a, b, c, make_fake_stream()
-
-
 def compile_snippet():
     """CPU: compile for SM (CUTE_DSL_ARCH) with fake tensors."""
-    return cute.compile(MulticastGemm(), *_fake_args())
+    return cute.compile(MulticastGemm(), *hop.fake_gemm_args())
 
 
 def check(m=128, n=256, k=1024):
     """H200: 16 K tiles through a 2-slot ring, A multicast to both CTAs of each cluster."""
-    import torch
-    from cutlass.cute.runtime import from_dlpack
-
-    torch.manual_seed(0)
-    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-    b = torch.randn(n, k, device="cuda", dtype=torch.float16)
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float32)
-    args = [from_dlpack(t, assumed_align=16) for t in (a, b, c)]
-    from cutlass.torch import current_stream
-
-    stream = current_stream()
-    gemm = cute.compile(MulticastGemm(), *args, stream)
-    gemm(*args, stream)
-    torch.cuda.synchronize()
-    ref = a.float() @ b.float().t()
-    err = (c - ref).abs().max().item()
-    assert err < 1e-2 * k**0.5, f"max abs error {err}"
+    err = hop.check_gemm(MulticastGemm(), m, n, k)
     return f"{k // BK} K tiles, A multicast across {CLUSTER_N} CTAs, max abs error {err:.3g}"
