@@ -58,7 +58,7 @@ def _run_options(p) -> None:
         nargs="*",
         default=[],
         metavar="KEY=VALUE",
-        help="config items, e.g. tile_mn=128,256 cluster_mn=1x1",
+        help="config items of this implementation (tuples as 128,256 or 128x256)",
     )
     g.add_argument("--warmup", type=int, default=10)
     g.add_argument("--reps", type=int, default=100)
@@ -104,6 +104,13 @@ def build_parser(plan: KernelPlan, prog: str | None = None):
     )
     cls = plan.problem_class()
     p.add_class_arguments(cls, nested_key=None, as_group=True)
+    keys = plan.config_type.field_names()
+    p.epilog = (
+        f"--config keys of {plan.name}: {', '.join(keys)} (defaults: "
+        f"{plan.default_config(plan.default_problem()).label()})"
+        if keys
+        else f"{plan.name} takes no --config"
+    )
     # the implementation's own defaults, except for fields the problem derives from others
     # (declared None: c_dtype from dtype, num_pages from the lengths, a softmax scale from the
     # head dims), so that e.g. --t 8192 does not keep the default problem's page count
@@ -115,9 +122,19 @@ def build_parser(plan: KernelPlan, prog: str | None = None):
 
 
 def _one_line(e: BaseException) -> str:
-    """jsonargparse's multi-line message as one line (``--b: Expected a <class 'int'>...``)."""
+    """jsonargparse's multi-line message as one line (``--b: Expected a <class 'int'>...``);
+    a value that matches no member of an ``X | None`` field says what to write instead."""
+    import re
+
     text = " ".join(ln.strip() for ln in str(e).splitlines() if ln.strip())
     text = text.replace('Parser key "', "--").replace('":', ":", 1)
+    if "Union subtypes" in text:
+        flag = text.split(":", 1)[0]
+        got = re.search(r"Got value: (\S+)", text)
+        shown = f" (got {got.group(1)})" if got else ""
+        if "tuple" in text:
+            return f"{flag}: expected a list such as '[1,2,3]', or null{shown}"
+        return f"{flag}: not a valid value{shown}; see --help for its type"
     return text
 
 
@@ -171,6 +188,15 @@ def run(
     from .cutlass_src import check_environment
     from .records import ensure_writable, write_record
 
+    if opts.prof_type == "static" and (opts.check or opts.autotune or opts.inject_fault != "none"):
+        raise KernelPlanError(
+            "--check, --autotune and --inject-fault run the kernel; --prof_type static only "
+            "compiles it: drop them, or run on a GPU of its SM"
+        )
+    if opts.reps < 1 or opts.warmup < 0:
+        raise KernelPlanError(
+            f"--reps must be >= 1 and --warmup >= 0 (got {opts.reps}, {opts.warmup})"
+        )
     faults = (*FAULTS, *plan.workload.input_faults)
     if opts.inject_fault not in faults:
         raise KernelPlanError(f"--inject-fault {opts.inject_fault}: one of {', '.join(faults)}")

@@ -92,6 +92,11 @@ def ensure_writable(root: Path | str | None = None) -> Path:
         KernelPlanError: it cannot (the message names the folder and the OS error).
     """
     root = Path(root) if root is not None else results_root()
+    if root.exists() and not root.is_dir():
+        raise KernelPlanError(
+            f"cannot write result records under {root}: it is a file, not a folder; choose "
+            "another --results-dir (or KERNELPLAN_RESULTS), or pass --no-record"
+        )
     try:
         root.mkdir(parents=True, exist_ok=True)
         probe = root / f".write-probe-{secrets.token_hex(4)}"
