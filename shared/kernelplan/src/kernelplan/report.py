@@ -962,8 +962,30 @@ def _size(rec: Mapping[str, Any]) -> float:
     return prod
 
 
+def _labelled_fields(problem: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The fields a workload's problem labels by (``label_always``), for a problem dict of
+    that workload; None when no workload's problem declares them."""
+    from .workloads import WORKLOADS, get
+
+    for name in WORKLOADS:
+        try:
+            cls = get(name).problem_type
+        except Exception:  # a workload that does not import here
+            continue
+        keys = getattr(cls, "label_always", None)
+        if keys and set(problem) <= set(cls.field_names()):
+            return tuple(keys)
+    return None
+
+
 def _size_label(problem: Mapping[str, Any]) -> str:
-    """``4096^3`` for m = n = k = 4096 (l = 1), else the integer sizes joined by ``x``."""
+    """``4096^3`` for m = n = k = 4096 (l = 1); ``b=32 s=1 t=4096 h=128`` for a workload whose
+    problem names its label fields (plus ``varlen`` when set); else the integer sizes joined
+    by ``x``."""
+    keys = _labelled_fields(problem)
+    if keys:
+        lab = " ".join(f"{k}={problem[k]}" for k in keys if k in problem)
+        return lab + (" varlen" if problem.get("varlen") else "")
     ints = [v for v in problem.values() if isinstance(v, int) and not isinstance(v, bool)]
     big = [v for v in ints if v != 1]
     if len(big) >= 2 and len(set(big)) == 1:
@@ -972,7 +994,8 @@ def _size_label(problem: Mapping[str, Any]) -> str:
 
 
 def _series(rec: Mapping[str, Any]) -> str:
-    rest = [str(v) for v in (rec.get("problem") or {}).values() if not isinstance(v, int)]
+    """The kernel and the problem's string fields (dtypes, init): one plotted series."""
+    rest = [v for v in (rec.get("problem") or {}).values() if isinstance(v, str)]
     return " ".join([rec.get("kernel", "?"), *dict.fromkeys(rest)])
 
 
