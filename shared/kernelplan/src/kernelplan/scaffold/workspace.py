@@ -48,7 +48,8 @@ def find_package_workload(src_dir: Path, module: str) -> PackageWorkload:
     Raises:
         ScaffoldError: no implementation declares one (the package is not on the workload API).
     """
-    hits: list[tuple[Path, str, str, str]] = []  # (file, class, workload name, its import path)
+    # (file, class, workload name, its import path, whether the class names its package)
+    hits: list[tuple[Path, str, str, str, bool]] = []
     for py in sorted(src_dir.rglob("*.py")):
         try:
             tree = parse(py)
@@ -68,14 +69,15 @@ def find_package_workload(src_dir: Path, module: str) -> PackageWorkload:
                 ):
                     wname = stmt.value.id
                     full = _absolute(names.get(wname, f"{rel_mod}.{wname}"), tree, rel_mod)
-                    hits.append((py, cls.name, wname, full))
+                    hits.append((py, cls.name, wname, full, _declares_package(cls)))
     if not hits:
         raise ScaffoldError(
             f"{module} has no implementation with a `workload` attribute (not on the workload "
             "API yet): port one of its kernels first, or scaffold into a new package"
         )
     full = Counter(h[3] for h in hits).most_common(1)[0][0]  # the one most classes declare
-    py, cls, wname, _ = next(h for h in hits if h[3] == full)
+    # the package's own base (it names the package too) before a base it shares with others
+    py, cls, wname, _, _own = sorted((h for h in hits if h[3] == full), key=lambda h: not h[4])[0]
     tensors, fields = _workload_names(full, src_dir.parent)
     if py.name == "__init__.py" or py.parent != src_dir:  # an implementation's own class
         wmod, _, wattr = full.rpartition(".")
@@ -84,6 +86,15 @@ def find_package_workload(src_dir: Path, module: str) -> PackageWorkload:
             tensors, fields,
         )  # fmt: skip
     return PackageWorkload(cls, f"from ..{py.stem} import {cls}", None, None, tensors, fields)
+
+
+def _declares_package(cls: ast.ClassDef) -> bool:
+    """Whether the class body assigns ``package`` (a package's own base class does)."""
+    for stmt in cls.body:
+        target = getattr(stmt, "target", None) or (getattr(stmt, "targets", None) or [None])[0]
+        if isinstance(target, ast.Name) and target.id == "package":
+            return True
+    return False
 
 
 def _absolute(name: str, tree: ast.Module, rel_mod: str) -> str:
