@@ -161,8 +161,8 @@ class MlaDecodeSm90Kernel:
             cute.make_layout((cap, b, mt, TILE_M), stride=(sp_l, rows, TILE_M, 1)),
         )
 
-        K = warpgroup.OperandMajorMode.K
-        MN = warpgroup.OperandMajorMode.MN
+        K = cute.nvgpu.OperandMajorMode.K
+        MN = cute.nvgpu.OperandMajorMode.MN
         # step 2: warpgroup w computes S for tokens [32 w, 32 w + 32) of the page only (no
         # S computed twice); P of both halves meets in SMEM as the PV MMA's A operand
         qk_mma = sm90_utils.make_trivial_tiled_mma(
@@ -298,7 +298,7 @@ class MlaDecodeSm90Kernel:
         wg_tidx = tidx % 128
         lane = tidx % 32
 
-        smem = cutlass.utils.SmemAllocator()
+        smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
         sQ = storage.sQ.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
         sK = storage.sK.get_tensor(sK_layout.outer, swizzle=sK_layout.inner)
