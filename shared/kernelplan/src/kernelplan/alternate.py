@@ -28,7 +28,7 @@ from typing import Any
 
 from . import device as devmod
 from .errors import KernelPlanError
-from .timing import TimingStats, summarize, workspaces_for_cold_l2
+from .timing import TimingStats, capture_graphs, summarize
 
 
 def alternate(
@@ -67,25 +67,14 @@ def alternate(
     for lab in list(labels):
         fns = launchers[lab]
         if cuda_graph:
-            graphs = []
-            side = torch.cuda.Stream()
-            side.wait_stream(stream)
             try:
-                with torch.cuda.stream(side):
-                    for j in range(len(fns)):
-                        g = torch.cuda.CUDAGraph()
-                        with torch.cuda.graph(g, stream=side):
-                            for k in range(graph_launches):
-                                fns[(j + k) % len(fns)]()
-                        graphs.append(g)
+                graphs = capture_graphs(fns, graph_launches)
             except Exception as e:  # an implementation that cannot be captured is left out
                 torch.cuda.synchronize()
                 msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
                 uncapturable[lab] = msg
                 labels.remove(lab)
                 continue
-            stream.wait_stream(side)
-            torch.cuda.synchronize()
             steps[lab] = lambda i, gs=graphs: gs[i % len(gs)].replay()
         else:
             steps[lab] = lambda i, fs=fns: fs[i % len(fs)]()
@@ -153,15 +142,6 @@ def impl_label(package: str, kernel: str, overrides: dict[str, str]) -> str:
     if not overrides:
         return base
     return base + "[" + ",".join(f"{k}={v}" for k, v in overrides.items()) + "]"
-
-
-def _workspaces(plan, problem) -> int:
-    import torch
-
-    per_ws = sum(s.nbytes() for s in plan.tensor_specs(problem).values())
-    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20) or (50 << 20)
-    free, _ = torch.cuda.mem_get_info()
-    return max(1, min(workspaces_for_cold_l2(per_ws, l2), int(0.3 * free // max(per_ws, 1))))
 
 
 def run_table(
@@ -232,7 +212,8 @@ def run_table(
                         log(f"FAIL {label} {p.label()}: " + "; ".join(r.line() for r in results))
                         continue
                 kernel = plan.kernel(p, cfg, tgt)
-                n_ws = _workspaces(plan, p)
+                # several implementations hold their copies at once: a smaller share of memory
+                n_ws = plan.cold_l2_workspaces(p, memory_share=0.3)
                 launchers = [kernel.bind(plan.prepare_inputs(p, seed=i)) for i in range(n_ws)]
             except KernelPlanError as e:
                 log(f"skip {label} {p.label()}: {e}")

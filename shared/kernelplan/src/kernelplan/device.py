@@ -249,7 +249,6 @@ class Target:
             return cls(sm, sm_count, "--sm_count")
         num, _ = parse_sm(sm)
         if gpu_has_capability(num // 10, num % 10):
-            nv, h = _nvml_handle(0)
             try:
                 import torch
 

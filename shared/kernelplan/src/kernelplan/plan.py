@@ -26,7 +26,7 @@ from .errors import KernelPlanError, adapter_call
 from .kernel import CuteKernel, TensorSpec, TorchKernel
 from .roofline import roofline
 from .timing import TimingStats, benchmark, workspaces_for_cold_l2
-from .workload import Config, NoConfig, Problem, ShapeError, Workload
+from .workload import Config, NoConfig, Problem, ShapeError, Workload, _fmt
 
 PROF_TYPES = ("disabled", "annotation", "static", "ncu")
 
@@ -304,26 +304,34 @@ class KernelPlan(abc.ABC):
     ) -> TimingStats:
         """Time the kernel; with ``cold_l2`` it rotates through enough input copies that no
         launch finds its operands in L2."""
-        import torch
 
         target = target or self.target()
         specs = self.tensor_specs(problem)
         kernel = kernel or self.kernel(problem, config, target)
         # an implementation whose config times graph replays says so in the kernel's meta
         cuda_graph = bool(cuda_graph or getattr(kernel, "meta", {}).get("cuda_graph", False))
-        n_ws = 1
-        if cold_l2:
-            props = torch.cuda.get_device_properties(torch.cuda.current_device())
-            per_ws = sum(s.nbytes() for s in specs.values())
-            l2 = getattr(props, "L2_cache_size", 50 << 20) or (50 << 20)
-            n_ws = workspaces_for_cold_l2(per_ws, l2)
-            free, _ = torch.cuda.mem_get_info()
-            n_ws = max(1, min(n_ws, int(0.6 * free // max(per_ws, 1))))
+        n_ws = self.cold_l2_workspaces(problem, specs=specs) if cold_l2 else 1
         launchers = [kernel.bind(self.prepare_inputs(problem, seed + i)) for i in range(n_ws)]
         name = f"{self.package}/{self.name} {config.label()}" if annotate else None
         return benchmark(
             launchers, warmup=warmup, reps=reps, cuda_graph=cuda_graph, range_name=name
         )
+
+    def cold_l2_workspaces(
+        self, problem: Problem, *, memory_share: float = 0.6, specs: Mapping | None = None
+    ) -> int:
+        """How many input copies to rotate through so no launch finds its operands in L2
+        (:func:`kernelplan.timing.workspaces_for_cold_l2` of the device's L2), at most what
+        fits in ``memory_share`` of the free GPU memory, at least 1."""
+        import torch
+
+        specs = specs if specs is not None else self.tensor_specs(problem)
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        per_ws = sum(s.nbytes() for s in specs.values())
+        l2 = getattr(props, "L2_cache_size", 50 << 20) or (50 << 20)
+        free, _ = torch.cuda.mem_get_info()
+        fits = int(memory_share * free // max(per_ws, 1))
+        return max(1, min(workspaces_for_cold_l2(per_ws, l2), fits))
 
     def run_static(
         self,
@@ -560,12 +568,6 @@ def config_label(config: Config | Mapping[str, Any]) -> str:
     if isinstance(config, Config):
         return config.label()
     return " ".join(f"{k}={_fmt(v)}" for k, v in config.items()) or "default"
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, (list, tuple)):
-        return "x".join(str(x) for x in v)
-    return str(v)
 
 
 def _compile_failure(label: str, source: str | None, arch: str, exc: BaseException):

@@ -143,6 +143,29 @@ def _check_launcher(fn: Callable[[], Any]) -> None:
         )
 
 
+def capture_graphs(launchers: Sequence[Callable[[], Any]], graph_launches: int) -> list:
+    """One CUDA graph per launcher, each capturing ``graph_launches`` launches that rotate
+    through the launchers from its own start (so replays keep the cold-L2 rotation), captured
+    on a side stream the current stream then waits for. Raises what capture raises."""
+    import torch
+
+    stream = torch.cuda.current_stream()
+    n = len(launchers)
+    graphs = []
+    side = torch.cuda.Stream()
+    side.wait_stream(stream)
+    with torch.cuda.stream(side):
+        for j in range(n):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=side):
+                for k in range(graph_launches):
+                    launchers[(j + k) % n]()
+            graphs.append(g)
+    stream.wait_stream(side)
+    torch.cuda.synchronize()
+    return graphs
+
+
 def benchmark(
     launchers: Sequence[Callable[[], Any]],
     *,
@@ -186,18 +209,7 @@ def benchmark(
     torch.cuda.synchronize()
 
     if cuda_graph:
-        graphs = []
-        side = torch.cuda.Stream()
-        side.wait_stream(stream)
-        with torch.cuda.stream(side):
-            for j in range(n):
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g, stream=side):
-                    for k in range(graph_launches):
-                        launchers[(j + k) % n]()
-                graphs.append(g)
-        stream.wait_stream(side)
-        torch.cuda.synchronize()
+        graphs = capture_graphs(launchers, graph_launches)
         for g in graphs:  # one untimed replay each
             g.replay()
         torch.cuda.synchronize()
