@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelplan import report
+from kernelplan import registry, report
 from kernelplan.errors import KernelPlanError
 from kernelplan.records import load_records, write_record
 
@@ -468,7 +468,7 @@ def test_schema_1_records_get_their_workload_from_the_registry(two_packages):
 
 
 def test_implementations_of_a_workload_span_packages():
-    impls = report.implementations("gemm")
+    impls = registry.implementations("gemm")
     assert ("gemm", "hopper_dense_gemm") in impls and ("gemm-tutorial", "fp16_gemm_0") in impls
     assert report.resolve_implementation("fp16_gemm_0", "gemm") == ("gemm-tutorial", "fp16_gemm_0")
     assert report.resolve_implementation("gemm/torch_matmul", None) == ("gemm", "torch_matmul")
@@ -485,7 +485,7 @@ def test_implementations_of_a_workload_span_packages():
 
 
 def test_a_bare_name_two_packages_share_is_refused(monkeypatch):
-    monkeypatch.setattr(report, "implementations", lambda w: [("a", "k"), ("b", "k"), ("b", "j")])
+    monkeypatch.setattr(registry, "implementations", lambda w: [("a", "k"), ("b", "k"), ("b", "j")])
     assert report.resolve_implementation("j", "gemm") == ("b", "j")
     with pytest.raises(KernelPlanError, match="'k' is ambiguous in the workload gemm: a/k, b/k"):
         report.resolve_implementation("k", "gemm")

@@ -160,8 +160,8 @@ def run_table(
     """The comparison table of ``workload`` on this GPU (see the module docstring). Returns
     the exit code: 1 when an implementation failed its check."""
     from .records import ensure_writable, write_record
-    from .registry import load_plan_class
-    from .report import implementations, resolve_implementation
+    from .registry import implementations, load_plan_class
+    from .report import resolve_implementation
     from .tables import markdown
     from .workloads import get
 

@@ -71,3 +71,28 @@ def load_plan_class(package: str, kernel: str):
         )
     modpath, _, clsname = target.partition(":")
     return getattr(importlib.import_module(modpath), clsname)
+
+
+def implementations(workload: str) -> list[tuple[str, str]]:
+    """Every registered implementation of ``workload``, as (package, kernel), over every
+    package (one that does not import here is left out).
+
+    Raises:
+        KernelPlanError: no package implements it.
+    """
+    out = []
+    for pkg in package_names():
+        try:
+            names = kernel_names(pkg)
+        except Exception:  # a package that does not import here is not listed
+            continue
+        for k in names:
+            try:
+                cls = load_plan_class(pkg, k)
+            except Exception:  # a kernel that no longer imports
+                continue
+            if getattr(getattr(cls, "workload", None), "name", None) == workload:
+                out.append((pkg, k))
+    if not out:
+        raise KernelPlanError(f"no implementation of workload {workload!r} in any package")
+    return out

@@ -209,33 +209,6 @@ def normalized(rec: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def implementations(workload: str) -> list[Impl]:
-    """Every registered implementation of ``workload``, as (package, kernel), over every
-    package.
-
-    Raises:
-        KernelPlanError: no package implements it.
-    """
-    from .registry import kernel_names, package_names
-
-    out = []
-    for pkg in package_names():
-        try:
-            names = kernel_names(pkg)
-        except Exception:  # a package that does not import here is not listed
-            continue
-        for k in names:
-            cls = implementation_class(pkg, k)
-            if (
-                cls is not None
-                and getattr(getattr(cls, "workload", None), "name", None) == workload
-            ):
-                out.append((pkg, k))
-    if not out:
-        raise KernelPlanError(f"no implementation of workload {workload!r} in any package")
-    return out
-
-
 def _is_workload(name: str) -> bool:
     from .workloads import WORKLOADS
 
@@ -250,6 +223,8 @@ def scope_implementations(scope: str) -> list[Impl]:
         KernelPlanError: neither a workload nor a package.
     """
     if _is_workload(scope):
+        from .registry import implementations
+
         return implementations(scope)
     from .registry import kernel_names
 
