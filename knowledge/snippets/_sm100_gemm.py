@@ -6,8 +6,11 @@ the MMA-warp K loop, the global tiles partitioned for TMA (one tile or the whole
 and a plain epilogue (TMEM -> registers -> global), so that each snippet writes only the part
 its entry is about. The fake tensors let everything compile on a CPU for sm_100a."""
 
+from types import SimpleNamespace
+
 import cutlass
 import cutlass.cute as cute
+import cutlass.pipeline as pipeline
 import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.tensor_utils import LayoutEnum
@@ -193,3 +196,170 @@ def fake_args(batched: bool = False, c_dtype=IO):
 def fake_mkl_args():
     """fake_args for C (M, N, L) fp32 = A (M, K, L) fp16 @ B (N, K, L)^T."""
     return fake_args(batched=True, c_dtype=ACC)
+
+
+# ---- a warp-specialised tcgen05 GEMM kernel with its roles left to the snippet -------------
+
+
+def storage_struct(a_ring, b_ring, ab_stages: int, acc_stages: int, **extra):
+    """The SMEM struct of a warp-specialised GEMM: A/B and accumulator barriers, the TMEM base
+    address, the snippet's own fields (extra, in order), then the 1024-aligned A/B rings."""
+    fields = {
+        "ab_bars": cute.struct.MemRange[cutlass.Int64, 2 * ab_stages],
+        "acc_bars": cute.struct.MemRange[cutlass.Int64, 2 * acc_stages],
+        "tmem_base": cutlass.Int32,
+        **extra,
+        "sA": cute.struct.Align[cute.struct.MemRange[IO, cute.cosize(a_ring)], 1024],
+        "sB": cute.struct.Align[cute.struct.MemRange[IO, cute.cosize(b_ring)], 1024],
+    }
+    return cute.struct(type("Storage", (), {"__annotations__": fields}))
+
+
+class WarpSpecializedGemm:
+    """C (M, N, L) fp32 = A (M, K, L) fp16 @ B (N, K, L)^T with TMA warp 5, MMA warp 4 and
+    epilogue warps 0-3 (plus EXTRA_WARPS), AB_STAGES A/B slots and ACC_STAGES TMEM
+    accumulators. The host entry and the kernel's prologue (SMEM, both pipelines, the TMEM
+    allocator, every tile partitioned) are here; a subclass says how many CTAs run (grid),
+    adds SMEM fields (extra_storage) and writes what the warps do (roles(g), a @cute.jit
+    method; g holds the prologue's objects by name)."""
+
+    BN = 128
+    AB_STAGES = 4
+    ACC_STAGES = 2
+    EXTRA_WARPS = 0
+    CLUSTER = None  # or a launch cluster shape such as (1, 1, 1)
+
+    @property
+    def threads(self) -> int:
+        return 32 * (len(EPI_WARPS) + 2 + self.EXTRA_WARPS)
+
+    def grid(self, c, tiler):
+        return tile_counts(c, tiler)
+
+    def extra_storage(self) -> dict:
+        return {}
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+        tiled_mma, tiler, a_ring, b_ring, (tma_a, mA), (tma_b, mB), slot_bytes = make_operands(
+            a, b, self.BN, self.AB_STAGES
+        )
+        acc_shape = tiled_mma.partition_shape_C(tiler[:2])
+        acc_layout = tiled_mma.make_fragment_C(cute.append(acc_shape, self.ACC_STAGES)).layout
+        self.storage = storage_struct(
+            a_ring, b_ring, self.AB_STAGES, self.ACC_STAGES, **self.extra_storage()
+        )
+        cluster = {} if self.CLUSTER is None else {"cluster": list(self.CLUSTER)}
+        self.kernel(
+            tiled_mma, tiler, tma_a, mA, tma_b, mB, c, a_ring, b_ring, acc_layout, slot_bytes
+        ).launch(grid=self.grid(c, tiler), block=[self.threads, 1, 1], stream=stream, **cluster)
+
+    @cute.kernel
+    def kernel(
+        self,
+        tiled_mma: cute.TiledMma,
+        tiler: cutlass.Constexpr,
+        tma_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        mC: cute.Tensor,
+        a_ring: cute.ComposedLayout,
+        b_ring: cute.ComposedLayout,
+        acc_layout: cute.Layout,
+        slot_bytes: cutlass.Constexpr,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp_idx == TMA_WARP:
+            cpasync.prefetch_descriptor(tma_a)
+            cpasync.prefetch_descriptor(tma_b)
+
+        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
+        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
+        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+        thread = pipeline.CooperativeGroup(pipeline.Agent.Thread)
+        ab_producer, ab_consumer = pipeline.PipelineTmaUmma.create(
+            barrier_storage=storage.ab_bars.data_ptr(),
+            num_stages=self.AB_STAGES,
+            producer_group=thread,
+            consumer_group=thread,
+            tx_count=slot_bytes,
+        ).make_participants()
+        acc_producer, acc_consumer = pipeline.PipelineUmmaAsync.create(
+            barrier_storage=storage.acc_bars.data_ptr(),
+            num_stages=self.ACC_STAGES,
+            producer_group=thread,
+            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, EPI_THREADS),
+        ).make_participants()
+        # Epilogue warp 0 allocates; the MMA warp and the epilogue warps read the address.
+        tmem = cutlass.memory.TmemAllocator(
+            storage.tmem_base.ptr,
+            barrier_for_retrieve=pipeline.NamedBarrier(
+                barrier_id=1, num_threads=32 * (1 + len(EPI_WARPS))
+            ),
+            allocator_warp_id=EPI_WARPS[0],
+        )
+        tAsA, tAgA, tBsB, tBgB, tCgC = partition_all_tiles(
+            tiled_mma, tiler, tma_a, mA, tma_b, mB, mC, sA, sB
+        )
+        self.roles(
+            SimpleNamespace(
+                tidx=tidx,
+                warp_idx=warp_idx,
+                block=cute.arch.block_idx(),
+                storage=storage,
+                tiled_mma=tiled_mma,
+                tma_a=tma_a,
+                tma_b=tma_b,
+                tAsA=tAsA,
+                tAgA=tAgA,
+                tBsB=tBsB,
+                tBgB=tBgB,
+                tCgC=tCgC,
+                tCrA=tiled_mma.make_fragment_A(sA),
+                tCrB=tiled_mma.make_fragment_B(sB),
+                k_tiles=cute.size(tAgA, mode=[2]),
+                ab_producer=ab_producer,
+                ab_consumer=ab_consumer,
+                acc_producer=acc_producer,
+                acc_consumer=acc_consumer,
+                tmem=tmem,
+                acc_layout=acc_layout,
+            )
+        )
+
+    def roles(self, g):
+        raise NotImplementedError
+
+
+@cute.jit
+def mma_one_tile(acc_producer, ab_consumer, tiled_mma, acc_tmem, tCrA, tCrB, k_tiles):
+    """MMA warp, one output tile of a persistent walk: a free TMEM accumulator, the K loop
+    into it from zero, commit. Returns what it advanced (the two participants) and tiled_mma,
+    to be rebound in the caller's loop so that the tracer carries them."""
+    acc = acc_producer.acquire_and_advance()
+    ab_consumer.reset()
+    tiled_mma = mma_k_tiles(
+        ab_consumer, tiled_mma, acc_tmem[(None, None, None, acc.index)], tCrA, tCrB, k_tiles
+    )
+    acc.commit()  # tcgen05.commit: the buffer is full when these MMAs finish
+    return acc_producer, ab_consumer, tiled_mma
+
+
+@cute.jit
+def store_one_tile(acc_consumer, acc_tmem, c_tile, tidx):
+    """Epilogue warps, one output tile: wait for a full accumulator, drain it to C, free it.
+    Returns acc_consumer, to be rebound in the caller's loop."""
+    full = acc_consumer.wait_and_advance()
+    store_acc(acc_tmem[(None, None, None, full.index)], c_tile, tidx)
+    cute.arch.fence_view_async_tmem_load()  # the TMEM reads are done ...
+    full.release()  # ... so the MMA warp may reuse this buffer
+    return acc_consumer
+
+
+def free_tmem(tmem, acc_tmem):
+    """Epilogue warps, at the end: all of them are past their last TMEM read, then free."""
+    pipeline.NamedBarrier(barrier_id=2, num_threads=EPI_THREADS).arrive_and_wait()
+    tmem.relinquish_alloc_permit()
+    tmem.free(acc_tmem.iterator)

@@ -19,7 +19,6 @@ Shown in knowledge/languages/cute-dsl/optimizations/clc-dynamic-persistent-tile-
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-from cutlass.cute.nvgpu import tcgen05
 
 from kernelplan.kb.snippets import sibling
 
@@ -43,98 +42,32 @@ def read_next_tile(resp):
     return tm, tn, tl, valid
 
 
-class ClcGemm:
-    @cute.jit
-    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        tiled_mma, tiler, a_ring, b_ring, (tma_a, mA), (tma_b, mB), slot_bytes = tile.make_operands(
-            a, b, BN, AB_STAGES
-        )
+class ClcGemm(tile.WarpSpecializedGemm):
+    BN, AB_STAGES, ACC_STAGES = BN, AB_STAGES, ACC_STAGES
+    EXTRA_WARPS = 1  # the scheduler
+    CLUSTER = (1, 1, 1)
+
+    def grid(self, c, tiler):
         # snippet:begin
         # Host (inside the @cute.jit entry): one CTA per tile, as if not persistent; no SM count.
         grid = tile.tile_counts(c, tiler)  # (tiles along M, tiles along N, L)
         # snippet:end
-        acc_shape = tiled_mma.partition_shape_C(tiler[:2])
-        acc_layout = tiled_mma.make_fragment_C(cute.append(acc_shape, ACC_STAGES)).layout
+        return grid
 
-        @cute.struct
-        class Storage:
-            ab_bars: cute.struct.MemRange[cutlass.Int64, 2 * AB_STAGES]
-            acc_bars: cute.struct.MemRange[cutlass.Int64, 2 * ACC_STAGES]
-            tmem_base: cutlass.Int32
-            clc_bars: cute.struct.MemRange[cutlass.Int64, 2]  # full + empty, one stage
-            clc_resp: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 4], 16]  # 16 bytes
-            sA: cute.struct.Align[cute.struct.MemRange[tile.IO, cute.cosize(a_ring)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[tile.IO, cute.cosize(b_ring)], 1024]
+    def extra_storage(self):
+        return {
+            "clc_bars": cute.struct.MemRange[cutlass.Int64, 2],  # full + empty, one stage
+            "clc_resp": cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 4], 16],  # 16 B
+        }
 
-        self.storage = Storage
-        self.kernel(
-            tiled_mma,
-            tiler,
-            tma_a,
-            mA,
-            tma_b,
-            mB,
-            c,
-            a_ring,
-            b_ring,
-            acc_layout,
-            slot_bytes,
-        ).launch(grid=grid, block=[THREADS, 1, 1], cluster=[1, 1, 1], stream=stream)
-
-    @cute.kernel
-    def kernel(
-        self,
-        tiled_mma: cute.TiledMma,
-        tiler: cutlass.Constexpr,
-        tma_a: cute.CopyAtom,
-        mA: cute.Tensor,
-        tma_b: cute.CopyAtom,
-        mB: cute.Tensor,
-        mC: cute.Tensor,
-        a_ring: cute.ComposedLayout,
-        b_ring: cute.ComposedLayout,
-        acc_layout: cute.Layout,
-        slot_bytes: cutlass.Constexpr,
-    ):
+    @cute.jit
+    def roles(self, g):
         LOAD_WARP, MMA_WARP = tile.TMA_WARP, tile.MMA_WARP
-        bidx, bidy, bidz = cute.arch.block_idx()
-        tidx, _, _ = cute.arch.thread_idx()
-        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        if warp_idx == LOAD_WARP:
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
-
-        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
-        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
-        ab_producer, ab_consumer = pipeline.PipelineTmaUmma.create(
-            barrier_storage=storage.ab_bars.data_ptr(),
-            num_stages=AB_STAGES,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            tx_count=slot_bytes,
-        ).make_participants()
-        acc_producer, acc_consumer = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=storage.acc_bars.data_ptr(),
-            num_stages=ACC_STAGES,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, tile.EPI_THREADS),
-        ).make_participants()
-        # Epilogue warp 0 allocates; the MMA warp and the epilogue warps read the address.
-        tmem = cutlass.memory.TmemAllocator(
-            storage.tmem_base.ptr,
-            barrier_for_retrieve=pipeline.NamedBarrier(
-                barrier_id=1, num_threads=32 * (1 + len(tile.EPI_WARPS))
-            ),
-            allocator_warp_id=tile.EPI_WARPS[0],
-        )
-
-        tAsA, tAgA, tBsB, tBgB, tCgC = tile.partition_all_tiles(
-            tiled_mma, tiler, tma_a, mA, tma_b, mB, mC, sA, sB
-        )
-        tCrA = tiled_mma.make_fragment_A(sA)
-        tCrB = tiled_mma.make_fragment_B(sB)
-        k_tiles = cute.size(tAgA, mode=[2])
+        warp_idx, storage, tiled_mma, tmem = g.warp_idx, g.storage, g.tiled_mma, g.tmem
+        tma_a, tma_b, tAsA, tAgA, tBsB, tBgB = g.tma_a, g.tma_b, g.tAsA, g.tAgA, g.tBsB, g.tBgB
+        ab_producer, ab_consumer, k_tiles = g.ab_producer, g.ab_consumer, g.k_tiles
+        acc_producer, acc_consumer = g.acc_producer, g.acc_consumer
+        bidx, bidy, bidz = g.block
 
         # snippet:begin
         # Device: every warp of the CTA reads each answer (TMA, MMA, 4 epilogue, scheduler).
@@ -183,20 +116,11 @@ class ClcGemm:
 
         if warp_idx == MMA_WARP:
             tmem.wait_for_alloc()
-            acc_tmem = cute.make_tensor(tmem.retrieve_ptr(tile.ACC), acc_layout)
+            acc_tmem = cute.make_tensor(tmem.retrieve_ptr(tile.ACC), g.acc_layout)
             while valid > 0:
-                acc = acc_producer.acquire_and_advance()
-                acc_buf = acc_tmem[(None, None, None, acc.index)]
-                tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
-                ab_consumer.reset()
-                for _ in cutlass.range(k_tiles, unroll=1):
-                    h = ab_consumer.wait_and_advance()
-                    for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
-                        kc = (None, None, kb, h.index)
-                        cute.gemm(tiled_mma, acc_buf, tCrA[kc], tCrB[kc], acc_buf)
-                        tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
-                    h.release()
-                acc.commit()
+                acc_producer, ab_consumer, tiled_mma = tile.mma_one_tile(
+                    acc_producer, ab_consumer, tiled_mma, acc_tmem, g.tCrA, g.tCrB, k_tiles
+                )
                 clc.consumer_wait(get)
                 tm, tn, tl, valid = read_next_tile(resp)
                 clc.consumer_release(get)
@@ -206,20 +130,15 @@ class ClcGemm:
         if warp_idx < MMA_WARP:
             tmem.allocate(2 * BN)
             tmem.wait_for_alloc()
-            acc_tmem = cute.make_tensor(tmem.retrieve_ptr(tile.ACC), acc_layout)
+            acc_tmem = cute.make_tensor(tmem.retrieve_ptr(tile.ACC), g.acc_layout)
             while valid > 0:
-                full = acc_consumer.wait_and_advance()
-                c_tile = tCgC[(None, None, None, tm, tn, tl)]
-                tile.store_acc(acc_tmem[(None, None, None, full.index)], c_tile, tidx)
-                cute.arch.fence_view_async_tmem_load()
-                full.release()
+                c_tile = g.tCgC[(None, None, None, tm, tn, tl)]
+                acc_consumer = tile.store_one_tile(acc_consumer, acc_tmem, c_tile, g.tidx)
                 clc.consumer_wait(get)
                 tm, tn, tl, valid = read_next_tile(resp)
                 clc.consumer_release(get)
                 get.advance()
-            pipeline.NamedBarrier(barrier_id=2, num_threads=tile.EPI_THREADS).arrive_and_wait()
-            tmem.relinquish_alloc_permit()
-            tmem.free(acc_tmem.iterator)
+            tile.free_tmem(tmem, acc_tmem)
 
 
 def compile_snippet():

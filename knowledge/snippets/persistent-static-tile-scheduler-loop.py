@@ -18,7 +18,6 @@ Shown in knowledge/languages/cute-dsl/optimizations/persistent-static-tile-sched
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.pipeline as pipeline
 
 from kernelplan.kb.snippets import sibling
 
@@ -32,7 +31,6 @@ ACC_STAGES = 2  # two TMEM accumulators: MMA on tile t+1 while the epilogue drai
 # What utils.HardwareInfo().get_max_active_clusters(1) returns on the target GPU (one CTA per
 # SM at this SMEM size); a constant here because the CPU compile has no GPU to ask.
 MAX_ACTIVE_CTAS = 128
-THREADS = 32 * (len(tile.EPI_WARPS) + 2)
 
 # snippet:begin
 from cutlass.cute.nvgpu import tcgen05
@@ -52,92 +50,21 @@ def tile_coord(t, tiles_m, tiles_n):
 # snippet:end
 
 
-class PersistentGemm:
+class PersistentGemm(tile.WarpSpecializedGemm):
+    BN, AB_STAGES, ACC_STAGES = BN, AB_STAGES, ACC_STAGES
+
+    def grid(self, c, tiler):
+        return persistent_grid(c, tiler[:2], MAX_ACTIVE_CTAS)
+
     @cute.jit
-    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        tiled_mma, tiler, a_ring, b_ring, (tma_a, mA), (tma_b, mB), slot_bytes = tile.make_operands(
-            a, b, BN, AB_STAGES
-        )
-        grid = persistent_grid(c, tiler[:2], MAX_ACTIVE_CTAS)
-        acc_shape = tiled_mma.partition_shape_C(tiler[:2])
-        acc_layout = tiled_mma.make_fragment_C(cute.append(acc_shape, ACC_STAGES)).layout
-
-        @cute.struct
-        class Storage:
-            ab_bars: cute.struct.MemRange[cutlass.Int64, 2 * AB_STAGES]
-            acc_bars: cute.struct.MemRange[cutlass.Int64, 2 * ACC_STAGES]
-            tmem_base: cutlass.Int32
-            sA: cute.struct.Align[cute.struct.MemRange[tile.IO, cute.cosize(a_ring)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[tile.IO, cute.cosize(b_ring)], 1024]
-
-        self.storage = Storage
-        self.kernel(
-            tiled_mma,
-            tiler,
-            tma_a,
-            mA,
-            tma_b,
-            mB,
-            c,
-            a_ring,
-            b_ring,
-            acc_layout,
-            slot_bytes,
-        ).launch(grid=grid, block=[THREADS, 1, 1], stream=stream)
-
-    @cute.kernel
-    def kernel(
-        self,
-        tiled_mma: cute.TiledMma,
-        tiler: cutlass.Constexpr,
-        tma_a: cute.CopyAtom,
-        mA: cute.Tensor,
-        tma_b: cute.CopyAtom,
-        mB: cute.Tensor,
-        mC: cute.Tensor,
-        a_ring: cute.ComposedLayout,
-        b_ring: cute.ComposedLayout,
-        acc_layout: cute.Layout,
-        slot_bytes: cutlass.Constexpr,
-    ):
+    def roles(self, g):
         LOAD_WARP, MMA_WARP = tile.TMA_WARP, tile.MMA_WARP
-        tidx, _, _ = cute.arch.thread_idx()
-        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        if warp_idx == LOAD_WARP:
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_a)
-            cute.nvgpu.cpasync.prefetch_descriptor(tma_b)
-
-        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
-        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
-        ab_producer, ab_consumer = pipeline.PipelineTmaUmma.create(
-            barrier_storage=storage.ab_bars.data_ptr(),
-            num_stages=AB_STAGES,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            tx_count=slot_bytes,
-        ).make_participants()
-        acc_producer, acc_consumer = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=storage.acc_bars.data_ptr(),
-            num_stages=ACC_STAGES,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, tile.EPI_THREADS),
-        ).make_participants()
-        # Epilogue warp 0 allocates; the MMA warp and the epilogue warps read the address.
-        tmem = cutlass.memory.TmemAllocator(
-            storage.tmem_base.ptr,
-            barrier_for_retrieve=pipeline.NamedBarrier(
-                barrier_id=1, num_threads=32 * (1 + len(tile.EPI_WARPS))
-            ),
-            allocator_warp_id=tile.EPI_WARPS[0],
-        )
-
-        tAsA, tAgA, tBsB, tBgB, tCgC = tile.partition_all_tiles(
-            tiled_mma, tiler, tma_a, mA, tma_b, mB, mC, sA, sB
-        )
-        tCrA = tiled_mma.make_fragment_A(sA)
-        tCrB = tiled_mma.make_fragment_B(sB)
-        k_tiles = cute.size(tAgA, mode=[2])
+        tidx, warp_idx, tiled_mma, tmem = g.tidx, g.warp_idx, g.tiled_mma, g.tmem
+        acc_layout = g.acc_layout
+        tma_a, tma_b, tAsA, tAgA, tBsB, tBgB = g.tma_a, g.tma_b, g.tAsA, g.tAgA, g.tBsB, g.tBgB
+        tCrA, tCrB, tCgC, k_tiles = g.tCrA, g.tCrB, g.tCgC, g.k_tiles
+        ab_producer, ab_consumer = g.ab_producer, g.ab_consumer
+        acc_producer, acc_consumer = g.acc_producer, g.acc_consumer
         pair_size = cute.size(tiled_mma.thr_id.shape)  # 1 here; 2 with a CTA pair
 
         # snippet:begin
@@ -190,9 +117,7 @@ class PersistentGemm:
                 cute.arch.fence_view_async_tmem_load()  # the TMEM reads are done ...
                 full.release()  # ... so the MMA warp may reuse this buffer
             # snippet:end
-            pipeline.NamedBarrier(barrier_id=2, num_threads=tile.EPI_THREADS).arrive_and_wait()
-            tmem.relinquish_alloc_permit()
-            tmem.free(acc_tmem.iterator)
+            tile.free_tmem(tmem, acc_tmem)
 
 
 def compile_snippet():
