@@ -363,3 +363,61 @@ def free_tmem(tmem, acc_tmem):
     pipeline.NamedBarrier(barrier_id=2, num_threads=EPI_THREADS).arrive_and_wait()
     tmem.relinquish_alloc_permit()
     tmem.free(acc_tmem.iterator)
+
+
+class StaticPersistentGemm(WarpSpecializedGemm):
+    """A persistent WarpSpecializedGemm: grid = min(tiles, MAX_ACTIVE_CTAS) and every role walks
+    tiles block_idx, block_idx + grid_dim, ... (M fastest). The TMA warp's loads of one tile
+    are load_tile(), which a subclass may replace; it returns the producer it advanced."""
+
+    # What utils.HardwareInfo().get_max_active_clusters(1) returns on the target GPU (one CTA
+    # per SM at this SMEM size); a constant because the CPU compile has no GPU to ask.
+    MAX_ACTIVE_CTAS = 128
+
+    def grid(self, c, tiler):
+        return (cutlass.min(cute.size(tile_counts(c, tiler)), self.MAX_ACTIVE_CTAS), 1, 1)
+
+    @cute.jit
+    def load_tile(self, producer, g, a_tiles, b_tiles):
+        producer.reset()
+        load_k_tiles(producer, g.tma_a, a_tiles, g.tAsA, g.tma_b, b_tiles, g.tBsB, g.k_tiles)
+        return producer
+
+    @cute.jit
+    def roles(self, g):
+        warp_idx, tmem, tiled_mma, tCgC = g.warp_idx, g.tmem, g.tiled_mma, g.tCgC
+        ab_producer, ab_consumer = g.ab_producer, g.ab_consumer
+        acc_producer, acc_consumer = g.acc_producer, g.acc_consumer
+        tiles_m, tiles_n = cute.size(tCgC, mode=[3]), cute.size(tCgC, mode=[4])
+        num_tiles = tiles_m * tiles_n * cute.size(tCgC, mode=[5])
+        first = g.block[0]
+        step = cute.arch.grid_dim()[0]
+
+        if warp_idx == TMA_WARP:
+            for t in cutlass.range(first, num_tiles, step, unroll=1):
+                tm, tl = t % tiles_m, t // (tiles_m * tiles_n)
+                tn = (t // tiles_m) % tiles_n
+                a_tiles = g.tAgA[(None, tm, None, tl)]
+                b_tiles = g.tBgB[(None, tn, None, tl)]
+                ab_producer = self.load_tile(ab_producer, g, a_tiles, b_tiles)
+            ab_producer.tail()
+
+        if warp_idx == MMA_WARP:
+            tmem.wait_for_alloc()
+            acc_tmem = cute.make_tensor(tmem.retrieve_ptr(ACC), g.acc_layout)
+            for _t in cutlass.range(first, num_tiles, step, unroll=1):
+                acc_producer, ab_consumer, tiled_mma = mma_one_tile(
+                    acc_producer, ab_consumer, tiled_mma, acc_tmem, g.tCrA, g.tCrB, g.k_tiles
+                )
+            acc_producer.tail()
+
+        if warp_idx < MMA_WARP:
+            tmem.allocate(self.ACC_STAGES * self.BN)
+            tmem.wait_for_alloc()
+            acc_tmem = cute.make_tensor(tmem.retrieve_ptr(ACC), g.acc_layout)
+            for t in cutlass.range(first, num_tiles, step, unroll=1):
+                tm, tl = t % tiles_m, t // (tiles_m * tiles_n)
+                tn = (t // tiles_m) % tiles_n
+                c_tile = tCgC[(None, None, None, tm, tn, tl)]
+                acc_consumer = store_one_tile(acc_consumer, acc_tmem, c_tile, g.tidx)
+            free_tmem(tmem, acc_tmem)
