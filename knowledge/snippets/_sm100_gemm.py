@@ -151,19 +151,26 @@ def mma_k_tiles(ab_cons, tiled_mma, acc, tCrA, tCrB, k_tiles):
     return tiled_mma  # its ACCUMULATE field changed: rebind it in a caller's loop
 
 
+def acc_subtiles(acc, tidx, n_subtiles, *views, rep=None):
+    """tcgen05.ld of one TMEM accumulator (MMA, MMA_M, MMA_N) in n_subtiles column slices,
+    32 lanes per warp: (the TMEM->register copy, its source (.., j), and each view of the same
+    shape (a C tile, its coordinates) partitioned alike (.., j)). rep: columns per tcgen05.ld
+    (default: a whole slice)."""
+    cols = cute.size(acc, mode=[0, 1]) // n_subtiles
+    epi = ((cute.size(acc, mode=[0, 0]), cols),)
+    acc_epi = cute.zipped_divide(acc, epi)  # (EpiTile, n_subtiles)
+    op = tcgen05.Ld32x32bOp(getattr(tcgen05.Repetition, f"x{rep or cols}"))
+    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(op, ACC), acc_epi[None, 0])
+    thr = t2r.get_slice(tidx)
+    views = tuple(thr.partition_D(cute.zipped_divide(v, epi)) for v in views)
+    return (t2r, thr.partition_S(acc_epi), *views)
+
+
 @cute.jit
 def store_acc_direct(acc, tCgC, tidx, n_subtiles: cutlass.Constexpr):
     """Epilogue warps: TMEM -> registers (tcgen05.ld, 32 lanes per warp) -> C's element type
     -> global, in n_subtiles column slices of the accumulator."""
-    epi = ((cute.size(acc, mode=[0, 0]), cute.size(acc, mode=[0, 1]) // n_subtiles),)
-    acc_epi = cute.zipped_divide(acc, epi)  # (EpiTile, n_subtiles)
-    gC_epi = cute.zipped_divide(tCgC, epi)
-    t2r = tcgen05.make_tmem_copy(
-        cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x32), ACC), acc_epi[None, 0]
-    )
-    thr = t2r.get_slice(tidx)
-    src = thr.partition_S(acc_epi)
-    dst = thr.partition_D(gC_epi)
+    t2r, src, dst = acc_subtiles(acc, tidx, n_subtiles, tCgC, rep=32)
     regs = cute.make_rmem_tensor(dst[None, None, 0].shape, ACC)
     out = cute.make_rmem_tensor(dst[None, None, 0].shape, tCgC.element_type)
     for i in cutlass.range(cute.size(src, mode=[2])):
@@ -221,7 +228,8 @@ class WarpSpecializedGemm:
     accumulators. The host entry and the kernel's prologue (SMEM, both pipelines, the TMEM
     allocator, every tile partitioned) are here; a subclass says how many CTAs run (grid),
     adds SMEM fields (extra_storage) and writes what the warps do (roles(g), a @cute.jit
-    method; g holds the prologue's objects by name)."""
+    method; g holds the prologue's objects by name, and g.extra the tuple of further tensors
+    the caller passed as extra)."""
 
     BN = 128
     AB_STAGES = 4
@@ -240,7 +248,7 @@ class WarpSpecializedGemm:
         return {}
 
     @cute.jit
-    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream, extra=()):
         tiled_mma, tiler, a_ring, b_ring, (tma_a, mA), (tma_b, mB), slot_bytes = make_operands(
             a, b, self.BN, self.AB_STAGES
         )
@@ -251,7 +259,7 @@ class WarpSpecializedGemm:
         )
         cluster = {} if self.CLUSTER is None else {"cluster": list(self.CLUSTER)}
         self.kernel(
-            tiled_mma, tiler, tma_a, mA, tma_b, mB, c, a_ring, b_ring, acc_layout, slot_bytes
+            tiled_mma, tiler, tma_a, mA, tma_b, mB, c, a_ring, b_ring, acc_layout, slot_bytes, extra
         ).launch(grid=self.grid(c, tiler), block=[self.threads, 1, 1], stream=stream, **cluster)
 
     @cute.kernel
@@ -268,6 +276,7 @@ class WarpSpecializedGemm:
         b_ring: cute.ComposedLayout,
         acc_layout: cute.Layout,
         slot_bytes: cutlass.Constexpr,
+        extra: tuple,
     ):
         tidx, _, _ = cute.arch.thread_idx()
         warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -308,6 +317,9 @@ class WarpSpecializedGemm:
                 tidx=tidx,
                 warp_idx=warp_idx,
                 block=cute.arch.block_idx(),
+                tiler=tiler,
+                mC=mC,
+                extra=extra,
                 storage=storage,
                 tiled_mma=tiled_mma,
                 tma_a=tma_a,
