@@ -24,15 +24,16 @@ THREADS = EPI_THREADS + 2 * 32
 BK = 64
 
 
-def make_tiled_mma(pair: int, tile_n: int):
-    """One tcgen05 f16 MMA atom, M = 128 per CTA (x2 for a CTA pair), SMEM operands, K-major."""
+def make_tiled_mma(pair: int, tile_n: int, dtype=IO, a_source=tcgen05.OperandSource.SMEM):
+    """One tcgen05 f16/bf16 MMA atom, M = 128 per CTA (x2 for a CTA pair), K-major, A from
+    SMEM (or TMEM: a_source), B from SMEM."""
     return cute.make_tiled_mma(
         tcgen05.MmaF16BF16Op(
-            IO,
+            dtype,
             ACC,
             (128 * pair, tile_n, 16),
             tcgen05.CtaGroup.TWO if pair == 2 else tcgen05.CtaGroup.ONE,
-            tcgen05.OperandSource.SMEM,
+            a_source,
             cute.nvgpu.OperandMajorMode.K,
             cute.nvgpu.OperandMajorMode.K,
         )
