@@ -155,3 +155,124 @@ def test_step3_device_script_dry_run():
     assert r.stdout.count("0 job(s) not as expected") == 3
     assert "UNEXPECTED" not in r.stdout
     assert "ok b=2 s=1 t=16384 h=128 {'splits': 1, 'loads': 'tma'}" in r.stdout
+
+
+# -- FP8 (e4m3) latent cache (issue 11, "Beyond: FP8 KV cache") ------------------------------
+
+FP8 = "float8_e4m3fn"
+
+
+@needs_sources
+@pytest.mark.parametrize(
+    ("shape", "scales"),
+    [
+        ({"b": 32, "t": 4096, "kv_scale": "per_token"}, 1),  # split: + the combine
+        ({"b": 32, "t": 4096, "kv_scale": "per_block"}, 4),  # kv_block 128 (DeepSeek's)
+        ({"b": 4, "s": 2, "h": 64, "t": 1000, "kv_scale": "per_block"}, 4),  # a check problem
+        ({"b": 8, "t": 777, "varlen": True, "dtype": "float16"}, 1),  # fp16 MMAs
+        ({"b": 4, "t": 1000, "kv_scale": "per_block", "kv_block": 32}, 8),  # a scale per vector
+    ],
+)
+def test_mla_decode_sm90_fp8_compiles_for_sm90a(shape, scales, tmp_path, monkeypatch):
+    """The FP8 latent cache on the cp.async path: the SMEM stages stay 16-bit (same SMEM, same
+    MMAs as the 16-bit cache); each page's fp8 latent part comes through registers (8 LDG.128
+    per thread per page, before the loop and in it) and is stored dequantised (2 STS.128 per
+    vector: 16 per site); the rope columns by cp.async (2 x 2 LDGSTS per site, a valid and a
+    stand-in row variant), Q by cp.async as before (2 x 2 x 9); 0 spills."""
+    from kernelplan.registry import load_plan_class
+
+    monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    prob = plan.problem(kv_dtype=FP8, **shape)
+    assert prob.kv_fp8 and prob.scale_groups() * prob.scale_block() == 512
+    st = plan.run_static(prob, plan.default_config(prob))
+    assert st["arch"] == "sm_90a" and st["cache"]["hit"] is False
+    assert st["registers"] <= 255
+    assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+    e = "" if shape.get("dtype") == "float16" else ".BF16"  # SASS names no F16 suffix
+    assert st["mma_mnemonics"] == {f"HGMMA.64x32x16.F32{e}": 36, f"HGMMA.64x256x16.F32{e}": 4}
+    assert st["dynamic_smem_bytes"] == (64 * 576 * 3 + 64 * 64) * 2 + 2 * 2 * 64 * 4
+    ops = st["opcodes"]
+    assert ops.get("UTMALDG", 0) == 0
+    assert ops.get("LDGSTS") == 2 * 2 * 9 + 2 * 2 * 2  # Q + the rope part (prologue, loop)
+    assert ops.get("LDG", 0) >= 2 * 8  # the latent vectors (prologue, loop; LDG.E.128)
+    assert ops.get("STS", 0) >= 2 * 16  # their dequantised halves (STS.128)
+    assert ops.get("F2FP", 0) >= 2 * 128 // 2  # e4m3x2 -> f16x2 for 128 values, 2 sites
+    assert st["meta"]["kv_load"] == "cp.async"
+    assert st["meta"]["kv_cache"].startswith(f"float8_e4m3fn {prob.kv_scale}")
+    for f in st.get("functions", []):
+        assert f["spill_store_bytes"] == 0 and f["spill_load_bytes"] == 0
+    kern = plan.plan(prob, plan.default_config(prob), plan.target("sm_90a", 132)).fn
+    assert kern.n_scales == scales
+
+
+def test_mla_decode_sm90_fp8_tensors_and_key():
+    """Host side of the FP8 cache: the three cache tensors as the workload stores them, each
+    with a dynamic layout; the kernel gets the scales and the rope part after the split
+    workspace (the 16-bit path passes its cache there, unused); the kv format is in the
+    compile key (one compile per format), batch and lengths are not."""
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    tgt = plan.target("sm_90a", 132)
+    p = plan.problem(b=4, t=1000, kv_dtype=FP8, kv_scale="per_block")
+    specs = plan.tensor_specs(p)
+    pages = p.pages_total()
+    assert (specs["kv_cache"].shape, specs["kv_cache"].dtype) == ((pages, 64, 512), FP8)
+    assert (specs["kv_scales"].shape, specs["kv_scales"].dtype) == ((pages, 64, 4), "float32")
+    assert (specs["kv_rope"].shape, specs["kv_rope"].dtype) == ((pages, 64, 64), "bfloat16")
+    for n in ("kv_cache", "kv_scales", "kv_rope"):
+        assert specs[n].leading_dim == 2 and specs[n].align == 16
+    cfg = plan.default_config(p)
+    names = {n: n for n in specs}
+    args = plan.plan(p, cfg, tgt).args_fn(names)
+    assert args[:10] == (
+        "q", "kv_cache", "page_table", "seqlens", "o", "lse", "o_acc", "lse_acc",
+        "kv_scales", "kv_rope",
+    )  # fmt: skip
+    k = plan.plan(p, cfg, tgt).fn
+    assert (k.kv_fp8, k.scale_block, k.groups, k.n_scales) == (True, 128, 4, 4)
+    bf = plan.problem(b=4, t=1000)
+    assert "kv_scales" not in plan.tensor_specs(bf)
+    bplan = plan.plan(bf, plan.default_config(bf), tgt)
+    assert bplan.args_fn({n: n for n in plan.tensor_specs(bf)})[8:10] == ("kv_cache", "kv_cache")
+    assert not bplan.fn.kv_fp8
+
+    def key(**kw):
+        q = plan.problem(**kw)
+        return plan.kernel(q, plan.default_config(q), tgt).key
+
+    tok = key(b=4, t=1000, kv_dtype=FP8)
+    assert tok == key(b=6, t=3000, varlen=True, kv_dtype=FP8)  # runtime fields only (split)
+    others = [
+        key(b=4, t=1000),
+        key(b=4, t=1000, kv_dtype=FP8, kv_scale="per_block"),
+        key(b=4, t=1000, kv_dtype=FP8, kv_scale="per_block", kv_block=256),
+        key(b=4, t=1000, kv_dtype=FP8, dtype="float16"),
+    ]
+    assert len({tok, *others}) == 5
+
+
+@pytest.mark.parametrize(
+    ("shape", "overrides", "needle"),
+    [
+        ({"kv_scale": "per_block", "kv_block": 8}, {}, "takes --kv_block >= 16"),
+        ({}, {"loads": "tma"}, "FP8 latent cache takes --config loads=cpasync only"),
+    ],
+)
+def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
+    """What the FP8 path does not take: scale blocks under one 16-value vector, and the TMA
+    path (it would land e4m3 bytes, not the 16-bit operands)."""
+    from kernelplan import ShapeError
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    with pytest.raises(ShapeError, match=needle) as e:
+        prob = plan.problem(b=2, t=100, kv_dtype=FP8, **shape)
+        plan.supports_config(prob, plan.config(prob, overrides))
+    assert "\n" not in str(e.value)
+    # both granularities at the default block are taken, and the workload's FP8 check
+    # problems are among the plan's own
+    for kw in ({}, {"kv_scale": "per_block"}, {"kv_scale": "per_block", "kv_block": 16}):
+        plan.supports(plan.problem(b=2, t=100, kv_dtype=FP8, **kw))
+    assert sum(q.kv_fp8 for q in plan.check_problems()) == 2

@@ -45,6 +45,23 @@ tokens is still set to -inf (a select, so NaN does not survive), and their V row
 0..511) are zeroed in SMEM after both warpgroups' QK of the last page and before its PV (stores
 + fence.proxy.async + the P barrier), so P = 0 meets V = 0, never 0 * NaN. Two stages only: Q
 (72 KB) + 3 pages (216 KB) would exceed the 227 KB a CTA may have.
+
+FP8 latent cache (``kv_fp8``, compile time; the cp.async path only): the cache arrives as the
+workload's three tensors (e4m3 latent (pages, 64, 512), fp32 scales (pages, 64, G), the 16-bit
+rope part (pages, 64, 64)) and the SMEM stages stay 16-bit with the same swizzled layout, so
+nothing after the load changes (same MMAs, same SMEM). Per page, each of the 256 threads takes
+one token (tidx // 4) and 8 16-byte vectors of its e4m3 values (columns 64 i + 16 (tidx % 4)),
+plus the scales they need (one per token, or one per scale block: G at most, 8 when a block is
+narrower than 64 columns), into registers (:meth:`load_latent`); the 64 rope columns come by
+cp.async into columns 512..575 of the stage as before (:meth:`load_rope`). Page n+1's loads are
+issued right after the loop's barrier of page n (the other stage is free then) and converted
+(e4m3 -> fp32, times the scale, -> dtype; exact with the workload's power-of-two scales) and
+stored into the other stage with 16-byte stores at their swizzled places
+(:meth:`store_latent`) while page n's PV WGMMAs run (they read this stage and P only); the
+loop's next fence + barrier publishes the stage to the WGMMAs. So the global loads are in flight
+during page n's QK, softmax and PV. Tokens past the sequence's end take token 0 of the page
+(values and scale) as in :meth:`load_page`: SMEM only ever holds finite values, and S of those
+tokens is masked to -inf as before. Page p0 is loaded and converted before the loop.
 """
 
 from __future__ import annotations
@@ -76,6 +93,13 @@ N_CHUNKS = D_QK // CHUNK  # 9
 CHUNK_BYTES = PAGE * CHUNK * 2  # 8 KB (bf16 or fp16)
 #: the consumers that release a page stage: lane 0 of every math warp, after its PV WGMMAs
 RELEASE_ARRIVALS = THREADS // 32
+#: FP8 latent cache (``kv_fp8``): the rope columns, and each thread's share of a page's fp8
+#: latent part: one token (row tidx // 4), 8 vectors of 16 e4m3 values (16 bytes) at columns
+#: 64 i + 16 (tidx % 4), i < 8: 128 values, 32 registers in flight
+D_ROPE = D_QK - D_V  # 64
+FP8_VEC = 16
+FP8_VECS = D_V // FP8_VEC // (THREADS // PAGE)  # 8 per thread
+FP8_ROW_THREADS = THREADS // PAGE  # 4 threads per token
 
 
 def _mn_view(t: cute.Tensor) -> cute.Tensor:
@@ -99,13 +123,32 @@ class MlaDecodeSm90Kernel:
     size, softmax scale) is a runtime value."""
 
     def __init__(
-        self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16, loads: str = "cpasync"
+        self,
+        s: int,
+        h: int,
+        causal: bool,
+        dtype=cutlass.BFloat16,
+        loads: str = "cpasync",
+        kv_fp8: bool = False,
+        scale_block: int = D_V,
     ):
         if loads not in ("cpasync", "tma"):
             raise ValueError(f"loads must be 'cpasync' or 'tma' (got {loads!r})")
+        if kv_fp8 and loads != "cpasync":
+            raise ValueError("the FP8 latent cache takes loads='cpasync' only")
+        if kv_fp8 and (scale_block % FP8_VEC or D_V % scale_block):
+            raise ValueError(f"scale_block must divide {D_V} in multiples of {FP8_VEC}")
         self.s, self.h, self.causal, self.dtype = s, h, causal, dtype
         self.loads = loads
         self.tma = loads == "tma"
+        # FP8 (e4m3) latent cache: kv_cache (pages, 64, 512) e4m3, kv_scales (pages, 64, G)
+        # fp32 with G = 512 / scale_block (1 per token), kv_rope (pages, 64, 64) in dtype
+        self.kv_fp8 = kv_fp8
+        self.scale_block = scale_block
+        self.groups = D_V // scale_block
+        # scales a thread holds per page: one per scale group its 8 vectors touch (their
+        # group index is compile-time when a group spans >= 64 columns), else one per vector
+        self.n_scales = self.groups if scale_block >= CHUNK else FP8_VECS
         self.rows = s * h
         self.m_tiles = (self.rows + TILE_M - 1) // TILE_M
 
@@ -120,6 +163,8 @@ class MlaDecodeSm90Kernel:
         lse: cute.Tensor,  # (b, s, h) float32
         o_acc: cute.Tensor,  # (cap, b, s, h, 512) float32 workspace: partial O per split
         lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace: partial LSE (log2) per split
+        kv_scales: cute.Tensor,  # kv_fp8: (num_pages, 64, G) float32; else unused (kv_cache)
+        kv_rope: cute.Tensor,  # kv_fp8: (num_pages, 64, 64) dtype; else unused (kv_cache)
         softmax_scale: cutlass.Float32,
         num_splits: cutlass.Int32,
         split: cutlass.Constexpr,
@@ -138,6 +183,23 @@ class MlaDecodeSm90Kernel:
             kv_cache.iterator,
             cute.make_layout((kv_cache.shape[0], PAGE, D_QK), stride=(PAGE * D_QK, D_QK, 1)),
         )
+        mSc, mRope = None, None
+        if cutlass.const_expr(self.kv_fp8):
+            # the FP8 latent cache: kv_cache is the (page, token, 512) e4m3 latent part; the
+            # scales and the 16-bit rope part are page-major tensors of their own
+            pages = kv_cache.shape[0]
+            g = self.groups
+            mKV = cute.make_tensor(
+                kv_cache.iterator,
+                cute.make_layout((pages, PAGE, D_V), stride=(PAGE * D_V, D_V, 1)),
+            )
+            mSc = cute.make_tensor(
+                kv_scales.iterator, cute.make_layout((pages, PAGE, g), stride=(PAGE * g, g, 1))
+            )
+            mRope = cute.make_tensor(
+                kv_rope.iterator,
+                cute.make_layout((pages, PAGE, D_ROPE), stride=(PAGE * D_ROPE, D_ROPE, 1)),
+            )
         mO = cute.make_tensor(
             o.iterator,
             cute.make_layout((b, mt, TILE_M, D_V), stride=(rows * D_V, TILE_M * D_V, D_V, 1)),
@@ -238,7 +300,7 @@ class MlaDecodeSm90Kernel:
 
         scale_log2 = softmax_scale * LOG2_E
         self.kernel(
-            mQ, mKV, page_table, seqlens, mO, mL, mOa, mLa, scale_log2, num_splits,
+            mQ, mKV, page_table, seqlens, mO, mL, mOa, mLa, mSc, mRope, scale_log2, num_splits,
             qk_mma, pv_mma, tiled_copy, tma_atom, mKVt, sQ_layout, sK_layout, sVt_outer,
             sP_layout, split,
         ).launch(grid=[mt, b, num_splits], block=[THREADS, 1, 1], stream=stream)  # fmt: skip
@@ -279,6 +341,8 @@ class MlaDecodeSm90Kernel:
         mL: cute.Tensor,
         mOa: cute.Tensor,
         mLa: cute.Tensor,
+        mSc: Optional[cute.Tensor],  # noqa: UP045 (kv_fp8: (page, token, G) fp32 scales)
+        mRope: Optional[cute.Tensor],  # noqa: UP045 (kv_fp8: (page, token, 64) rope part)
         scale_log2: cutlass.Float32,
         num_splits: cutlass.Int32,
         qk_mma: cute.TiledMma,
@@ -356,6 +420,7 @@ class MlaDecodeSm90Kernel:
                         pg_next = mPT[bidx, p0 + 1]
 
         # ---- global -> SMEM copies (cp.async) ----------------------------------------------
+        rK8, rSc, tRsR, tXcR = None, None, None, None  # kv_fp8 only (set below)
         thr_copy = tiled_copy.get_slice(tidx)
         cT = cute.make_identity_tensor((TILE_M, D_QK))  # same shape for a Q tile and a page
         tXcT = thr_copy.partition_S(cT)  # (CPY, 2, 9): row of each 16-byte vector
@@ -378,6 +443,20 @@ class MlaDecodeSm90Kernel:
             cute.arch.cp_async_wait_group(0)
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier()
+        elif cutlass.const_expr(self.kv_fp8):
+            # FP8 latent cache: page p0's rope columns by cp.async (with Q), its latent part
+            # through registers (dequantised into stage 0 here, before the loop's barrier)
+            sRope = cute.local_tile(sK, (PAGE, D_ROPE, KV_STAGES), (0, D_V // D_ROPE, 0))
+            tRsR = thr_copy.partition_D(sRope)  # (CPY, 2, 1, stages)
+            tXcR = thr_copy.partition_S(cute.make_identity_tensor((PAGE, D_ROPE)))
+            rK8 = cute.make_rmem_tensor(cute.make_layout((FP8_VEC, FP8_VECS)), cutlass.Float8E4M3FN)
+            rSc = cute.make_rmem_tensor(cute.make_layout(self.n_scales), cutlass.Float32)
+            if p1 > p0:
+                self.load_rope(mRope, mPT, bidx, seqlen, p0, 0, thr_copy, tiled_copy, tXcR, tRsR)
+                self.load_latent(mKV, mSc, mPT, bidx, seqlen, p0, tidx, rK8, rSc)
+            cute.arch.cp_async_commit_group()  # group: Q (+ page 0's rope)
+            if p1 > p0:
+                self.store_latent(sK, 0, tidx, rK8, rSc)
         else:
             if p1 > p0:
                 self.load_page(mKV, mPT, bidx, seqlen, p0, 0, thr_copy, tiled_copy, tXcT, tKsK)
@@ -439,19 +518,23 @@ class MlaDecodeSm90Kernel:
                 # cp.async wrote through the generic proxy; WGMMA reads through the async proxy
                 cute.arch.fence_proxy("async.shared", space="cta")
                 cute.arch.barrier()  # page n visible to both warpgroups; page n-1 fully consumed
-                if n + 1 < p1:
-                    self.load_page(
-                        mKV,
-                        mPT,
-                        bidx,
-                        seqlen,
-                        n + 1,
-                        (it + 1) % KV_STAGES,
-                        thr_copy,
-                        tiled_copy,
-                        tXcT,
-                        tKsK,
-                    )
+                if cutlass.const_expr(self.kv_fp8):
+                    # page n+1: the rope columns by cp.async into the other stage, the fp8
+                    # latent part and its scales into registers; they are in flight during
+                    # page n's QK, softmax and PV, and dequantised into the other stage after
+                    # page n's PV (below)
+                    if n + 1 < p1:
+                        self.load_rope(
+                            mRope, mPT, bidx, seqlen, n + 1, (it + 1) % KV_STAGES, thr_copy,
+                            tiled_copy, tXcR, tRsR,
+                        )  # fmt: skip
+                        self.load_latent(mKV, mSc, mPT, bidx, seqlen, n + 1, tidx, rK8, rSc)
+                else:  # noqa: PLR5501 (compile-time, then run-time)
+                    if n + 1 < p1:
+                        self.load_page(
+                            mKV, mPT, bidx, seqlen, n + 1, (it + 1) % KV_STAGES, thr_copy,
+                            tiled_copy, tXcT, tKsK,
+                        )  # fmt: skip
                 cute.arch.cp_async_commit_group()
 
             # S = Q K^T (tma: chunk c's 4 k-blocks start as soon as chunk c has landed)
@@ -519,6 +602,13 @@ class MlaDecodeSm90Kernel:
             for k in cutlass.range_constexpr(PAGE // 16):
                 cute.gemm(pv_mma, acc_o, tOrP[None, None, k], tOrV[None, None, k, stage], acc_o)
             warpgroup.commit_group()
+            if cutlass.const_expr(self.kv_fp8):  # noqa: SIM102 (compile-time, then run-time)
+                # page n+1's latent part, loaded at the top of this iteration: dequantised into
+                # the other stage while this page's PV WGMMAs run (they read this stage and P
+                # only; the other stage is free since the loop's barrier, and the next one,
+                # after the proxy fence, publishes it to both warpgroups' WGMMAs)
+                if n + 1 < p1:
+                    self.store_latent(sK, (it + 1) % KV_STAGES, tidx, rK8, rSc)
             warpgroup.wait_group(0)
             if cutlass.const_expr(self.tma):  # noqa: SIM102 (compile-time, then run-time)
                 if lane == 0:  # this warp has read the stage for the last time: release it
@@ -700,3 +790,98 @@ class MlaDecodeSm90Kernel:
                 cute.copy(tiled_copy, tKgK[None, m, None], tKsK[None, m, None, stage])
             else:
                 cute.copy(tiled_copy, tKgK0[None, m, None], tKsK[None, m, None, stage])
+
+    @cute.jit
+    def load_rope(
+        self,
+        mRope: cute.Tensor,
+        mPT: cute.Tensor,
+        bidx: cutlass.Int32,
+        seqlen: cutlass.Int32,
+        n: cutlass.Int32,
+        stage: cutlass.Int32,
+        thr_copy: cute.TiledCopy,
+        tiled_copy: cute.TiledCopy,
+        tXcR: cute.Tensor,
+        tRsR: cute.Tensor,
+    ):
+        """FP8 latent cache: the 64 rope columns (16-bit, not quantised) of page ``n`` into
+        columns 512..575 of SMEM stage ``stage`` with cp.async, as :meth:`load_page` does for a
+        whole 16-bit page (tokens past the end copied from token 0 of the page)."""
+        page = mPT[bidx, n]
+        gR = mRope[page, None, None]  # (64, 64)
+        gR0 = cute.make_tensor(gR.iterator, cute.make_layout((PAGE, D_ROPE), stride=(0, 1)))
+        tRgR = thr_copy.partition_S(gR)
+        tRgR0 = thr_copy.partition_S(gR0)
+        tokens = seqlen - n * PAGE
+        for m in cutlass.range_constexpr(cute.size(tRgR, mode=[1])):
+            if tXcR[0, m, 0][0] < tokens:
+                cute.copy(tiled_copy, tRgR[None, m, None], tRsR[None, m, None, stage])
+            else:
+                cute.copy(tiled_copy, tRgR0[None, m, None], tRsR[None, m, None, stage])
+
+    @cute.jit
+    def load_latent(
+        self,
+        mKV8: cute.Tensor,
+        mSc: cute.Tensor,
+        mPT: cute.Tensor,
+        bidx: cutlass.Int32,
+        seqlen: cutlass.Int32,
+        n: cutlass.Int32,
+        tidx: cutlass.Int32,
+        rK8: cute.Tensor,
+        rSc: cute.Tensor,
+    ):
+        """FP8 latent cache: this thread's share of page ``n``'s e4m3 latent part into
+        registers ``rK8`` (16, 8): token ``tidx // 4``, 16-byte vectors at columns 64 i +
+        16 (tidx % 4), and the scales they need into ``rSc``. A token past the sequence's end
+        (NaN values and scale) is replaced by token 0 of the page, as :meth:`load_page` does,
+        so the stage only ever holds finite values (S of those tokens is masked to -inf)."""
+        page = mPT[bidx, n]
+        row = tidx // FP8_ROW_THREADS
+        q = tidx % FP8_ROW_THREADS
+        src = cutlass.Int32(0)
+        if row < seqlen - n * PAGE:
+            src = row
+        gRow = mKV8[page, src, None]  # (512,) e4m3
+        for i in cutlass.range_constexpr(FP8_VECS):
+            v = cute.local_tile(gRow, (FP8_VEC,), (i * FP8_ROW_THREADS + q,))
+            cute.autovec_copy(v, rK8[None, i])
+        if cutlass.const_expr(self.scale_block >= CHUNK):
+            for g in cutlass.range_constexpr(self.n_scales):
+                rSc[g] = mSc[page, src, g]
+        else:  # a scale group narrower than 64 columns: one scale per vector
+            for i in cutlass.range_constexpr(FP8_VECS):
+                col = i * CHUNK + q * FP8_VEC
+                rSc[i] = mSc[page, src, col // self.scale_block]
+
+    @cute.jit
+    def store_latent(
+        self,
+        sK: cute.Tensor,
+        stage: cutlass.Int32,
+        tidx: cutlass.Int32,
+        rK8: cute.Tensor,
+        rSc: cute.Tensor,
+    ):
+        """FP8 latent cache: dequantise the registers of :meth:`load_latent` (e4m3 -> fp32,
+        times the scale: exact with power-of-two scales, -> dtype) into SMEM stage ``stage``
+        at their (token, column) places of the 128-byte-swizzled page layout the WGMMAs read:
+        two 16-byte stores per vector (8-element units stay contiguous under the swizzle)."""
+        row = tidx // FP8_ROW_THREADS
+        q = tidx % FP8_ROW_THREADS
+        sPage = sK[None, None, stage]
+        out = cute.make_rmem_tensor(cute.make_layout((FP8_VEC,)), self.dtype)
+        for i in cutlass.range_constexpr(FP8_VECS):
+            if cutlass.const_expr(self.scale_block >= CHUNK):
+                sc = rSc[i * CHUNK // self.scale_block]
+            else:
+                sc = rSc[i]
+            vals = rK8[None, i].load().to(cutlass.Float32) * sc
+            out.store(vals.to(self.dtype))
+            for half in cutlass.range_constexpr(FP8_VEC // 8):
+                unit = (i * FP8_ROW_THREADS + q) * (FP8_VEC // 8) + half  # 8-column unit
+                dst = cute.local_tile(sPage, (1, 8), (row, unit))
+                src = cute.local_tile(out, (8,), (half,))
+                cute.autovec_copy(src, dst)

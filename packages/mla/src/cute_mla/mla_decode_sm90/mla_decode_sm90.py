@@ -21,6 +21,14 @@ Step 3, behind ``--config loads=tma`` (the default, ``cpasync``, is steps 0-2's 
 path, unchanged): pages by TMA, one box per 64-column chunk with its own mbarrier, issued by
 warp 0; the NaN tail's V rows zeroed in SMEM (see the kernel's docstring). Compile-verified
 only; not yet measured on a GPU.
+
+FP8 latent cache (``--kv_dtype float8_e4m3fn``, ``--kv_scale per_token|per_block``; issue 11):
+the cp.async path only (``loads=cpasync``). The kernel takes the workload's three cache tensors
+(kv_cache e4m3 (pages, 64, 512), kv_scales fp32 (pages, 64, G), kv_rope (pages, 64, 64) in
+the dtype) and dequantises on chip into the same 16-bit SMEM stages: see the kernel's
+docstring. The kv format (kv_dtype, kv_scale, kv_block) is part of the problem's compile key
+(not a runtime field): one compile per (s, h, causal, dtype, kv format, split or not).
+Compile-verified only; not yet measured on a GPU.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from kernelplan import (
     Target,
     TensorSpec,
 )
-from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_cache_only
+from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem
 
 #: what this kernel takes (supports() refuses the rest with one line)
 HEADS = (16, 32, 64, 128)
@@ -49,6 +57,8 @@ MAX_PAGES = (2**31 - 1) // (64 * 576)
 #: largest sm_90 part (132 SMs) unless one split per sequence already exceeds it
 MAX_SPLITS = 64
 CTA_BOUND = 2 * 132
+#: FP8 latent cache: the kernel dequantises 16-value vectors, each under one scale
+FP8_MIN_BLOCK = 16
 #: the cost model's fixed cost of one CTA, in pages (Q load, prologue, fp32 epilogue)
 CTA_OVERHEAD_PAGES = 2
 #: and of the combine step when there is one, in pages of the slowest CTA
@@ -123,7 +133,11 @@ class MlaDecodeSm90(KernelPlan):
 
     def supports(self, problem: MlaDecodeProblem) -> None:
         p = problem
-        plain_cache_only(self.name, p)  # the FP8 latent cache: not taken
+        if p.kv_fp8 and p.scale_block() < FP8_MIN_BLOCK:
+            raise ShapeError(
+                f"{self.name} takes --kv_block >= {FP8_MIN_BLOCK} with the FP8 cache (one scale "
+                f"per 16-value vector; got --kv_block {p.scale_block()})"
+            )
         if p.page != 64:
             raise ShapeError(f"{self.name} takes page size 64 only (got --page {p.page})")
         if p.d_latent != 512 or p.d_rope != 64:
@@ -150,6 +164,11 @@ class MlaDecodeSm90(KernelPlan):
             )
 
     def supports_config(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> None:
+        if problem.kv_fp8 and config.loads != "cpasync":
+            raise ShapeError(
+                f"{self.name}: the FP8 latent cache takes --config loads=cpasync only (got "
+                f"loads={config.loads}: a TMA of e4m3 bytes cannot land as 16-bit SMEM)"
+            )
         cap = split_cap(problem)
         if config.splits > cap:
             raise ShapeError(
@@ -158,9 +177,11 @@ class MlaDecodeSm90(KernelPlan):
             )
 
     def tensor_specs(self, problem: MlaDecodeProblem) -> dict[str, TensorSpec]:
-        """The workload's tensors, each with a dynamic layout (leading_dim = last mode): one
-        compile per (s, h, causal, dtype, split or not); plus the split workspace (fp32
-        partial O and LSE for :func:`split_cap` splits; zeroed once, written before read)."""
+        """The workload's tensors (with the FP8 cache: kv_cache e4m3 (pages, 64, 512),
+        kv_scales fp32 (pages, 64, G), kv_rope (pages, 64, 64)), each with a dynamic layout
+        (leading_dim = last mode): one compile per (s, h, causal, dtype, kv format, split or
+        not); plus the split workspace (fp32 partial O and LSE for :func:`split_cap` splits;
+        zeroed once, written before read)."""
         p = problem
         specs = dict(self.workload.tensor_specs(p))
         cap = split_cap(p)
@@ -185,8 +206,17 @@ class MlaDecodeSm90(KernelPlan):
 
         p = problem
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
-        k = MlaDecodeSm90Kernel(p.s, p.h, bool(p.causal), dt, loads=config.loads)
+        k = MlaDecodeSm90Kernel(
+            p.s, p.h, bool(p.causal), dt, loads=config.loads, kv_fp8=p.kv_fp8,
+            scale_block=p.scale_block() if p.kv_fp8 else p.d_latent,
+        )  # fmt: skip
         splits = self.splits_for(p, config, target)
+        # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
+        # places (unused: the compile-time kv_fp8 leaves them out of the code)
+        extra = ("kv_scales", "kv_rope") if p.kv_fp8 else ("kv_cache", "kv_cache")
+        kv = p.dtype
+        if p.kv_fp8:
+            kv = f"float8_e4m3fn {p.kv_scale} (scale block {p.scale_block()}), dequantised on chip"
         return CuteKernel(
             self.name,
             k,
@@ -199,6 +229,8 @@ class MlaDecodeSm90(KernelPlan):
                 t["lse"],
                 t["o_acc"],
                 t["lse_acc"],
+                t[extra[0]],
+                t[extra[1]],
                 cutlass.Float32(p.scale()),
                 cutlass.Int32(splits),
                 Const(splits > 1),
@@ -211,5 +243,6 @@ class MlaDecodeSm90(KernelPlan):
                 "kv_load": "cp.async" if config.loads == "cpasync" else "tma",
                 "math_warpgroups": 2,
                 "combine": "pdl" if splits > 1 else None,
+                "kv_cache": kv,
             },
         )
