@@ -941,16 +941,16 @@ def test_pending_snippet_for_the_gpus_sm_is_an_error(tree: Layout) -> None:
     assert "SM sm_90a runs on the project's GPU" in only_error(tree)
 
 
-def test_pending_fragment_for_another_sm_is_a_warning(tree: Layout) -> None:
-    """sm_100a cannot run on the H200: a PENDING fragment that does not compile is still only
-    a warning while the sm_100a fragments are being converted (then it becomes an error)."""
+def test_pending_fragment_for_another_sm_is_an_error(tree: Layout) -> None:
+    """sm_100a cannot run on the H200, but a PENDING fragment that does not compile fails the
+    lint all the same: only compiled snippets pass."""
     fragment = SNIPPET_TEXT.replace('"generic"', '"sm_100a"').split("\n\n\ndef compile_snippet")[0]
     (tree.root / SNIPPET).write_text('PENDING = "a fragment"\n' + fragment + "\n")
-    assert errors(tree) == []
-    warns = [str(d) for d in lint(tree) if d.severity == "warning"]
-    assert any(
-        "is not compiled yet: a fragment" in w and "should still compile" in w for w in warns
-    )
+    line = line_of(tree, PATTERN, "<!-- snippet:")
+    err = only_error(tree)
+    assert err.startswith(f"{PATTERN}:{line}: snippet `{SNIPPET}` is not compiled yet: a fragment")
+    assert "SM sm_100a" in err and "must still compile" in err, err
+    assert main(["lint", "--root", str(tree.root)]) == 1
     assert not read_snippet(tree, SNIPPET).compiles
 
 

@@ -436,10 +436,9 @@ class Linter:
 
     def check_pending(self, rel: str, line: int, snip: snippets_mod.Snippet) -> None:
         """PENDING is an error when the project's GPU runs the snippet's SM (it must compile
-        and check). For an SM the GPU lacks (sm_100a) it is a warning: a bare fragment is asked
-        to compile (kernel + compile_snippet(), which CI then runs even while PENDING).
-        TODO: make the bare-fragment case an error (only compiled snippets pass) once the
-        sm_100a fragments are converted; on 2026-12-01 seven still were."""
+        and check), and on any SM when the file is a bare fragment (no compile_snippet()):
+        only compiled snippets pass. A PENDING file for an SM the GPU lacks (sm_100a) that
+        does compile is a warning (it is compiled in CI; PENDING says what is not done)."""
         what = f"snippet `{snip.rel}` is not compiled yet: {snip.pending}"
         if snip.sm is None or snip.sm in snippets_mod.RUNNABLE_SMS:
             self.error(
@@ -449,10 +448,10 @@ class Linter:
                 "compile_snippet() and check(), and drop PENDING)",
             )
         elif not snip.has_compile:
-            self.warn(
+            self.error(
                 rel,
                 line,
-                f"{what} (SM {snip.sm}: the project's GPU cannot run it, but it should still "
+                f"{what} (SM {snip.sm}: the project's GPU cannot run it, but it must still "
                 "compile: write the kernel around it and compile_snippet(), and drop PENDING)",
             )
         else:

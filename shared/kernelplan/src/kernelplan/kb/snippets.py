@@ -11,8 +11,9 @@ importing it:
   (a known-bad snippet that deadlocks);
 - ``TIMEOUT_S`` (optional): the time limit of its check, in seconds;
 - ``PENDING`` (only while it is not yet real code): why. The lint fails on it when the
-  project's GPU runs ``SM`` (generic, sm_90); for another SM it warns, and a file that still
-  defines ``compile_snippet()`` is compiled in CI like any other.
+  project's GPU runs ``SM`` (generic, sm_90), and on any SM when the file defines no
+  ``compile_snippet()`` (a bare fragment); for another SM a file that does compile only
+  warns, and it is compiled in CI like any other.
 
 and defines ``compile_snippet()`` (CPU: compiles its kernels for ``SM`` with fake tensors, or
 exercises its host code) and, when ``SM`` is generic or sm_90, ``check()`` (GPU: runs it and
@@ -81,7 +82,8 @@ class Snippet:
     @property
     def compiles(self) -> bool:
         """Compiled in CI: real code, or PENDING for an SM the project's GPU lacks while it
-        still defines compile_snippet() (the lint fails any PENDING for the GPU's own SMs)."""
+        still defines compile_snippet() (the lint fails any PENDING for the GPU's own SMs,
+        and a PENDING fragment without compile_snippet() on any SM)."""
         if self.problems or not self.has_compile:
             return False
         return self.pending is None or self.sm not in RUNNABLE_SMS
