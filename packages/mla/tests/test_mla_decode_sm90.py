@@ -276,3 +276,60 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
     for kw in ({}, {"kv_scale": "per_block"}, {"kv_scale": "per_block", "kv_block": 16}):
         plan.supports(plan.problem(b=2, t=100, kv_dtype=FP8, **kw))
     assert sum(q.kv_fp8 for q in plan.check_problems()) == 2
+
+
+def test_fp8_device_script_dry_run():
+    """scripts/device/mla-sm90-fp8.sh with DRYRUN=1: every job parses as on the device, the
+    TMA + FP8 job is refused in one line (rc 2, as expected), and the alternated table's
+    entries (ours on bf16 / FP8 per_token / FP8 per_block, FlashInfer on bf16, at h=128 and
+    h=64) are built up to the GPU."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    script = root / "scripts" / "device" / "mla-sm90-fp8.sh"
+    env = dict(os.environ, DRYRUN="1", PY=sys.executable)
+    r = subprocess.run(
+        ["bash", str(script), "check", "table", "ncu"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("0 job(s) not as expected") == 3
+    assert "UNEXPECTED" not in r.stdout
+    assert "f8-tma-refused: rc=2 as expected" in r.stdout
+    for h in (128, 64):
+        for fmt in ("", " kv_dtype=float8_e4m3fn", " kv_dtype=float8_e4m3fn kv_scale=per_block"):
+            assert f"b=128 s=1 t=4096 h={h}{fmt} {{'splits'" in r.stdout
+        assert f"ok flashinfer_mla bf16: b=128 s=1 t=4096 h={h} " in r.stdout
+
+
+def test_fp8_alt_entries():
+    """The helper of the alternated bf16-vs-FP8 table: shapes b,t,h; per shape ours on the
+    three cache formats, then each peer on the 16-bit cache."""
+    import argparse
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "scripts" / "device"))
+    try:
+        import mla_sm90_fp8_alt as alt
+    finally:
+        sys.path.pop(0)
+    assert alt.parse_shape("128,4096,64") == (128, 4096, 64)
+    assert alt.parse_shape("128x4096x64") == (128, 4096, 64)
+    with pytest.raises(argparse.ArgumentTypeError):
+        alt.parse_shape("128,4096")
+    got = alt.entries((128, 4096, 64), ["flashinfer_mla"])
+    assert [(lab, k) for lab, k, _ in got] == [
+        ("mla_decode_sm90 bf16", "mla_decode_sm90"),
+        ("mla_decode_sm90 fp8 per_token", "mla_decode_sm90"),
+        ("mla_decode_sm90 fp8 per_block", "mla_decode_sm90"),
+        ("flashinfer_mla bf16", "flashinfer_mla"),
+    ]
+    assert got[2][2] == {"b": 128, "t": 4096, "h": 64, "kv_dtype": FP8, "kv_scale": "per_block"}
+    assert "kv_dtype" not in got[3][2]
+    for _lab, kernel, fields in got:
+        plan, prob, _cfg = alt.build(kernel, fields)
+        assert prob.kv_fp8 == ("kv_dtype" in fields)
