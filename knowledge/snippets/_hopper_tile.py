@@ -3,7 +3,10 @@ with _): an element-by-element global -> shared tile copy, the (rows, cols) view
 accumulator fragment, fake / real 2-D tensors for compile and check, and the scaffolding of
 the TMA-pipelined GEMMs C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T (K-major): tiled MMA,
 staged A/B SMEM rings and their TMA atoms, the shared storage, TMA partitions, the async
-WGMMA batch of one slot, fake arguments and the check against torch."""
+WGMMA batch of one slot, fake arguments and the check against torch; TmaGemm holds the host
+entry and the kernel's opening, so that a snippet writes only its own part."""
+
+from types import SimpleNamespace
 
 import cutlass
 import cutlass.cute as cute
@@ -135,6 +138,92 @@ def issue_async_mmas(tiled_mma, acc, tCrA, tCrB, slot):
         cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, slot)], tCrB[(None, None, kb, slot)], acc)
         tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     warpgroup.commit_group()
+
+
+def mma_operands(tiled_mma, tidx, sA, sB, gC):
+    """One thread's WGMMA view: A and B fragments of the rings, its part of the C tile and an
+    fp32 accumulator of that shape: (tCrA, tCrB, tCgC, acc)."""
+    thr_mma = tiled_mma.get_slice(tidx)
+    tCgC = thr_mma.partition_C(gC)
+    return (
+        tiled_mma.make_fragment_A(thr_mma.partition_A(sA)),
+        tiled_mma.make_fragment_B(thr_mma.partition_B(sB)),
+        tCgC,
+        cute.make_rmem_tensor(tCgC.shape, cutlass.Float32),
+    )
+
+
+class TmaGemm:
+    """The opening of a TMA-fed sm_90a WGMMA GEMM, C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T:
+    the host entry (tiled MMA over N_MMA_WG warpgroups, A/B rings of self.stages slots, TMA
+    atoms from make_loads(), SMEM struct, launch of THREADS threads per (BM, BN) tile, in
+    clusters of CLUSTER when set) and the kernel's first lines (descriptor prefetch by warp 0,
+    SMEM rings, this CTA's A, B and C tiles). A subclass writes the rest as body(g), a
+    @cute.jit method (g holds those objects by name)."""
+
+    BM, BN, BK = 64, 64, 64
+    THREADS = 128
+    N_MMA_WG = 1
+    CLUSTER = None  # or (cluster_m, cluster_n)
+    stages = 2
+
+    def make_loads(self, a, b, a_slot, b_slot, tile_mnk):
+        """(tma_a, gA_tma, tma_b, gB_tma): plain TMA loads unless a subclass says otherwise."""
+        return make_ab_tma(a, b, a_slot, b_slot, tile_mnk)
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+        tile = (self.BM, self.BN, self.BK)
+        tiled_mma = make_gemm_mma(a, b, tile, n_mma_wg=self.N_MMA_WG)
+        a_ring, b_ring, a_slot, b_slot = make_ab_rings(a, b, tile, self.stages)
+        tma_a, gA_tma, tma_b, gB_tma = self.make_loads(a, b, a_slot, b_slot, tile)
+        self.storage = make_storage(a, b, a_ring, b_ring, self.stages)
+        nbytes = slot_bytes(a, b, a_slot, b_slot)
+        cluster = {} if self.CLUSTER is None else {"cluster": [*self.CLUSTER, 1]}
+        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, nbytes).launch(
+            grid=gemm_grid(c, tile), block=[self.THREADS, 1, 1], stream=stream, **cluster
+        )
+
+    @cute.kernel
+    def kernel(
+        self,
+        tma_a: cute.CopyAtom,
+        mA: cute.Tensor,
+        tma_b: cute.CopyAtom,
+        mB: cute.Tensor,
+        mC: cute.Tensor,
+        tiled_mma: cute.TiledMma,
+        a_ring: cute.ComposedLayout,
+        b_ring: cute.ComposedLayout,
+        slot_bytes: cutlass.Constexpr,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        bm, bn, _ = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp == 0:
+            cpasync.prefetch_descriptor(tma_a)
+            cpasync.prefetch_descriptor(tma_b)
+        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
+        sA, sB = smem_rings(storage, a_ring, b_ring)
+        self.body(
+            SimpleNamespace(
+                tidx=tidx,
+                warp=warp,
+                storage=storage,
+                tiled_mma=tiled_mma,
+                tma_a=tma_a,
+                tma_b=tma_b,
+                sA=sA,
+                sB=sB,
+                gA=cute.local_tile(mA, (self.BM, self.BK), (bm, None)),  # (BM, BK, k_tiles)
+                gB=cute.local_tile(mB, (self.BN, self.BK), (bn, None)),  # (BN, BK, k_tiles)
+                gC=cute.local_tile(mC, (self.BM, self.BN), (bm, bn)),
+                slot_bytes=slot_bytes,
+            )
+        )
+
+    def body(self, g):
+        raise NotImplementedError
 
 
 def fake_gemm_args():

@@ -14,7 +14,7 @@ Shown in knowledge/languages/cute-dsl/optimizations/setmaxnreg-producer-consumer
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cute.nvgpu import warpgroup
 
 from kernelplan.kb.snippets import sibling
 
@@ -38,43 +38,14 @@ assert WG * (N_LOAD_WG * LOAD_REGS + N_MMA_WG * MMA_REGS) <= 65536
 # snippet:end
 
 
-class WarpSpecializedGemm:
+class WarpSpecializedGemm(hop.TmaGemm):
+    BM, BN, BK, THREADS, N_MMA_WG = BM, BN, BK, THREADS, N_MMA_WG
+    stages = STAGES
+
     @cute.jit
-    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        tile = (BM, BN, BK)
-        tiled_mma = hop.make_gemm_mma(a, b, tile, n_mma_wg=N_MMA_WG)
-        a_ring, b_ring, a_slot, b_slot = hop.make_ab_rings(a, b, tile, STAGES)
-        tma_a, gA_tma, tma_b, gB_tma = hop.make_ab_tma(a, b, a_slot, b_slot, tile)
-        self.storage = hop.make_storage(a, b, a_ring, b_ring, STAGES)
-        nbytes = hop.slot_bytes(a, b, a_slot, b_slot)
-        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, nbytes).launch(
-            grid=hop.gemm_grid(c, tile), block=[THREADS, 1, 1], stream=stream
-        )
-
-    @cute.kernel
-    def kernel(
-        self,
-        tma_a: cute.CopyAtom,
-        mA: cute.Tensor,
-        tma_b: cute.CopyAtom,
-        mB: cute.Tensor,
-        mC: cute.Tensor,
-        tiled_mma: cute.TiledMma,
-        a_ring: cute.ComposedLayout,
-        b_ring: cute.ComposedLayout,
-        slot_bytes: cutlass.Constexpr,
-    ):
-        tidx, _, _ = cute.arch.thread_idx()
-        bm, bn, _ = cute.arch.block_idx()
-        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA, sB = hop.smem_rings(storage, a_ring, b_ring)
-        gA = cute.local_tile(mA, (BM, BK), (bm, None))
-        gB = cute.local_tile(mB, (BN, BK), (bn, None))
-        gC = cute.local_tile(mC, (BM, BN), (bm, bn))
-
-        if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == 0:
-            cpasync.prefetch_descriptor(tma_a)
-            cpasync.prefetch_descriptor(tma_b)
+    def body(self, g):
+        tidx, storage, slot_bytes, tiled_mma = g.tidx, g.storage, g.slot_bytes, g.tiled_mma
+        tma_a, tma_b, sA, sB, gA, gB, gC = g.tma_a, g.tma_b, g.sA, g.sB, g.gA, g.gB, g.gC
         pipe = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bars.data_ptr(),
             num_stages=STAGES,
@@ -110,11 +81,7 @@ class WarpSpecializedGemm:
 
     @cute.jit
     def consumer_tile_loop(self, pipe, tiled_mma, mma_tidx, sA, sB, gA, gC):
-        thr_mma = tiled_mma.get_slice(mma_tidx)
-        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
-        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
-        tCgC = thr_mma.partition_C(gC)
-        acc = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+        tCrA, tCrB, tCgC, acc = hop.mma_operands(tiled_mma, mma_tidx, sA, sB, gC)
         get = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
         tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
         for _k in cutlass.range(cute.size(gA, mode=[2]), unroll=1):

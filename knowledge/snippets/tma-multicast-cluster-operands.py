@@ -33,19 +33,17 @@ STAGES = 2  # fewer slots than K tiles in the check: the ring must wrap
 THREADS = 128  # one warpgroup
 
 
-class MulticastGemm:
+class MulticastGemm(hop.TmaGemm):
     """C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T; M, K multiples of 64, N of 128 (cluster)."""
+
+    BM, BN, BK, THREADS = BM, BN, BK, THREADS
+    CLUSTER = (CLUSTER_M, CLUSTER_N)
 
     def __init__(self, stages: int = STAGES):
         assert stages >= 2, "one slot in flight under WGMMA plus one being refilled"
         self.stages = stages
 
-    @cute.jit
-    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        tile = (BM, BN, BK)
-        tiled_mma = hop.make_gemm_mma(a, b, tile)
-        a_ring, b_ring, a_slot, b_slot = hop.make_ab_rings(a, b, tile, self.stages)
-
+    def make_loads(self, a, b, a_slot, b_slot, tile):
         # snippet:begin
         # Host: the shared operand gets the multicast op (sm_90 form)
         def load_atom(tensor, stage_layout, box, n_sharing):
@@ -61,43 +59,13 @@ class MulticastGemm:
         tma_a, gA_tma = load_atom(a, a_slot, (BM, BK), CLUSTER_N)  # A is shared along N
         tma_b, gB_tma = load_atom(b, b_slot, (BN, BK), CLUSTER_M)  # B is shared along M
         # snippet:end
-        self.storage = hop.make_storage(a, b, a_ring, b_ring, self.stages)
-        nbytes = hop.slot_bytes(a, b, a_slot, b_slot)
-        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, nbytes).launch(
-            grid=hop.gemm_grid(c, tile),
-            block=[THREADS, 1, 1],
-            cluster=[CLUSTER_M, CLUSTER_N, 1],
-            stream=stream,
-        )
+        return tma_a, gA_tma, tma_b, gB_tma
 
-    @cute.kernel
-    def kernel(
-        self,
-        tma_a: cute.CopyAtom,
-        mA: cute.Tensor,
-        tma_b: cute.CopyAtom,
-        mB: cute.Tensor,
-        mC: cute.Tensor,
-        tiled_mma: cute.TiledMma,
-        a_ring: cute.ComposedLayout,
-        b_ring: cute.ComposedLayout,
-        slot_bytes: cutlass.Constexpr,
-    ):
-        S = self.stages
-        tidx, _, _ = cute.arch.thread_idx()
-        bm, bn, _ = cute.arch.block_idx()
-        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        is_loader = warp == 0
-        if is_loader:
-            cpasync.prefetch_descriptor(tma_a)
-            cpasync.prefetch_descriptor(tma_b)
-
-        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA, sB = hop.smem_rings(storage, a_ring, b_ring)
-
-        gA = cute.local_tile(mA, (BM, BK), (bm, None))  # (BM, BK, k_tiles)
-        gB = cute.local_tile(mB, (BN, BK), (bn, None))  # (BN, BK, k_tiles)
-        gC = cute.local_tile(mC, (BM, BN), (bm, bn))
+    @cute.jit
+    def body(self, g):
+        S, slot_bytes, tiled_mma = self.stages, g.slot_bytes, g.tiled_mma
+        tma_a, tma_b, sA, sB, gA, gB = g.tma_a, g.tma_b, g.sA, g.sB, g.gA, g.gB
+        is_loader = g.warp == 0
         # snippet:begin
         # Device: this CTA's coordinate in the cluster, the masks, its slice of each box
         cta_layout = cute.make_layout((CLUSTER_M, CLUSTER_N, 1))
@@ -127,15 +95,11 @@ class MulticastGemm:
         # a slot may be refilled only after every CTA that wrote into it has released it
         empty_arrivals = (CLUSTER_N + CLUSTER_M - 1) * (THREADS // 32)
         # snippet:end
-        thr_mma = tiled_mma.get_slice(tidx)
-        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
-        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
-        tCgC = thr_mma.partition_C(gC)
-        acc = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+        tCrA, tCrB, tCgC, acc = hop.mma_operands(tiled_mma, g.tidx, sA, sB, g.gC)
         k_tiles = cute.size(gA, mode=[2])
 
         pipe = pipeline.PipelineTmaAsync.create(
-            barrier_storage=storage.bars.data_ptr(),
+            barrier_storage=g.storage.bars.data_ptr(),
             num_stages=S,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
             consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, empty_arrivals),

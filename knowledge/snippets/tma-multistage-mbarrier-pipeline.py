@@ -16,7 +16,7 @@ Shown in knowledge/languages/cute-dsl/optimizations/tma-multistage-mbarrier-pipe
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cute.nvgpu import warpgroup
 
 from kernelplan.kb.snippets import sibling
 
@@ -32,60 +32,23 @@ STAGES = 2  # fewer slots than K tiles in the check: the ring must wrap
 THREADS = 128  # one warpgroup
 
 
-class PipelinedGemm:
+class PipelinedGemm(hop.TmaGemm):
     """C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T, A and B K-major; M, N, K multiples of 64."""
+
+    BM, BN, BK, THREADS = BM, BN, BK, THREADS
 
     def __init__(self, stages: int = STAGES):
         assert stages >= 2, "one slot in flight under WGMMA plus one being refilled"
         self.stages = stages
 
     @cute.jit
-    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        tile = (BM, BN, BK)
-        tiled_mma = hop.make_gemm_mma(a, b, tile)
-        a_ring, b_ring, a_slot, b_slot = hop.make_ab_rings(a, b, tile, self.stages)
-        tma_a, gA_tma, tma_b, gB_tma = hop.make_ab_tma(a, b, a_slot, b_slot, tile)
-        self.storage = hop.make_storage(a, b, a_ring, b_ring, self.stages)
-        nbytes = hop.slot_bytes(a, b, a_slot, b_slot)
-        self.kernel(tma_a, gA_tma, tma_b, gB_tma, c, tiled_mma, a_ring, b_ring, nbytes).launch(
-            grid=hop.gemm_grid(c, tile), block=[THREADS, 1, 1], stream=stream
-        )
-
-    @cute.kernel
-    def kernel(
-        self,
-        tma_a: cute.CopyAtom,
-        mA: cute.Tensor,
-        tma_b: cute.CopyAtom,
-        mB: cute.Tensor,
-        mC: cute.Tensor,
-        tiled_mma: cute.TiledMma,
-        a_ring: cute.ComposedLayout,
-        b_ring: cute.ComposedLayout,
-        slot_bytes: cutlass.Constexpr,
-    ):
-        S = self.stages
-        tidx, _, _ = cute.arch.thread_idx()
-        bm, bn, _ = cute.arch.block_idx()
-        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-        is_loader = warp == 0
-        if is_loader:
-            cpasync.prefetch_descriptor(tma_a)
-            cpasync.prefetch_descriptor(tma_b)
-
-        storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA, sB = hop.smem_rings(storage, a_ring, b_ring)
-
-        gA = cute.local_tile(mA, (BM, BK), (bm, None))  # (BM, BK, k_tiles)
-        gB = cute.local_tile(mB, (BN, BK), (bn, None))  # (BN, BK, k_tiles)
-        gC = cute.local_tile(mC, (BM, BN), (bm, bn))
-        tAsA, tAgA, tBsB, tBgB = hop.tma_partition_ab(tma_a, tma_b, sA, sB, gA, gB)
-        thr_mma = tiled_mma.get_slice(tidx)
-        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
-        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
-        tCgC = thr_mma.partition_C(gC)
-        acc = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
-        k_tiles = cute.size(gA, mode=[2])
+    def body(self, g):
+        S, tidx, storage, slot_bytes = self.stages, g.tidx, g.storage, g.slot_bytes
+        tiled_mma, tma_a, tma_b = g.tiled_mma, g.tma_a, g.tma_b
+        is_loader = g.warp == 0
+        tAsA, tAgA, tBsB, tBgB = hop.tma_partition_ab(tma_a, tma_b, g.sA, g.sB, g.gA, g.gB)
+        tCrA, tCrB, tCgC, acc = hop.mma_operands(tiled_mma, tidx, g.sA, g.sB, g.gC)
+        k_tiles = cute.size(g.gA, mode=[2])
 
         # snippet:begin
         # Device side, inside the @cute.kernel: one warpgroup (4 warps) consumes; warp 0 also loads.
