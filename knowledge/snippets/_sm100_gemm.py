@@ -73,6 +73,60 @@ def make_operands(a: cute.Tensor, b: cute.Tensor, tile_n: int, stages: int, tma_
     return tiled_mma, tiler, a_ring, b_ring, (tma_a, mA), (tma_b, mB), slot_bytes
 
 
+def single_cta_operands(a: cute.Tensor, b: cute.Tensor, tile_n: int, stages: int):
+    """make_operands with the trivial cluster layout spelled out, for kernels whose pipelines
+    take one: (tiled_mma, mma tiler, cluster_vmnk, A ring, B ring, tma_a, mA, tma_b, mB, bytes
+    of one A+B slot)."""
+    tiled_mma = make_tiled_mma(1, tile_n)
+    tiler = (128, tile_n, BK)
+    cluster_vmnk = cute.tiled_divide(cute.make_layout((1, 1, 1)), (tiled_mma.thr_id,))
+    a_ring, b_ring, tma_a, mA, tma_b, mB, slot_bytes = make_ab_loads(
+        tiled_mma,
+        tiler,
+        a,
+        b,
+        stages,
+        cluster_vmnk,
+        cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE),
+    )
+    return tiled_mma, tiler, cluster_vmnk, a_ring, b_ring, tma_a, mA, tma_b, mB, slot_bytes
+
+
+def tile_grid(c: cute.Tensor, bm: int, bn: int):
+    """One CTA per (bm, bn) tile of C (M, N): the launch grid."""
+    return (cute.ceil_div(cute.size(c, mode=[0]), bm), cute.ceil_div(cute.size(c, mode=[1]), bn), 1)
+
+
+def smem_ab(storage, a_ring, b_ring):
+    """Inside the kernel: the A and B rings of the allocated storage as swizzled tensors."""
+    sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
+    sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+    return sA, sB
+
+
+def ab_acc_pipelines(storage, slot_bytes, ab_stages, acc_stages, acc_consumers, cluster_vmnk):
+    """Inside the kernel: the TMA -> MMA A/B pipeline (one thread each side, slot_bytes per
+    stage) and the MMA -> epilogue accumulator pipeline (acc_consumers arrivals), as
+    participants: (ab_producer, ab_consumer, acc_producer, acc_consumer)."""
+    one = pipeline.CooperativeGroup(pipeline.Agent.Thread)
+    ab_producer, ab_consumer = pipeline.PipelineTmaUmma.create(
+        barrier_storage=storage.ab_bars.data_ptr(),
+        num_stages=ab_stages,
+        producer_group=one,
+        consumer_group=one,
+        tx_count=slot_bytes,
+        cta_layout_vmnk=cluster_vmnk,
+    ).make_participants()
+    acc_producer, acc_consumer = pipeline.PipelineUmmaAsync.create(
+        barrier_storage=storage.acc_bars.data_ptr(),
+        num_stages=acc_stages,
+        producer_group=one,
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, acc_consumers),
+        cta_layout_vmnk=cluster_vmnk,
+    ).make_participants()
+    return ab_producer, ab_consumer, acc_producer, acc_consumer
+
+
 def tile_counts(c: cute.Tensor, tiler):
     """(tiles along M, tiles along N, L) of C (M, N, L) for the tiler's (M, N)."""
     return cute.zipped_divide(c, tiler=(tiler[0], tiler[1]))[(0, (None, None, None))].shape
@@ -107,6 +161,30 @@ def partition_ab(tma_a, tma_b, gA, gB, sA, sB, thr_mma):
         cute.group_modes(thr_mma.partition_B(gB), 0, 3),
     )
     return tAsA, tAgA, tBsB, tBgB
+
+
+def partition_one_tile(tiled_mma, tiler, tma_a, mA, tma_b, mB, mC, sA, sB, coord):
+    """This CTA's tile at coord (m, n, None): TMA views of its A and B over K and of the rings,
+    the MMA fragments of the rings, its C tile partitioned for the MMA, the accumulator layout
+    (one stage) and the K-tile count: (tAsA, tAgA, tBsB, tBgB, tCrA, tCrB, tCgC, acc_layout,
+    k_tiles)."""
+    gA = cute.local_tile(mA, tiler, coord, proj=(1, None, 1))  # (BM, BK, k_tiles)
+    gB = cute.local_tile(mB, tiler, coord, proj=(None, 1, 1))  # (BN, BK, k_tiles)
+    gC = cute.local_tile(mC, tiler, coord, proj=(1, 1, None))  # (BM, BN)
+    thr_mma = tiled_mma.get_slice(0)
+    tAsA, tAgA, tBsB, tBgB = partition_ab(tma_a, tma_b, gA, gB, sA, sB, thr_mma)
+    acc_layout = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C(tiler[:2])).layout
+    return (
+        tAsA,
+        tAgA,
+        tBsB,
+        tBgB,
+        tiled_mma.make_fragment_A(sA),
+        tiled_mma.make_fragment_B(sB),
+        thr_mma.partition_C(gC),
+        acc_layout,
+        cute.size(gA, mode=[2]),
+    )
 
 
 @cute.jit
@@ -209,13 +287,14 @@ def fake_mkl_args():
 # ---- a warp-specialised tcgen05 GEMM kernel with its roles left to the snippet -------------
 
 
-def storage_struct(a_ring, b_ring, ab_stages: int, acc_stages: int, **extra):
+def storage_struct(a_ring, b_ring, ab_stages: int, acc_stages: int, tmem="tmem_base", **extra):
     """The SMEM struct of a warp-specialised GEMM: A/B and accumulator barriers, the TMEM base
-    address, the snippet's own fields (extra, in order), then the 1024-aligned A/B rings."""
+    address (a field named tmem), the snippet's own fields (extra, in order), then the
+    1024-aligned A/B rings."""
     fields = {
         "ab_bars": cute.struct.MemRange[cutlass.Int64, 2 * ab_stages],
         "acc_bars": cute.struct.MemRange[cutlass.Int64, 2 * acc_stages],
-        "tmem_base": cutlass.Int32,
+        tmem: cutlass.Int32,
         **extra,
         "sA": cute.struct.Align[cute.struct.MemRange[IO, cute.cosize(a_ring)], 1024],
         "sB": cute.struct.Align[cute.struct.MemRange[IO, cute.cosize(b_ring)], 1024],

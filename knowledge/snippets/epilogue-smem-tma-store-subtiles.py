@@ -31,17 +31,8 @@ EPI_BAR_ID, TMEM_BAR_ID = 1, 2
 class TmaStoreGemm:
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        tiled_mma = g.make_tiled_mma(1, BN)
-        mma_tiler = (BM, BN, g.BK)
-        cluster_vmnk = cute.tiled_divide(cute.make_layout((1, 1, 1)), (tiled_mma.thr_id,))
-        a_ring, b_ring, tma_a, gA, tma_b, gB, slot_bytes = g.make_ab_loads(
-            tiled_mma,
-            mma_tiler,
-            a,
-            b,
-            AB_STAGES,
-            cluster_vmnk,
-            cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE),
+        tiled_mma, mma_tiler, cluster_vmnk, a_ring, b_ring, tma_a, gA, tma_b, gB, slot_bytes = (
+            g.single_cta_operands(a, b, BN, AB_STAGES)
         )
         # snippet:begin
         # Host (@cute.jit): the sub-tile (128 x 32 here), its staged swizzled SMEM layout, and
@@ -58,23 +49,11 @@ class TmaStoreGemm:
         )
         # snippet:end
 
-        @cute.struct
-        class Storage:
-            ab_bars: cute.struct.MemRange[cutlass.Int64, 2 * AB_STAGES]
-            acc_bars: cute.struct.MemRange[cutlass.Int64, 2]
-            tmem_addr: cutlass.Int32
-            sA: cute.struct.Align[cute.struct.MemRange[g.IO, cute.cosize(a_ring)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[g.IO, cute.cosize(b_ring)], 1024]
-            sC: cute.struct.Align[
-                cute.struct.MemRange[c.element_type, cute.cosize(epi_layout)], 1024
-            ]
-
-        self.storage = Storage
-        grid = (
-            cute.ceil_div(cute.size(c, mode=[0]), BM),
-            cute.ceil_div(cute.size(c, mode=[1]), BN),
-            1,
+        sC_field = cute.struct.MemRange[c.element_type, cute.cosize(epi_layout)]
+        self.storage = g.storage_struct(
+            a_ring, b_ring, AB_STAGES, 1, tmem="tmem_addr", sC=cute.struct.Align[sC_field, 1024]
         )
+        grid = g.tile_grid(c, BM, BN)
         self.kernel(
             tiled_mma,
             tma_a,
@@ -121,35 +100,15 @@ class TmaStoreGemm:
             cpasync.prefetch_descriptor(tma_b)
             cpasync.prefetch_descriptor(tma_c)
         storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
-        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+        sA, sB = g.smem_ab(storage, a_ring, b_ring)
         sC = storage.sC.get_tensor(epi_layout.outer, swizzle=epi_layout.inner)
         mma_tiler = (BM, BN, g.BK)
-        gA = cute.local_tile(mA, mma_tiler, (bm, bn, None), proj=(1, None, 1))
-        gB = cute.local_tile(mB, mma_tiler, (bm, bn, None), proj=(None, 1, 1))
-        gC = cute.local_tile(mC, mma_tiler, (bm, bn, None), proj=(1, 1, None))
-        thr_mma = tiled_mma.get_slice(0)
-        tAsA, tAgA, tBsB, tBgB = g.partition_ab(tma_a, tma_b, gA, gB, sA, sB, thr_mma)
-        tCrA = tiled_mma.make_fragment_A(sA)
-        tCrB = tiled_mma.make_fragment_B(sB)
-        acc_layout = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((BM, BN))).layout
-        k_tiles = cute.size(gA, mode=[2])
-        one = pipeline.CooperativeGroup(pipeline.Agent.Thread)
-        ab_prod, ab_cons = pipeline.PipelineTmaUmma.create(
-            barrier_storage=storage.ab_bars.data_ptr(),
-            num_stages=AB_STAGES,
-            producer_group=one,
-            consumer_group=one,
-            tx_count=ab_bytes,
-            cta_layout_vmnk=cluster_vmnk,
-        ).make_participants()
-        acc_prod, acc_cons = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=storage.acc_bars.data_ptr(),
-            num_stages=1,
-            producer_group=one,
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, len(EPI_WARPS)),
-            cta_layout_vmnk=cluster_vmnk,
-        ).make_participants()
+        tAsA, tAgA, tBsB, tBgB, tCrA, tCrB, tCgC, acc_layout, k_tiles = g.partition_one_tile(
+            tiled_mma, mma_tiler, tma_a, mA, tma_b, mB, mC, sA, sB, (bm, bn, None)
+        )
+        ab_prod, ab_cons, acc_prod, acc_cons = g.ab_acc_pipelines(
+            storage, ab_bytes, AB_STAGES, 1, len(EPI_WARPS), cluster_vmnk
+        )
         tmem = cutlass.memory.TmemAllocator(
             storage.tmem_addr.ptr,
             barrier_for_retrieve=pipeline.NamedBarrier(
@@ -175,7 +134,7 @@ class TmaStoreGemm:
             full = acc_cons.wait_and_advance()
             # TMEM -> registers, per sub-tile: (T2R, T2R_M, T2R_N, n_subtiles)
             acc_sub = cute.flat_divide(acc[((None, None), 0, 0)], epi_tile)
-            gC_sub = cute.flat_divide(thr_mma.partition_C(gC)[((None, None), 0, 0)], epi_tile)
+            gC_sub = cute.flat_divide(tCgC[((None, None), 0, 0)], epi_tile)
             t2r = tcgen05.make_tmem_copy(
                 cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x32), g.ACC),
                 acc_sub[(None, None, 0, 0)],

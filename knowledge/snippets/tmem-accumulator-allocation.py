@@ -12,7 +12,7 @@ Compiles for sm_100a on a CPU (no check: tcgen05 does not run on the project's H
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-from cutlass.cute.nvgpu import cpasync, tcgen05
+from cutlass.cute.nvgpu import tcgen05
 
 from kernelplan.kb.snippets import sibling
 
@@ -31,17 +31,8 @@ TMEM_BAR_ID, EPI_BAR_ID = 2, 1
 class TmemGemm:
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        tiled_mma = g.make_tiled_mma(1, BN)
-        mma_tiler_mnk = (BM, BN, g.BK)
-        cluster_vmnk = cute.tiled_divide(cute.make_layout((1, 1, 1)), (tiled_mma.thr_id,))
-        a_ring, b_ring, tma_a, gA, tma_b, gB, slot_bytes = g.make_ab_loads(
-            tiled_mma,
-            mma_tiler_mnk,
-            a,
-            b,
-            AB_STAGES,
-            cluster_vmnk,
-            cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE),
+        tiled_mma, mma_tiler_mnk, cluster_vmnk, a_ring, b_ring, tma_a, gA, tma_b, gB, slot_bytes = (
+            g.single_cta_operands(a, b, BN, AB_STAGES)
         )
         # snippet:begin
         # Host (@cute.jit): the column count comes from the staged accumulator fragment
@@ -50,20 +41,8 @@ class TmemGemm:
         tmem_cols = cutlass.memory.get_num_tmem_alloc_cols(acc_layout_only)  # 2 x 128 = 256
         # snippet:end
 
-        @cute.struct
-        class Storage:
-            ab_bars: cute.struct.MemRange[cutlass.Int64, 2 * AB_STAGES]
-            acc_bars: cute.struct.MemRange[cutlass.Int64, 2 * ACC_STAGES]
-            tmem_addr: cutlass.Int32
-            sA: cute.struct.Align[cute.struct.MemRange[g.IO, cute.cosize(a_ring)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[g.IO, cute.cosize(b_ring)], 1024]
-
-        self.storage = Storage
-        grid = (
-            cute.ceil_div(cute.size(c, mode=[0]), BM),
-            cute.ceil_div(cute.size(c, mode=[1]), BN * TILES_PER_CTA),
-            1,
-        )
+        self.storage = g.storage_struct(a_ring, b_ring, AB_STAGES, ACC_STAGES, tmem="tmem_addr")
+        grid = g.tile_grid(c, BM, BN * TILES_PER_CTA)
         self.kernel(
             tiled_mma,
             tma_a,
@@ -102,29 +81,15 @@ class TmemGemm:
         FIRST_EPILOGUE_WARP = EPI_WARPS[0]
         n_tmem_warps = 1 + len(EPI_WARPS)  # MMA warp + epilogue warps
         storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
-        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+        sA, sB = g.smem_ab(storage, a_ring, b_ring)
         mma_tiler = (BM, BN, g.BK)
         thr_mma = tiled_mma.get_slice(0)
         tCrA = tiled_mma.make_fragment_A(sA)
         tCrB = tiled_mma.make_fragment_B(sB)
         k_tiles = cute.ceil_div(cute.size(mA, mode=[1]), g.BK)
-        one = pipeline.CooperativeGroup(pipeline.Agent.Thread)
-        ab_prod, ab_cons = pipeline.PipelineTmaUmma.create(
-            barrier_storage=storage.ab_bars.data_ptr(),
-            num_stages=AB_STAGES,
-            producer_group=one,
-            consumer_group=one,
-            tx_count=ab_bytes,
-            cta_layout_vmnk=cluster_vmnk,
-        ).make_participants()
-        acc_prod, acc_consumer = pipeline.PipelineUmmaAsync.create(
-            barrier_storage=storage.acc_bars.data_ptr(),
-            num_stages=ACC_STAGES,
-            producer_group=one,
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, len(EPI_WARPS)),
-            cta_layout_vmnk=cluster_vmnk,
-        ).make_participants()
+        ab_prod, ab_cons, acc_prod, acc_consumer = g.ab_acc_pipelines(
+            storage, ab_bytes, AB_STAGES, ACC_STAGES, len(EPI_WARPS), cluster_vmnk
+        )
         epi_bar = pipeline.NamedBarrier(barrier_id=EPI_BAR_ID, num_threads=32 * len(EPI_WARPS))
 
         if warp == TMA_WARP:

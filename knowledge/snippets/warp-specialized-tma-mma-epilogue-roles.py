@@ -12,7 +12,7 @@ Compiles for sm_100a on a CPU (no check: tcgen05 does not run on the project's H
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-from cutlass.cute.nvgpu import cpasync, tcgen05
+from cutlass.cute.nvgpu import cpasync
 
 from kernelplan.kb.snippets import sibling
 
@@ -28,36 +28,13 @@ ACC_STAGES = 1
 class RolesGemm:
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        tiled_mma = g.make_tiled_mma(1, BN)
-        mma_tiler = (BM, BN, g.BK)
-        cluster_vmnk = cute.tiled_divide(cute.make_layout((1, 1, 1)), (tiled_mma.thr_id,))
-        a_ring, b_ring, tma_a, gA, tma_b, gB, slot_bytes = g.make_ab_loads(
-            tiled_mma,
-            mma_tiler,
-            a,
-            b,
-            AB_STAGES,
-            cluster_vmnk,
-            cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE),
+        tiled_mma, _, cluster_vmnk, a_ring, b_ring, tma_a, gA, tma_b, gB, slot_bytes = (
+            g.single_cta_operands(a, b, BN, AB_STAGES)
         )
-
-        @cute.struct
-        class Storage:
-            ab_bars: cute.struct.MemRange[cutlass.Int64, 2 * AB_STAGES]
-            acc_bars: cute.struct.MemRange[cutlass.Int64, 2 * ACC_STAGES]
-            tmem_addr: cutlass.Int32
-            sA: cute.struct.Align[cute.struct.MemRange[g.IO, cute.cosize(a_ring)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[g.IO, cute.cosize(b_ring)], 1024]
-
-        self.storage = Storage
-        grid = (
-            cute.ceil_div(cute.size(c, mode=[0]), BM),
-            cute.ceil_div(cute.size(c, mode=[1]), BN),
-            1,
-        )
+        self.storage = g.storage_struct(a_ring, b_ring, AB_STAGES, ACC_STAGES, tmem="tmem_addr")
         self.kernel(
             tiled_mma, tma_a, gA, tma_b, gB, c, a_ring, b_ring, slot_bytes, cluster_vmnk
-        ).launch(grid=grid, block=[g.THREADS, 1, 1], stream=stream)
+        ).launch(grid=g.tile_grid(c, BM, BN), block=[g.THREADS, 1, 1], stream=stream)
 
     @cute.kernel
     def kernel(
@@ -76,19 +53,10 @@ class RolesGemm:
         tidx, _, _ = cute.arch.thread_idx()
         bm, bn, _ = cute.arch.block_idx()
         storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
-        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
-        mma_tiler = (BM, BN, g.BK)
-        gA = cute.local_tile(mA, mma_tiler, (bm, bn, None), proj=(1, None, 1))
-        gB = cute.local_tile(mB, mma_tiler, (bm, bn, None), proj=(None, 1, 1))
-        gC = cute.local_tile(mC, mma_tiler, (bm, bn, None), proj=(1, 1, None))
-        thr_mma = tiled_mma.get_slice(0)
-        tAsA, tAgA, tBsB, tBgB = g.partition_ab(tma_a, tma_b, gA, gB, sA, sB, thr_mma)
-        tCrA = tiled_mma.make_fragment_A(sA)
-        tCrB = tiled_mma.make_fragment_B(sB)
-        tCgC = thr_mma.partition_C(gC)
-        acc_layout = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((BM, BN))).layout
-        k_tiles = cute.size(gA, mode=[2])
+        sA, sB = g.smem_ab(storage, a_ring, b_ring)
+        tAsA, tAgA, tBsB, tBgB, tCrA, tCrB, tCgC, acc_layout, k_tiles = g.partition_one_tile(
+            tiled_mma, (BM, BN, g.BK), tma_a, mA, tma_b, mB, mC, sA, sB, (bm, bn, None)
+        )
         EPI_WARPS, MMA_WARP, TMA_WARP = g.EPI_WARPS, g.MMA_WARP, g.TMA_WARP
         pair_size = cute.size(cluster_vmnk, mode=[0])  # 1 here; 2 for a CTA pair
 
