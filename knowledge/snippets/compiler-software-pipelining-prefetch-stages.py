@@ -15,8 +15,11 @@ Shown in knowledge/languages/cute-dsl/optimizations/compiler-software-pipelining
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass.cute.nvgpu import cpasync, tcgen05
+
+from kernelplan.kb.snippets import sibling
+
+g = sibling(__file__, "_sm100_gemm")
 
 SM = "sm_100a"
 
@@ -31,37 +34,11 @@ class PrefetchGemm:
 
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        op = tcgen05.MmaF16BF16Op(
-            a.element_type,
-            cutlass.Float32,
-            (TILE[0], TILE[1], 16),
-            tcgen05.CtaGroup.ONE,
-            tcgen05.OperandSource.SMEM,
-            cute.nvgpu.OperandMajorMode.K,
-            cute.nvgpu.OperandMajorMode.K,
+        tiled_mma, _, a_ring, b_ring, (tma_a, mA), (tma_b, mB), slot_bytes = g.make_operands(
+            a, b, TILE[1], AB_STAGES
         )
-        tiled_mma = cute.make_tiled_mma(op)
-        a_ring = sm100_utils.make_smem_layout_a(tiled_mma, TILE, a.element_type, AB_STAGES)
-        b_ring = sm100_utils.make_smem_layout_b(tiled_mma, TILE, b.element_type, AB_STAGES)
-        a_slot = cute.select(a_ring, mode=[0, 1, 2])
-        b_slot = cute.select(b_ring, mode=[0, 1, 2])
-        g2s = cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE)
-        tma_a, mA = cute.nvgpu.make_tiled_tma_atom_A(g2s, a, a_slot, TILE, tiled_mma)
-        tma_b, mB = cute.nvgpu.make_tiled_tma_atom_B(g2s, b, b_slot, TILE, tiled_mma)
-        slot_bytes = cute.size_in_bytes(a.element_type, a_slot) + cute.size_in_bytes(
-            b.element_type, b_slot
-        )
-
-        @cute.struct
-        class Storage:
-            ab_bars: cute.struct.MemRange[cutlass.Int64, 2 * AB_STAGES]
-            acc_bars: cute.struct.MemRange[cutlass.Int64, 2]
-            tmem_base: cutlass.Int32
-            sA: cute.struct.Align[cute.struct.MemRange[a.element_type, cute.cosize(a_ring)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[b.element_type, cute.cosize(b_ring)], 1024]
-
-        self.storage = Storage
-        grid = (cute.size(c, mode=[0]) // TILE[0], cute.size(c, mode=[1]) // TILE[1], 1)
+        self.storage = g.storage_struct(a_ring, b_ring, AB_STAGES, 1)
+        grid = g.tile_grid(c, TILE[0], TILE[1])
         self.kernel(tiled_mma, tma_a, mA, tma_b, mB, c, a_ring, b_ring, slot_bytes).launch(
             grid=grid, block=[THREADS, 1, 1], stream=stream
         )
@@ -87,8 +64,7 @@ class PrefetchGemm:
             cpasync.prefetch_descriptor(tma_b)
 
         storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
-        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+        sA, sB = g.smem_ab(storage, a_ring, b_ring)
         ab_producer, ab_consumer = pipeline.PipelineTmaUmma.create(
             barrier_storage=storage.ab_bars.data_ptr(),
             num_stages=AB_STAGES,
@@ -172,16 +148,6 @@ class PrefetchGemm:
         tmem.free(acc.iterator)
 
 
-def _fake_args():
-    from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
-
-    m, n, k = cute.sym_int(), cute.sym_int(), cute.sym_int()
-    a = make_fake_compact_tensor(cutlass.Float16, (m, k), stride_order=(1, 0), assumed_align=16)
-    b = make_fake_compact_tensor(cutlass.Float16, (n, k), stride_order=(1, 0), assumed_align=16)
-    c = make_fake_compact_tensor(cutlass.Float32, (m, n), stride_order=(1, 0), assumed_align=16)
-    return a, b, c, make_fake_stream()
-
-
 def compile_snippet():
     """CPU: compile for sm_100a (CUTE_DSL_ARCH) with fake tensors."""
-    return cute.compile(PrefetchGemm(), *_fake_args())
+    return cute.compile(PrefetchGemm(), *g.fake_args(c_dtype=g.ACC))

@@ -15,9 +15,12 @@ Shown in knowledge/languages/cute-dsl/optimizations/epilogue-amax-reduction.md.
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
-import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass._mlir.dialects import math as mlir_math
 from cutlass.cute.nvgpu import cpasync, tcgen05
+
+from kernelplan.kb.snippets import sibling
+
+g = sibling(__file__, "_sm100_gemm")
 
 SM = "sm_100a"
 
@@ -32,43 +35,12 @@ N_SUBTILES = 4  # epilogue sub-tiles of BN / 4 columns
 class AmaxGemm:
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, d: cute.Tensor, amax: cute.Tensor):
-        tiler = (BM, BN, BK)
-        op = tcgen05.MmaF16BF16Op(
-            a.element_type,
-            cutlass.Float32,
-            MMA_INST,
-            tcgen05.CtaGroup.ONE,
-            tcgen05.OperandSource.SMEM,
-            cute.nvgpu.OperandMajorMode.K,
-            cute.nvgpu.OperandMajorMode.K,
+        tiled_mma, _, a_ring, b_ring, (tma_a, gA_tma), (tma_b, gB_tma), slot_bytes = (
+            g.make_operands(a, b, BN, STAGES)
         )
-        tiled_mma = cute.make_tiled_mma(op)
-        a_ring = sm100_utils.make_smem_layout_a(tiled_mma, tiler, a.element_type, STAGES)
-        b_ring = sm100_utils.make_smem_layout_b(tiled_mma, tiler, b.element_type, STAGES)
-        a_slot = cute.select(a_ring, mode=[0, 1, 2])
-        b_slot = cute.select(b_ring, mode=[0, 1, 2])
-        g2s = cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE)
-        tma_a, gA_tma = cute.nvgpu.make_tiled_tma_atom_A(g2s, a, a_slot, tiler, tiled_mma)
-        tma_b, gB_tma = cute.nvgpu.make_tiled_tma_atom_B(g2s, b, b_slot, tiler, tiled_mma)
-        slot_bytes = cute.size_in_bytes(a.element_type, a_slot) + cute.size_in_bytes(
-            b.element_type, b_slot
-        )
-
-        @cute.struct
-        class Storage:
-            ab_bars: cute.struct.MemRange[cutlass.Int64, 2 * STAGES]
-            acc_bars: cute.struct.MemRange[cutlass.Int64, 2]
-            tmem_ptr: cutlass.Int32
-            amax: cute.struct.MemRange[cutlass.Float32, N_EPI_WARPS]  # 16 bytes for 4 warps
-            sA: cute.struct.Align[cute.struct.MemRange[a.element_type, cute.cosize(a_ring)], 1024]
-            sB: cute.struct.Align[cute.struct.MemRange[b.element_type, cute.cosize(b_ring)], 1024]
-
-        self.storage = Storage
-        grid = (
-            cute.ceil_div(cute.size(d, mode=[0]), BM),
-            cute.ceil_div(cute.size(d, mode=[1]), BN),
-            1,
-        )
+        amax_field = cute.struct.MemRange[cutlass.Float32, N_EPI_WARPS]  # 16 bytes for 4 warps
+        self.storage = g.storage_struct(a_ring, b_ring, STAGES, 1, tmem="tmem_ptr", amax=amax_field)
+        grid = g.tile_grid(d, BM, BN)
         self.kernel(
             tiled_mma, tma_a, gA_tma, tma_b, gB_tma, d, amax, a_ring, b_ring, slot_bytes
         ).launch(grid=grid, block=[THREADS, 1, 1])
@@ -93,8 +65,7 @@ class AmaxGemm:
         coord = (bm, bn, None)
 
         storage = cutlass.memory.SmemAllocator().allocate(self.storage)
-        sA = storage.sA.get_tensor(a_ring.outer, swizzle=a_ring.inner)
-        sB = storage.sB.get_tensor(b_ring.outer, swizzle=b_ring.inner)
+        sA, sB = g.smem_ab(storage, a_ring, b_ring)
         sAmax = storage.amax.get_tensor(cute.make_layout(N_EPI_WARPS))
 
         tmem = cutlass.memory.TmemAllocator(
