@@ -333,3 +333,22 @@ def test_fp8_alt_entries():
     for _lab, kernel, fields in got:
         plan, prob, _cfg = alt.build(kernel, fields)
         assert prob.kv_fp8 == ("kv_dtype" in fields)
+
+
+def test_mla_decode_sm90_fp8_kernel_parameters():
+    """The kernel object's FP8 parameters (no compile): scales held per thread and page are
+    G when a scale block spans >= 64 columns (its group is compile-time per vector), else one
+    per 16-value vector; the TMA path and blocks that split a vector are refused."""
+    import cutlass
+    from cute_mla.mla_decode_sm90.kernel import FP8_VECS, MlaDecodeSm90Kernel
+
+    cases = {512: (1, 1), 256: (2, 2), 128: (4, 4), 64: (8, 8), 32: (16, FP8_VECS), 16: (32, 8)}
+    for block, (groups, held) in cases.items():
+        k = MlaDecodeSm90Kernel(1, 128, True, cutlass.BFloat16, kv_fp8=True, scale_block=block)
+        assert (k.groups, k.n_scales) == (groups, held), block
+    for bad in (8, 24, 48):
+        with pytest.raises(ValueError, match="scale_block"):
+            MlaDecodeSm90Kernel(1, 128, True, kv_fp8=True, scale_block=bad)
+    with pytest.raises(ValueError, match="cpasync"):
+        MlaDecodeSm90Kernel(1, 128, True, loads="tma", kv_fp8=True)
+    assert not MlaDecodeSm90Kernel(1, 128, True).kv_fp8
