@@ -577,3 +577,69 @@ def test_committed_records_compare_across_packages_and_render(tmp_path, capsys):
     assert "## Workload gemm" in md and "gemm-tutorial/fp16_gemm_6" in md
     assert "### Harness timings" in md and "### Static footprint" in md
     assert _snapshot(root) == before
+
+
+# -- alternated rounds: every implementation per setting, and --focus -----------------------
+def _alt(kernel, s, us, rid, t):
+    rec = bench(kernel, s, us, t=t)
+    rec.update(workload="gemm", round_id=rid, alternated_with=["x"])
+    rec["timing"]["cuda_graph"] = True
+    return rec
+
+
+@pytest.fixture
+def rounds(tmp_path):
+    root = tmp_path / "results"
+    recs = [
+        # 4096: an old round (superseded) and the newest, where torch is the fastest
+        _alt("hopper_dense_gemm", 4096, 300.0, "old1", OLD),
+        _alt("torch_matmul", 4096, 100.0, "old1", OLD),
+        _alt("hopper_dense_gemm", 4096, 200.0, "r4k", T1),
+        _alt("torch_matmul", 4096, 160.0, "r4k", T1),
+        _alt("hopper_dense_gemm_persistent", 4096, 180.0, "r4k", T1),
+        # 8192: the focus is the fastest; the persistent kernel did not take it
+        _alt("hopper_dense_gemm", 8192, 1400.0, "r8k", T2),
+        _alt("torch_matmul", 8192, 1750.0, "r8k", T2),
+        # a plain benchmark (no round): not in the alternated table
+        bench("torch_matmul", 2048, 20.0, t=T0),
+    ]
+    for r in recs:
+        write_record(r, root)
+    return root
+
+
+def test_alternated_table_ratio_of_the_focus_to_the_fastest_peer(rounds):
+    recs = report._load(rounds)
+    rs = report.alternated_rounds(recs)
+    assert [m[0][1]["round_id"] for m in rs] == ["r4k", "r8k"]  # newest per problem, by size
+    focus = ("gemm", "hopper_dense_gemm")
+    s4, s8 = (report.round_summary(m, focus) for m in rs)
+    assert s4["fastest"] == "torch_matmul" and s4["fastest_peer"] == "torch_matmul"
+    assert s4["focus_ratio"] == pytest.approx(200.0 / 160.0)
+    # the focus is the fastest: its ratio is to the fastest *other* implementation (< 1)
+    assert s8["fastest"] == "hopper_dense_gemm" and s8["fastest_peer"] == "torch_matmul"
+    assert s8["focus_ratio"] == pytest.approx(1400.0 / 1750.0)
+    assert report.round_summary(rs[0], None)["focus_ratio"] is None
+    rows = _side_rows(report.alternated_table(rs, focus))
+    header = "| setting | hopper_dense_gemm | "
+    assert header in report.alternated_table(rs, focus)  # the focus is the first column
+    r4, r8 = rows["4096^3"], rows["8192^3"]
+    assert r4[0] == "200.0 (1.25x)" and "160.0 (1.00x)" in r4 and r4[-2:] == ["1.25", "r4k"]
+    assert r8[-2:] == ["0.80", "r8k"] and "-" in r8  # the persistent kernel: not in that run
+    assert "fastest peer" not in report.alternated_table(rs)  # no focus, no ratio column
+
+
+def test_report_focus_adds_the_section_and_the_plot(rounds, capsys):
+    pytest.importorskip("matplotlib", reason="the PNG plots need matplotlib")
+    rc = report.main(
+        ["report", "gemm", "--results-dir", str(rounds), "--focus", "hopper_dense_gemm"]
+    )
+    assert rc == 0
+    out = rounds / "workloads" / "gemm" / "report"
+    md = (out / "report.md").read_text()
+    assert "### Alternated runs (newest run per setting)" in md
+    assert "hopper_dense_gemm / fastest peer" in md and "| 1.25 | r4k |" in md
+    assert "old1" not in md
+    assert (out / "alternated.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rc = report.main(["report", "gemm", "--results-dir", str(rounds), "--focus", "nope"])
+    assert rc == 2 and "unknown gemm kernel 'nope'" in capsys.readouterr().err

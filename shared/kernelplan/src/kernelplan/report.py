@@ -4,7 +4,7 @@
     python -m kernelplan.report compare <package>/<A> <package>/<B> [--problem k=v ...]
     python -m kernelplan.report compare <record A.json> <record B.json>
     python -m kernelplan.report fidelity <package> [--record]
-    python -m kernelplan.report report <workload|package> [--out DIR]
+    python -m kernelplan.report report <workload|package> [--out DIR] [--focus IMPL]
     python -m kernelplan.report best-config <package> <kernel> [--problem k=v ...]
 
 Comparisons and reports are across the implementations of one *workload*, whatever package
@@ -1157,14 +1157,203 @@ def plot_sweep(benches: Sequence[Rec], path: Path, what: str = "time", title: st
     return path
 
 
+# -- alternated rounds: every implementation of one run, side by side ------------------------
+def _round_label(rec: Mapping[str, Any], same_kernel: int) -> str:
+    """A column's name in an alternated round: ``kernel``, with its config when the round
+    holds the same kernel more than once (``alternate`` takes ``kernel:key=value``)."""
+    k = rec.get("kernel", "?")
+    return f"{k}[{_config_label(rec.get('config') or {})}]" if same_kernel > 1 else k
+
+
+def alternated_rounds(records: Sequence[Rec]) -> list[list[Rec]]:
+    """The benchmark records written by ``kernelplan.alternate`` (those with a ``round_id``),
+    grouped by round; per (workload, problem) only the newest round. Rounds are ordered by
+    the workload's size order of their problem (FLOPs)."""
+    rounds: dict[str, list[Rec]] = {}
+    for p, r in records:
+        if r.get("kind") == "benchmark" and r.get("round_id") and (r.get("timing") or {}):
+            rounds.setdefault(str(r["round_id"]), []).append((p, r))
+    newest_round: dict[tuple[str, str], list[Rec]] = {}
+    for members in rounds.values():
+        r0 = members[0][1]
+        key = (r0.get("workload") or "?", _canon(r0.get("problem")))
+        when = max(_created(r) for _p, r in members)
+        old = newest_round.get(key)
+        if old is None or when >= max(_created(r) for _p, r in old):
+            newest_round[key] = members
+    return sorted(
+        newest_round.values(),
+        key=lambda m: (
+            m[0][1].get("workload") or "",
+            _size(m[0][1]),
+            _canon(m[0][1].get("problem")),
+        ),
+    )
+
+
+def _is_focus(rec: Mapping[str, Any], focus: Impl | None) -> bool:
+    return focus is not None and (rec.get("package"), rec.get("kernel")) == tuple(focus)
+
+
+def round_summary(members: Sequence[Rec], focus: Impl | None = None) -> dict[str, Any]:
+    """One round: each implementation's median (us), the fastest, and, with ``focus``, the
+    ratio of the focus implementation's median to the fastest *other* implementation's (the
+    fastest peer); None where the focus is not in the round or has no peer there."""
+    counts: dict[str, int] = {}
+    for _p, r in members:
+        counts[r.get("kernel", "?")] = counts.get(r.get("kernel", "?"), 0) + 1
+    times = {
+        _round_label(r, counts[r.get("kernel", "?")]): float(r["timing"]["median_us"])
+        for _p, r in members
+    }
+    focus_labels = {
+        _round_label(r, counts[r.get("kernel", "?")]) for _p, r in members if _is_focus(r, focus)
+    }
+    fastest = min(times, key=times.get)
+    out: dict[str, Any] = {
+        "problem": members[0][1].get("problem") or {},
+        "round_id": members[0][1].get("round_id"),
+        "cuda_graph": bool((members[0][1].get("timing") or {}).get("cuda_graph")),
+        "times": times,
+        "fastest": fastest,
+        "focus": None,
+        "fastest_peer": None,
+        "focus_ratio": None,
+    }
+    peers = {k: v for k, v in times.items() if k not in focus_labels}
+    if focus_labels and peers:
+        mine = min(focus_labels, key=times.get)
+        peer = min(peers, key=peers.get)
+        out.update(focus=mine, fastest_peer=peer, focus_ratio=times[mine] / peers[peer])
+    return out
+
+
+def alternated_table(rounds: Sequence[Sequence[Rec]], focus: Impl | None = None) -> str:
+    """One row per setting (the newest alternated round at that problem): every
+    implementation's median in us with its ratio to the row's fastest, the fastest, and with
+    ``focus`` the ratio of the focus implementation to the fastest peer (> 1: slower)."""
+    sums = [round_summary(m, focus) for m in rounds]
+    cols: list[str] = []
+    for s in sums:  # the focus first, then the others in their order of appearance
+        for k in sorted(s["times"], key=lambda k: (k != s["focus"], k)):
+            if k not in cols:
+                cols.append(k)
+    if focus is not None:
+        cols.sort(key=lambda k: k.split("[")[0] != focus[1])
+    rows = []
+    for s in sums:
+        best = s["times"][s["fastest"]]
+        row: dict[str, Any] = {"setting": _size_label(s["problem"])}
+        for c in cols:
+            t = s["times"].get(c)
+            row[c] = f"{t:.1f} ({t / best:.2f}x)" if t is not None else "-"
+        row["fastest"] = s["fastest"]
+        if focus is not None:
+            ratio = s["focus_ratio"]
+            row["fastest peer"] = s["fastest_peer"] or "-"
+            row[f"{focus[1]} / fastest peer"] = f"{ratio:.2f}" if ratio is not None else "-"
+        row["round"] = s["round_id"]
+        rows.append(row)
+    graphs = {s["cuda_graph"] for s in sums}
+    how = (
+        "CUDA-graph replays"
+        if graphs == {True}
+        else "plain launches"
+        if graphs == {False}
+        else "mixed launch modes"
+    )
+    head = (
+        "Each row is one run of `python -m kernelplan.alternate`: every implementation checked "
+        "first, then timed in rounds, alternated (" + how + ", cold L2); cells: median us "
+        "(ratio to the row's fastest). "
+        + (
+            f"`{focus[1]} / fastest peer`: {focus[1]}'s median over the fastest other "
+            "implementation's (above 1: slower). "
+            if focus is not None
+            else ""
+        )
+        + "An implementation missing from a row did not take that setting or failed its "
+        "check (the run's log says which). `round`: the records' `round_id`.\n\n"
+    )
+    return head + _markdown(rows)
+
+
+def _varying_label(problems: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Short tick labels: of each problem's label fields (:func:`_labelled_fields`, else all
+    fields), only those whose value differs between the problems."""
+    if not problems:
+        return []
+    keys = _labelled_fields(problems[0]) or tuple(problems[0])
+    vary = [k for k in keys if len({str(p.get(k)) for p in problems}) > 1]
+    return [" ".join(f"{k}={p.get(k)}" for k in vary) or _size_label(p) for p in problems]
+
+
+def plot_alternated(
+    rounds: Sequence[Sequence[Rec]], path: Path, focus: Impl | None = None, title: str = ""
+) -> Path:
+    """Grouped bars: per setting (newest alternated round), each implementation's median over
+    the row's fastest (1 = fastest); the focus implementation's bars outlined."""
+    plt = _mpl()
+    sums = [round_summary(m, focus) for m in rounds]
+    if not sums:
+        raise KernelPlanError("no alternated round (records with a round_id) to plot")
+    cols: list[str] = []
+    for s in sums:
+        for k in s["times"]:
+            if k not in cols:
+                cols.append(k)
+    cols.sort(key=lambda k: (focus is None or k.split("[")[0] != focus[1], k))
+    width = 0.8 / max(1, len(cols))
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.9 * len(sums) + 3), 5.5))
+    for j, c in enumerate(cols):
+        xs, ys = [], []
+        for i, s in enumerate(sums):
+            t = s["times"].get(c)
+            if t is not None:
+                xs.append(i - 0.4 + width * (j + 0.5))
+                ys.append(t / s["times"][s["fastest"]])
+        is_focus = focus is not None and c.split("[")[0] == focus[1]
+        ax.bar(
+            xs, ys, width, label=c, edgecolor="black" if is_focus else None,
+            linewidth=1.5 if is_focus else 0, zorder=3,
+        )  # fmt: skip
+    ax.axhline(1.0, color="0.3", lw=1, ls="--", zorder=2)
+    ax.set_xticks(range(len(sums)))
+    ax.set_xticklabels(
+        _varying_label([s["problem"] for s in sums]), rotation=30, ha="right", fontsize=8
+    )
+    ax.set_ylabel("median time / fastest in the round (1 = fastest)")
+    ax.set_title(title or "alternated runs")
+    ax.grid(True, axis="y", alpha=0.3, zorder=0)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def render_report(
-    package: str, root: Path | None = None, out_dir: Path | None = None, log=print
+    package: str,
+    root: Path | None = None,
+    out_dir: Path | None = None,
+    log=print,
+    focus: str | None = None,
 ) -> list[Path]:
     """``report.md`` + PNG plots for a package or a workload (``package`` may name either;
     a name that is both is the workload) under ``out_dir`` (default
     ``<results>/<package>/report``, or ``<results>/workloads/<workload>/report``). The
     markdown has one section per workload; a workload's section covers its implementations
-    in every package. Returns the files written."""
+    in every package. Records of ``kernelplan.alternate`` runs (with a ``round_id``) get a
+    table of their own, one row per setting with every implementation, and a plot
+    (``alternated.png``); ``focus`` (an implementation: ``package/kernel`` or a name unique
+    in the scope) adds the ratio of it to the fastest other implementation per row.
+    Returns the files written.
+
+    Raises:
+        KernelPlanError: no records, an unknown ``focus``, or an output folder that cannot
+            be written.
+    """
     from .records import _slug, results_root
 
     root = Path(root) if root is not None else results_root()
@@ -1178,11 +1367,13 @@ def render_report(
         title = package
     if not records:
         raise KernelPlanError(f"no records of package {package!r} under {root}")
+    focus_impl = resolve_implementation(focus, package) if focus else None
     out_dir = Path(out_dir) if out_dir is not None else default_out
     _ensure_writable(out_dir)  # before any plot is drawn: one line, nothing written
     benches = _newest_per_key(records, "benchmark")
     ncus = _newest_per_key(records, "ncu")
     statics = _newest_per_key(records, "static")
+    rounds = alternated_rounds(records)
     devices = sorted({(r.get("device") or {}).get("name") or "?" for _p, r in benches + ncus})
     written: list[Path] = []
     md = [
@@ -1197,7 +1388,15 @@ def render_report(
         ("roofline.png", lambda p: plot_roofline(benches, p, f"{title} on {', '.join(devices)}")),
         ("sweep-time.png", lambda p: plot_sweep(benches, p, "time", f"{title}: time vs size")),
         ("sweep-tflops.png", lambda p: plot_sweep(benches, p, "tflops", f"{title}: TFLOP/s")),
+        (
+            "alternated.png",
+            lambda p: plot_alternated(
+                rounds, p, focus_impl, f"{title}: alternated runs on {', '.join(devices)}"
+            ),
+        ),
     ):
+        if name == "alternated.png" and not rounds:
+            continue
         try:
             written.append(fn(out_dir / name))
             plots.append(name)
@@ -1213,6 +1412,10 @@ def render_report(
         ws = [(p, r) for p, r in statics if (r.get("workload") or "?") == wl]
         impls = sorted({f"{r.get('package')}/{r.get('kernel')}" for _p, r in mine})
         md += [f"## Workload {wl}", "", f"Implementations with records: {', '.join(impls)}.", ""]
+        wr = [m for m in rounds if (m[0][1].get("workload") or "?") == wl]
+        if wr:
+            md += ["### Alternated runs (newest run per setting)", ""]
+            md += [alternated_table(wr, focus_impl), ""]
         if wb:
             md += ["### Harness timings (newest per kernel and problem)", ""]
             md += [benchmark_table(wb), ""]
@@ -1362,6 +1565,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     r.add_argument("package", metavar="workload|package")
     r.add_argument("--out", default=None, help="folder (default: results/<package>/report)")
+    r.add_argument(
+        "--focus",
+        default=None,
+        metavar="IMPL",
+        help="an implementation (package/kernel or a unique kernel name): the alternated "
+        "table adds its ratio to the fastest other implementation per setting",
+    )
     b = sub.add_parser(
         "best-config", parents=[common], help="the fastest autotuned config, as --config items"
     )
@@ -1376,7 +1586,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.cmd == "fidelity":
             return _cmd_fidelity(a, root)
         if a.cmd == "report":
-            render_report(a.package, root, Path(a.out) if a.out else None)
+            render_report(a.package, root, Path(a.out) if a.out else None, focus=a.focus)
             return 0
         records = _load(root, a.package)
         found = best_config(records, a.kernel, _parse_problem(a.problem))
