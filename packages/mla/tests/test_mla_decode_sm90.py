@@ -136,17 +136,27 @@ def test_mla_decode_sm90_refuses_in_one_line(shape, needle):
     assert "\n" not in str(e.value)
 
 
-def test_step3_device_script_dry_run():
-    """scripts/device/mla-sm90-step3.sh with DRYRUN=1: every job's flags and config parse as
-    on the device (problem, config, supports), the table's specs pass up to the GPU check."""
+@pytest.mark.parametrize(
+    ("variant", "expect"),
+    [
+        ("loads=tma", "{'splits': 1, 'loads': 'tma', 'schedule': 'lockstep'}"),
+        ("schedule=seesaw", "{'splits': 1, 'loads': 'cpasync', 'schedule': 'seesaw'}"),
+    ],
+)  # fmt: skip
+def test_variant_device_script_dry_run(variant, expect):
+    """scripts/device/mla-sm90-variant.sh with DRYRUN=1 for step 3 (TMA loads) and step 4 (the
+    seesaw schedule): every job's flags and config parse as on the device (problem, config,
+    supports), the table's specs (with a peer and an extra spec) pass up to the GPU check."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[3]
-    script = root / "scripts" / "device" / "mla-sm90-step3.sh"
-    env = dict(os.environ, DRYRUN="1", PY=sys.executable)
+    script = root / "scripts" / "device" / "mla-sm90-variant.sh"
+    env = dict(
+        os.environ, DRYRUN="1", PY=sys.executable, VARIANT=variant, EXTRA="mla_decode_sm90:splits=1"
+    )
     r = subprocess.run(
         ["bash", str(script), "check", "table", "ncu"],
         cwd=root, env=env, capture_output=True, text=True, timeout=300,
@@ -154,7 +164,46 @@ def test_step3_device_script_dry_run():
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("0 job(s) not as expected") == 3
     assert "UNEXPECTED" not in r.stdout
-    assert "ok b=2 s=1 t=16384 h=128 {'splits': 1, 'loads': 'tma'}" in r.stdout
+    assert f"ok b=2 s=1 t=16384 h=128 {expect}" in r.stdout
+
+
+@needs_sources
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"b": 32, "t": 4096},  # split (2 per sequence) + the combine
+        {"b": 4, "s": 3, "h": 16, "t": 1000},  # partial tile, causal
+        {"b": 8, "t": 777, "varlen": True, "splits": 1},  # no split
+    ],
+)
+def test_mla_decode_sm90_seesaw_compiles_for_sm90a(shape, tmp_path, monkeypatch):
+    """Step 4 (``--config schedule=seesaw``): each warpgroup's S is a whole page (HGMMA 64x64,
+    36 k-blocks of K = 576); O_half += P V_half once with P from registers (the own page: 4
+    HGMMA 64x256 with the A operand in registers) and once from SMEM (the other warpgroup's
+    page, written over the rope chunk: 4 per warpgroup branch, 8 in the code); TMA: 2 x 9
+    chunks before the loop, then 4 (WG0, stage 0) + 5 (WG0, stage 1) + 5 + 4 (WG1) inside it
+    = 36 UTMALDG; 0 spills; Q + 2 pages + 3 x 64 fp32 exchange rows + 18 mbarriers, within the
+    227 KB a CTA may have."""
+    from kernelplan.registry import load_plan_class
+
+    monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    overrides = {"schedule": "seesaw"}
+    if "splits" in shape:
+        overrides["splits"] = str(shape.pop("splits"))
+    prob = plan.problem(**shape)
+    cfg = plan.config(prob, overrides)
+    st = plan.run_static(prob, cfg)
+    assert st["registers"] <= 255
+    assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+    mn = st["mma_mnemonics"]
+    assert mn.get("HGMMA.64x64x16.F32.BF16") == 36
+    assert sum(v for k, v in mn.items() if k.startswith("HGMMA.64x256x16")) == 12
+    assert st["opcodes"].get("UTMALDG") == 36
+    assert st["dynamic_smem_bytes"] <= 227 * 1024
+    assert st["meta"]["schedule"] == "seesaw" and st["meta"]["kv_load"] == "tma"
+    for f in st.get("functions", []):
+        assert f["spill_store_bytes"] == 0 and f["spill_load_bytes"] == 0
 
 
 # -- FP8 (e4m3) latent cache (issue 11, "Beyond: FP8 KV cache") ------------------------------

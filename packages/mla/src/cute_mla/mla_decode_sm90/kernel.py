@@ -152,54 +152,18 @@ class MlaDecodeSm90Kernel:
         self.rows = s * h
         self.m_tiles = (self.rows + TILE_M - 1) // TILE_M
 
-    @cute.jit
-    def __call__(
-        self,
-        q: cute.Tensor,  # (b, s, h, 576)
-        kv_cache: cute.Tensor,  # (num_pages, 64, 576)
-        page_table: cute.Tensor,  # (b, table_pages) int32
-        seqlens: cute.Tensor,  # (b,) int32
-        o: cute.Tensor,  # (b, s, h, 512)
-        lse: cute.Tensor,  # (b, s, h) float32
-        o_acc: cute.Tensor,  # (cap, b, s, h, 512) float32 workspace: partial O per split
-        lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace: partial LSE (log2) per split
-        kv_scales: cute.Tensor,  # kv_fp8: (num_pages, 64, G) float32; else unused (kv_cache)
-        kv_rope: cute.Tensor,  # kv_fp8: (num_pages, 64, 64) dtype; else unused (kv_cache)
-        softmax_scale: cutlass.Float32,
-        num_splits: cutlass.Int32,
-        split: cutlass.Constexpr,
-        stream: cuda.CUstream,
-    ):
-        dt = self.dtype
+    def problem_views(self, q, o, lse, o_acc, lse_acc):
+        """Views with static inner strides of the problem's tensors (they arrive with dynamic
+        layouts): Q (b, m-tile, 64, 576) over the packed query rows r*h + j, O (b, m-tile, 64,
+        512), LSE (b, m-tile, 64), and the split workspace: split sp's partial O of packed row
+        r of sequence b at [sp, b, r, :] (the split stride b*rows*512 is a multiple of 512) and
+        its log2 LSE. Shared by every schedule (trace time)."""
         rows, mt = self.rows, self.m_tiles
         b = q.shape[0]
-        # views with static inner strides (the tensors arrive with dynamic layouts): the packed
-        # query rows r*h + j, the m-tile as a mode, and the cache as (page, token, column)
         mQ = cute.make_tensor(
             q.iterator,
             cute.make_layout((b, mt, TILE_M, D_QK), stride=(rows * D_QK, TILE_M * D_QK, D_QK, 1)),
         )
-        mKV = cute.make_tensor(
-            kv_cache.iterator,
-            cute.make_layout((kv_cache.shape[0], PAGE, D_QK), stride=(PAGE * D_QK, D_QK, 1)),
-        )
-        mSc, mRope = None, None
-        if cutlass.const_expr(self.kv_fp8):
-            # the FP8 latent cache: kv_cache is the (page, token, 512) e4m3 latent part; the
-            # scales and the 16-bit rope part are page-major tensors of their own
-            pages = kv_cache.shape[0]
-            g = self.groups
-            mKV = cute.make_tensor(
-                kv_cache.iterator,
-                cute.make_layout((pages, PAGE, D_V), stride=(PAGE * D_V, D_V, 1)),
-            )
-            mSc = cute.make_tensor(
-                kv_scales.iterator, cute.make_layout((pages, PAGE, g), stride=(PAGE * g, g, 1))
-            )
-            mRope = cute.make_tensor(
-                kv_rope.iterator,
-                cute.make_layout((pages, PAGE, D_ROPE), stride=(PAGE * D_ROPE, D_ROPE, 1)),
-            )
         mO = cute.make_tensor(
             o.iterator,
             cute.make_layout((b, mt, TILE_M, D_V), stride=(rows * D_V, TILE_M * D_V, D_V, 1)),
@@ -222,6 +186,82 @@ class MlaDecodeSm90Kernel:
             lse_acc.iterator,
             cute.make_layout((cap, b, mt, TILE_M), stride=(sp_l, rows, TILE_M, 1)),
         )
+        return mQ, mO, mL, mOa, mLa
+
+    def launch_combine(self, o, lse, o_acc, lse_acc, num_splits, b, stream):
+        """Launch :meth:`combine` over every packed row (trace time, after the split kernel)."""
+        rows = self.rows
+        cap = o_acc.shape[0]
+        # the combine: one warp per packed row of every sequence (b*s*h rows, a multiple of
+        # 16), launched as a programmatic dependent of the split kernel
+        total = b * rows
+        vO = cute.make_tensor(
+            o_acc.iterator,
+            cute.make_layout(
+                (cap, total, D_V // 128, 32, 4),
+                stride=(cute.assume(total * D_V, divby=rows * D_V), D_V, 128, 4, 1),
+            ),
+        )
+        vL = cute.make_tensor(
+            lse_acc.iterator,
+            cute.make_layout((cap, total), stride=(cute.assume(total, divby=rows), 1)),
+        )
+        vOut = cute.make_tensor(
+            o.iterator, cute.make_layout((total, D_V // 128, 32, 4), stride=(D_V, 128, 4, 1))
+        )
+        vLse = cute.make_tensor(lse.iterator, cute.make_layout((total,), stride=(1,)))
+        self.combine(vO, vL, vOut, vLse, num_splits, total).launch(
+            grid=[(total + COMBINE_ROWS - 1) // COMBINE_ROWS, 1, 1],
+            block=[32 * COMBINE_ROWS, 1, 1],
+            stream=stream,
+            use_pdl=True,
+        )
+
+    @cute.jit
+    def __call__(
+        self,
+        q: cute.Tensor,  # (b, s, h, 576)
+        kv_cache: cute.Tensor,  # (num_pages, 64, 576)
+        page_table: cute.Tensor,  # (b, table_pages) int32
+        seqlens: cute.Tensor,  # (b,) int32
+        o: cute.Tensor,  # (b, s, h, 512)
+        lse: cute.Tensor,  # (b, s, h) float32
+        o_acc: cute.Tensor,  # (cap, b, s, h, 512) float32 workspace: partial O per split
+        lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace: partial LSE (log2) per split
+        kv_scales: cute.Tensor,  # kv_fp8: (num_pages, 64, G) float32; else unused (kv_cache)
+        kv_rope: cute.Tensor,  # kv_fp8: (num_pages, 64, 64) dtype; else unused (kv_cache)
+        softmax_scale: cutlass.Float32,
+        num_splits: cutlass.Int32,
+        split: cutlass.Constexpr,
+        stream: cuda.CUstream,
+    ):
+        dt = self.dtype
+        mt = self.m_tiles
+        b = q.shape[0]
+        # views with static inner strides (the tensors arrive with dynamic layouts): the packed
+        # query rows r*h + j, the m-tile as a mode, and the cache as (page, token, column)
+        mQ, mO, mL, mOa, mLa = self.problem_views(q, o, lse, o_acc, lse_acc)
+        mKV = cute.make_tensor(
+            kv_cache.iterator,
+            cute.make_layout((kv_cache.shape[0], PAGE, D_QK), stride=(PAGE * D_QK, D_QK, 1)),
+        )
+        mSc, mRope = None, None
+        if cutlass.const_expr(self.kv_fp8):
+            # the FP8 latent cache: kv_cache is the (page, token, 512) e4m3 latent part; the
+            # scales and the 16-bit rope part are page-major tensors of their own
+            pages = kv_cache.shape[0]
+            g = self.groups
+            mKV = cute.make_tensor(
+                kv_cache.iterator,
+                cute.make_layout((pages, PAGE, D_V), stride=(PAGE * D_V, D_V, 1)),
+            )
+            mSc = cute.make_tensor(
+                kv_scales.iterator, cute.make_layout((pages, PAGE, g), stride=(PAGE * g, g, 1))
+            )
+            mRope = cute.make_tensor(
+                kv_rope.iterator,
+                cute.make_layout((pages, PAGE, D_ROPE), stride=(PAGE * D_ROPE, D_ROPE, 1)),
+            )
 
         K = cute.nvgpu.OperandMajorMode.K
         MN = cute.nvgpu.OperandMajorMode.MN
@@ -305,30 +345,7 @@ class MlaDecodeSm90Kernel:
             sP_layout, split,
         ).launch(grid=[mt, b, num_splits], block=[THREADS, 1, 1], stream=stream)  # fmt: skip
         if cutlass.const_expr(split):
-            # the combine: one warp per packed row of every sequence (b*s*h rows, a multiple of
-            # 16), launched as a programmatic dependent of the split kernel
-            total = b * rows
-            vO = cute.make_tensor(
-                o_acc.iterator,
-                cute.make_layout(
-                    (cap, total, D_V // 128, 32, 4),
-                    stride=(cute.assume(total * D_V, divby=rows * D_V), D_V, 128, 4, 1),
-                ),
-            )
-            vL = cute.make_tensor(
-                lse_acc.iterator,
-                cute.make_layout((cap, total), stride=(cute.assume(total, divby=rows), 1)),
-            )
-            vOut = cute.make_tensor(
-                o.iterator, cute.make_layout((total, D_V // 128, 32, 4), stride=(D_V, 128, 4, 1))
-            )
-            vLse = cute.make_tensor(lse.iterator, cute.make_layout((total,), stride=(1,)))
-            self.combine(vO, vL, vOut, vLse, num_splits, total).launch(
-                grid=[(total + COMBINE_ROWS - 1) // COMBINE_ROWS, 1, 1],
-                block=[32 * COMBINE_ROWS, 1, 1],
-                stream=stream,
-                use_pdl=True,
-            )
+            self.launch_combine(o, lse, o_acc, lse_acc, num_splits, b, stream)
 
     @cute.kernel
     def kernel(

@@ -101,12 +101,19 @@ class MlaSm90Config(Config):
     v0's path (no workspace, no combine kernel). ``loads``: how pages reach SMEM:
     ``cpasync`` (steps 0-2, the validated default: all 256 math threads issue cp.async and
     meet at a CTA barrier per page) or ``tma`` (step 3: one TMA per 64-column chunk by the
-    page's coordinate, issued by warp 0, one mbarrier per chunk, no load barrier per page)."""
+    page's coordinate, issued by warp 0, one mbarrier per chunk, no load barrier per page).
+    ``schedule``: ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV of the same
+    page together) or ``seesaw`` (step 4, :mod:`.seesaw`: each warpgroup owns every other page
+    and the running max is handed between them, FlashMLA's schedule; its pages always come by
+    TMA, so ``loads`` applies to ``lockstep`` only; 16-bit caches only)."""
 
     splits: int = 0
     loads: Literal["cpasync", "tma"] = "cpasync"
+    schedule: Literal["lockstep", "seesaw"] = "lockstep"
 
     def validate(self) -> None:
+        if self.schedule not in ("lockstep", "seesaw"):
+            raise ShapeError(f"schedule must be lockstep or seesaw (got {self.schedule!r})")
         if not 0 <= self.splits <= MAX_SPLITS:
             raise ShapeError(f"splits must be in 0..{MAX_SPLITS} (got {self.splits})")
         if self.loads not in ("cpasync", "tma"):
@@ -164,6 +171,11 @@ class MlaDecodeSm90(KernelPlan):
             )
 
     def supports_config(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> None:
+        if problem.kv_fp8 and config.schedule == "seesaw":
+            raise ShapeError(
+                f"{self.name}: the FP8 latent cache takes --config schedule=lockstep only (the "
+                "seesaw schedule loads pages by TMA; got schedule=seesaw)"
+            )
         if problem.kv_fp8 and config.loads != "cpasync":
             raise ShapeError(
                 f"{self.name}: the FP8 latent cache takes --config loads=cpasync only (got "
@@ -206,10 +218,15 @@ class MlaDecodeSm90(KernelPlan):
 
         p = problem
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
-        k = MlaDecodeSm90Kernel(
-            p.s, p.h, bool(p.causal), dt, loads=config.loads, kv_fp8=p.kv_fp8,
-            scale_block=p.scale_block() if p.kv_fp8 else p.d_latent,
-        )  # fmt: skip
+        if config.schedule == "seesaw":
+            from .seesaw import MlaDecodeSm90Seesaw
+
+            k = MlaDecodeSm90Seesaw(p.s, p.h, bool(p.causal), dt)
+        else:
+            k = MlaDecodeSm90Kernel(
+                p.s, p.h, bool(p.causal), dt, loads=config.loads, kv_fp8=p.kv_fp8,
+                scale_block=p.scale_block() if p.kv_fp8 else p.d_latent,
+            )  # fmt: skip
         splits = self.splits_for(p, config, target)
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
@@ -240,7 +257,10 @@ class MlaDecodeSm90(KernelPlan):
             meta={
                 "split_kv": splits,
                 "split_rule": "config" if config.splits else "choose_splits",
-                "kv_load": "cp.async" if config.loads == "cpasync" else "tma",
+                "kv_load": "tma"
+                if config.schedule == "seesaw" or config.loads == "tma"
+                else "cp.async",
+                "schedule": config.schedule,
                 "math_warpgroups": 2,
                 "combine": "pdl" if splits > 1 else None,
                 "kv_cache": kv,

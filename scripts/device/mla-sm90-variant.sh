@@ -1,31 +1,29 @@
 #!/bin/bash
-# Step 3 of mla_decode_sm90 (`--config loads=tma`: pages by TMA, one per 64-column chunk with
-# its own mbarrier, issued by warp 0; no load barrier per page; the NaN tail's V rows zeroed
-# in SMEM) on the H200. NOT yet run: written and dry-run on a CPU host (DRYRUN=1 below).
-# One device call per step (each well under 10 minutes), after host-setup.sh and
-# `source .device/bl/env.sh` (as for mla-sm90-step2.sh):
+# One compile-time variant of mla_decode_sm90 on the H200, against the default path (and peers):
+# VARIANT is its --config (default "loads=tma": step 3, TMA page loads; "schedule=seesaw" is
+# step 4, the seesaw schedule), TAG names the logs and bundles (default step3). One device call
+# per step (each well under 10 minutes), after host-setup.sh and `source .device/b/env.sh`:
 #
-#   OUT=$OUT bash scripts/device/mla-sm90-step3.sh check   # -> $OUT/step3-check.tgz
-#   OUT=$OUT bash scripts/device/mla-sm90-step3.sh table   # -> $OUT/step3-table.tgz
-#   OUT=$OUT bash scripts/device/mla-sm90-step3.sh ncu     # -> $OUT/step3-ncu.tgz
+#   OUT=$OUT [VARIANT=schedule=seesaw TAG=step4] bash scripts/device/mla-sm90-variant.sh check
+#   ... table | ncu                                     # -> $OUT/$TAG-<step>.tgz each
 #
-# check: the default path's package check (regression: the cp.async path must still pass),
-#   then the TMA path at the workload's six check problems (as committed at 60c137f; NaN in
-#   every slot past a sequence's end and in the spare pages the table points at past a
-#   sequence's pages), the odd shapes of steps 0-2, tails of 1/63/64/65/127 tokens, s = 4,
-#   fp16, the unsplit path (`splits=1`) on a 256-page sequence (the mbarrier phases wrap 128
-#   times in one CTA), 64 splits of 2 pages, and a planted wrong-page fault that must FAIL
-#   (rc=1; every other job rc=0).
-# table: both load paths alternated in one run at the workload's profile problems
-#   (python -m kernelplan.alternate ... mla_decode_sm90 mla_decode_sm90:loads=tma
-#   --cuda-graph --reps 30; each checked first). PEERS="flashinfer_mla" adds peers already
-#   staged on the host (see mla-table.sh for their bundles).
-# ncu: Nsight Compute of both paths at (32, 4096) with the set step 2 used (tensor pipe,
-#   stalls: barrier, lg_throttle, mio_throttle are what step 3 should move).
+# check: the default path's package check (regression), then the variant at the workload's
+#   check problems (NaN in every slot past a sequence's end and in the spare pages the table
+#   points at past a sequence's pages), the odd shapes of steps 0-2, tails of 1/63/64/65/127
+#   tokens, s = 4, fp16, the unsplit path (`splits=1`) on a 256-page sequence (the mbarrier
+#   phases wrap 128 times in one CTA), 64 splits of 2 pages, and a planted wrong-page fault
+#   that must FAIL (rc=1; every other job rc=0).
+# table: the default path and the variant alternated in one run at the workload's profile
+#   problems (python -m kernelplan.alternate ... mla_decode_sm90 mla_decode_sm90:$VARIANT
+#   --cuda-graph --reps 30; each checked first), plus EXTRA (more implementation specs, e.g.
+#   mla_decode_sm90:loads=tma) and PEERS="flashinfer_mla" (peers already staged on the host:
+#   see mla-table.sh for their bundles).
+# ncu: Nsight Compute of the default path and the variant at (32, 4096), and of the variant at
+#   (128, 16384).
 #
-# Logs: $OUT/logs/step3-<step>/<job>.log + summary.txt; records: $OUT/results; both in the tgz.
+# Logs: $OUT/logs/$TAG-<step>/<job>.log + summary.txt; records: $OUT/results; both in the tgz.
 # Here, after the call: unpack, `cp -rn results/. results/` (never overwrite a record), logs
-# under results/logs/<date>-h200-mla-sm90-step3/. Clocks are never changed.
+# under results/logs/<date>-h200-mla-sm90-$TAG/. Clocks are never changed.
 #
 # DRYRUN=1 (any machine, no GPU): parse every job's flags and config as the device would
 # (problem, config, supports), and the table's implementation specs up to the GPU check;
@@ -34,39 +32,41 @@ set -uo pipefail
 cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
 steps=("$@"); [ ${#steps[@]} -eq 0 ] && { sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 2; }
 py=${PY:-python3}
-tma="--config loads=tma"
+VARIANT=${VARIANT:-loads=tma}
+TAG=${TAG:-step3}
+v="--config $VARIANT"
 
 jobs_check() {
     cat <<JOBS
-s3-check-pkg-default session check mla mla_decode_sm90
-s3-tma-b4-t1024 kernel --b 4 --t 1024 $tma --check --prof_type disabled
-s3-tma-b3-t1000 kernel --b 3 --t 1000 $tma --check --prof_type disabled
-s3-tma-b8-t777-varlen kernel --b 8 --t 777 --varlen true $tma --check --prof_type disabled
-s3-tma-b4-s2-t1000 kernel --b 4 --s 2 --t 1000 $tma --check --prof_type disabled
-s3-tma-h64-t513 kernel --b 4 --t 513 --h 64 $tma --check --prof_type disabled
-s3-tma-h16-t300-varlen kernel --b 4 --t 300 --h 16 --varlen true $tma --check --prof_type disabled
-s3-tma-h16-s3 kernel --b 4 --t 1000 --h 16 --s 3 $tma --check --prof_type disabled
-s3-tma-h64-varlen kernel --b 8 --t 777 --h 64 --varlen true $tma --check --prof_type disabled
-s3-tma-t1-empty kernel --b 2 --seqlens [1,0] $tma --check --prof_type disabled
-s3-tma-tails kernel --b 5 --seqlens [1,63,64,65,127] $tma --check --prof_type disabled
-s3-tma-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $tma --check --prof_type disabled
-s3-tma-fp16 kernel --b 4 --t 1000 --dtype float16 $tma --check --prof_type disabled
-s3-tma-nosplit-varlen kernel --b 8 --t 777 --varlen true --config loads=tma splits=1 --check --prof_type disabled
-s3-tma-nosplit-t16384 kernel --b 2 --t 16384 --config loads=tma splits=1 --check --prof_type disabled
-s3-tma-splits64 kernel --b 2 --t 8192 --config loads=tma splits=64 --check --prof_type disabled
-s3-tma-fault-wrong-page kernel --b 4 --t 1024 $tma --inject-fault wrong-page --prof_type disabled
+v-check-pkg-default session check mla mla_decode_sm90
+v-b4-t1024 kernel --b 4 --t 1024 $v --check --prof_type disabled
+v-b3-t1000 kernel --b 3 --t 1000 $v --check --prof_type disabled
+v-b8-t777-varlen kernel --b 8 --t 777 --varlen true $v --check --prof_type disabled
+v-b4-s2-t1000 kernel --b 4 --s 2 --t 1000 $v --check --prof_type disabled
+v-h64-t513 kernel --b 4 --t 513 --h 64 $v --check --prof_type disabled
+v-h16-t300-varlen kernel --b 4 --t 300 --h 16 --varlen true $v --check --prof_type disabled
+v-h16-s3 kernel --b 4 --t 1000 --h 16 --s 3 $v --check --prof_type disabled
+v-h64-varlen kernel --b 8 --t 777 --h 64 --varlen true $v --check --prof_type disabled
+v-t1-empty kernel --b 2 --seqlens [1,0] $v --check --prof_type disabled
+v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check --prof_type disabled
+v-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $v --check --prof_type disabled
+v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check --prof_type disabled
+v-nosplit-varlen kernel --b 8 --t 777 --varlen true --config $VARIANT splits=1 --check --prof_type disabled
+v-nosplit-t16384 kernel --b 2 --t 16384 --config $VARIANT splits=1 --check --prof_type disabled
+v-splits64 kernel --b 2 --t 8192 --config $VARIANT splits=64 --check --prof_type disabled
+v-fault-wrong-page kernel --b 4 --t 1024 $v --inject-fault wrong-page --prof_type disabled
 JOBS
 }
 
 jobs_table() {
-    echo "s3-table alternate mla_decode mla_decode_sm90 mla_decode_sm90:loads=tma ${PEERS:-} --cuda-graph --reps 30"
+    echo "v-table alternate mla_decode mla_decode_sm90 mla_decode_sm90:${VARIANT// /:} ${EXTRA:-} ${PEERS:-} --cuda-graph --reps 30"
 }
 
 jobs_ncu() {
     cat <<JOBS
-s3-ncu-default-b32-t4096 kernel --b 32 --t 4096 --prof_type ncu --ncu-set full
-s3-ncu-tma-b32-t4096 kernel --b 32 --t 4096 $tma --prof_type ncu --ncu-set full
-s3-ncu-tma-b128-t16384 kernel --b 128 --t 16384 $tma --prof_type ncu --ncu-set full
+v-ncu-default-b32-t4096 kernel --b 32 --t 4096 --prof_type ncu --ncu-set full
+v-ncu-b32-t4096 kernel --b 32 --t 4096 $v --prof_type ncu --ncu-set full
+v-ncu-b128-t16384 kernel --b 128 --t 16384 $v --prof_type ncu --ncu-set full
 JOBS
 }
 
@@ -80,7 +80,7 @@ run_jobs() {  # run_jobs STEP: the jobs of STEP in ONE Python process (the DSL i
         : "${OUT:?set OUT to a folder for logs and records}"
         export CUTLASS_DIR="${CUTLASS_DIR:-/root/stage/cutlass/CuTeDSL}"
         export KERNELPLAN_RESULTS="$OUT/results"
-        logdir="$OUT/logs/step3-$step"
+        logdir="$OUT/logs/$TAG-$step"
         mkdir -p "$logdir" "$KERNELPLAN_RESULTS"
         nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw \
             --format=csv > "$logdir/nvidia-smi-start.csv" 2>&1
@@ -161,8 +161,8 @@ PY
     if [ "${DRYRUN:-0}" != 1 ]; then
         nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv \
             > "$logdir/nvidia-smi-end.csv" 2>&1
-        tar czf "$OUT/step3-$step.tgz" -C "$OUT" "logs/step3-$step" results 2>/dev/null
-        echo "bundle: $OUT/step3-$step.tgz ($(du -h "$OUT/step3-$step.tgz" | cut -f1))"
+        tar czf "$OUT/$TAG-$step.tgz" -C "$OUT" "logs/$TAG-$step" results 2>/dev/null
+        echo "bundle: $OUT/$TAG-$step.tgz ($(du -h "$OUT/$TAG-$step.tgz" | cut -f1))"
     fi
     return $rc
 }

@@ -1,0 +1,583 @@
+"""MLA decode for Hopper (sm_90a), step 4: the seesaw schedule (``--config schedule=seesaw``).
+
+Why (step 2's profile, knowledge/kernels/mla-decode-sm90.md): both warpgroups ran the same
+phase at the same time (QK, then softmax, then PV, with three CTA barriers per page), so the
+tensor pipe idled whenever the softmax ran: 43% tensor-pipe activity at B=32 T=4096 against
+FlashInfer's 52%. O (64 x 512 fp32) fills half the register file, so FlashAttention-3's
+ping-pong between two warpgroups that each own a whole O is impossible. FlashMLA's answer (the
+"seesaw" schedule, deepseek-ai/FlashMLA ``docs/20250422-new-kernel-deep-dive.md``, steps 0-11)
+keeps one O split by columns, O_L in warpgroup 0 and O_R in warpgroup 1, and lets each
+warpgroup own a whole page of S at a time: pages come in pairs (K0 in stage 0, K1 in stage 1)
+and the running row max m is handed from one warpgroup to the other, so that one warpgroup's
+softmax runs while the other's WGMMAs do. This module is our implementation of that schedule
+in the CuTe DSL (own code; the algorithm and the per-chunk TMA are FlashMLA's, the SMEM plan
+below is ours).
+
+Per pair of pages (K0 = page 2i, K1 = page 2i+1), with named barriers between the warpgroups::
+
+    WG0                                         WG1
+    S0 = Q K0^T (SMEM x SMEM)                   S1 = Q K1^T
+    m0 = max(m, rowmax S0); publish m0 -------> wait m0; m1 = max(m0, rowmax S1)
+    P0 = exp2(S0 - m0); O_L = O_L*sc0           publish m1 ------+
+    O_L += P0 V0L   (P0 from registers)         P1 = exp2(S1 - m1); O_R = O_R*sc0*sc1
+    wait m1 <------------------------------------+               O_R += P1 V1R (P1 in registers)
+    P0 *= sc1 -> SMEM; publish P0 --------+     P1 -> SMEM; publish P1 ---+
+    wait PV; O_L *= sc1                   |                               |
+    wait P1 <-----------------------------|-------------------------------+
+    O_L += P1 V1L  (P1 from SMEM)         +---> wait P0; O_R += P0 V0R (P0 from SMEM)
+
+with sc0 = exp2(m - m0), sc1 = exp2(m0 - m1) (m in the log2 domain, already scaled). The row
+sums: each warpgroup keeps the sum of its own P's, relative to the current m; they meet in SMEM
+at the end.
+
+SMEM: Q (72 KB) + two pages (144 KB) = 216 KB leaves no room for two 8 KB P tiles (227 KB per
+CTA). FlashMLA keeps Q's last 64 columns in registers to make room. Here P goes where the
+page's rope columns were: chunk 8 (columns 512..575) of a page is read only by Q K^T, and a
+64 x 64 chunk of the 128-byte-swizzled page has exactly the layout of a 64 x 64 P tile as a
+K-major WGMMA operand. So P0 is written over chunk 8 of stage 0 once S0 is done, P1 over chunk 8
+of stage 1. No register Q, no extra SMEM: 222 KB in all.
+
+Loads (TMA, 9 boxes of 64 tokens x 64 columns per page, one mbarrier per (stage, chunk), as in
+step 3; FlashMLA's "fine-grained TMA copy - GEMM pipelining"): a chunk of the next page is
+loaded as soon as the last reader of that chunk of the stage is done, by that reader:
+    stage 0, chunks 0-3 (V0L): WG0 after its PV0L;   chunks 4-8 (V0R, P0): WG1 after its PV0R;
+    stage 1, chunks 4-7 (V1R): WG1 after its PV1R;   chunks 0-3, 8 (V1L, P1): WG0 after PV1L.
+A waiter is never a phase late: each chunk's next load is issued by a warpgroup that has
+itself passed (or waited for) the current phase. No CTA barrier inside the loop.
+
+NaN tails: the TMA brings whole pages, so slots past a sequence's end (NaN in the check) reach
+SMEM. S of those tokens is selected to -inf, and each warpgroup zeroes its own V half of the
+tail rows before its first PV on that stage (stores, fence.proxy.async, a warpgroup barrier),
+so P = 0 meets V = 0. An odd page count: the last pair has no K1 (WG1 contributes no keys).
+
+Everything else is the base kernel's (:mod:`.kernel`): the query-row packing, split-KV and the
+PDL combine, the causal limits for s > 1, the epilogue.
+"""
+
+from __future__ import annotations
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import cpasync, warpgroup
+
+from .kernel import (
+    CHUNK,
+    CHUNK_BYTES,
+    D_QK,
+    D_V,
+    LN_2,
+    LOG2_E,
+    N_CHUNKS,
+    NUM_WG,
+    PAGE,
+    THREADS,
+    TILE_M,
+    MlaDecodeSm90Kernel,
+    _mn_view,
+)
+
+STAGES = 2  # K0 and K1
+WG_THREADS = 128
+HALF_V = D_V // NUM_WG  # 256 output columns per warpgroup
+#: named barriers (0 is the CTA barrier): the hand-offs of one pair of pages, and one per
+#: warpgroup for its own SMEM stores before its WGMMAs
+BAR_M0, BAR_M1, BAR_P0, BAR_P1 = 1, 2, 3, 4
+BAR_WG = (5, 6)
+#: chunk ranges (compile time): V's left half, V's right half, the rope chunk (= P's place)
+V_L = (0, 4)
+V_R = (4, 8)
+P_CHUNK = 8
+
+
+class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
+    """Step 4: the seesaw schedule with TMA pages (16-bit cache). Same arguments, tensors and
+    compile-time parameters as :class:`MlaDecodeSm90Kernel` with ``loads="tma"``."""
+
+    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16):
+        super().__init__(s, h, causal, dtype, loads="tma")
+
+    @cute.jit
+    def __call__(
+        self,
+        q: cute.Tensor,  # (b, s, h, 576)
+        kv_cache: cute.Tensor,  # (num_pages, 64, 576)
+        page_table: cute.Tensor,  # (b, table_pages) int32
+        seqlens: cute.Tensor,  # (b,) int32
+        o: cute.Tensor,  # (b, s, h, 512)
+        lse: cute.Tensor,  # (b, s, h) float32
+        o_acc: cute.Tensor,  # (cap, b, s, h, 512) float32 workspace
+        lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace (log2)
+        kv_scales: cute.Tensor,  # unused (the 16-bit cache only)
+        kv_rope: cute.Tensor,  # unused
+        softmax_scale: cutlass.Float32,
+        num_splits: cutlass.Int32,
+        split: cutlass.Constexpr,
+        stream: cuda.CUstream,
+    ):
+        dt = self.dtype
+        mQ, mO, mL, mOa, mLa = self.problem_views(q, o, lse, o_acc, lse_acc)
+
+        K = cute.nvgpu.OperandMajorMode.K
+        MN = cute.nvgpu.OperandMajorMode.MN
+        # S of one whole page per warpgroup (64 x 64, K = 576)
+        qk_mma = sm90_utils.make_trivial_tiled_mma(
+            dt, dt, K, K, cutlass.Float32, (1, 1, 1), (TILE_M, PAGE)
+        )
+        # O_half += P V_half: P from registers (own page) or from SMEM (the other's page)
+        pv_rs = sm90_utils.make_trivial_tiled_mma(
+            dt, dt, K, MN, cutlass.Float32, (1, 1, 1), (TILE_M, HALF_V),
+            warpgroup.OperandSource.RMEM,
+        )  # fmt: skip
+        pv_ss = sm90_utils.make_trivial_tiled_mma(
+            dt, dt, K, MN, cutlass.Float32, (1, 1, 1), (TILE_M, HALF_V)
+        )
+
+        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dt)
+        sQ_layout = cute.tile_to_shape(atom, (TILE_M, D_QK), (0, 1))
+        sK_layout = cute.tile_to_shape(atom, (PAGE, D_QK, STAGES), (0, 1, 2))
+        vt = cute.make_layout((D_V, PAGE, STAGES), stride=(PAGE, 1, PAGE * D_QK))
+        sVt_outer = cute.composition(sK_layout.outer, vt)
+
+        copy_atom = cute.make_copy_atom(
+            cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt, num_bits_per_copy=128
+        )
+        q_copy = cute.make_tiled_copy_tv(
+            copy_atom,
+            cute.make_layout((THREADS // 8, 8), stride=(8, 1)),
+            cute.make_layout((1, 8)),
+        )
+        mKV_rows = cute.make_tensor(
+            kv_cache.iterator,
+            cute.make_layout((kv_cache.shape[0] * PAGE, D_QK), stride=(D_QK, 1)),
+        )
+        chunk_layout = cute.tile_to_shape(atom, (PAGE, CHUNK), (0, 1))
+        tma_atom, mKVt = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), mKV_rows, chunk_layout, (PAGE, CHUNK)
+        )
+
+        @cute.struct
+        class SharedStorage:
+            sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQ_layout)], 1024]
+            sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sK_layout)], 1024]
+            # the row max after WG0's page (m0) and after WG1's (m1); the row sums at the end
+            sM0: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M], 16]
+            sM1: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M], 16]
+            sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
+            mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, STAGES * N_CHUNKS], 8]
+
+        self.shared_storage = SharedStorage
+
+        scale_log2 = softmax_scale * LOG2_E
+        self.kernel_seesaw(
+            mQ, page_table, seqlens, mO, mL, mOa, mLa, scale_log2, num_splits,
+            qk_mma, pv_rs, pv_ss, q_copy, tma_atom, mKVt, sQ_layout, sK_layout, sVt_outer,
+            split,
+        ).launch(grid=[self.m_tiles, q.shape[0], num_splits], block=[THREADS, 1, 1],
+                 stream=stream)  # fmt: skip
+        if cutlass.const_expr(split):
+            self.launch_combine(o, lse, o_acc, lse_acc, num_splits, q.shape[0], stream)
+
+    @cute.kernel
+    def kernel_seesaw(
+        self,
+        mQ: cute.Tensor,
+        mPT: cute.Tensor,
+        mLens: cute.Tensor,
+        mO: cute.Tensor,
+        mL: cute.Tensor,
+        mOa: cute.Tensor,
+        mLa: cute.Tensor,
+        scale_log2: cutlass.Float32,
+        num_splits: cutlass.Int32,
+        qk_mma: cute.TiledMma,
+        pv_rs: cute.TiledMma,
+        pv_ss: cute.TiledMma,
+        q_copy: cute.TiledCopy,
+        tma_atom: cute.CopyAtom,
+        mKVt: cute.Tensor,
+        sQ_layout: cute.ComposedLayout,
+        sK_layout: cute.ComposedLayout,
+        sVt_outer: cute.Layout,
+        split: cutlass.Constexpr,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        m_blk, bidx, sp = cute.arch.block_idx()
+        wg = tidx // WG_THREADS
+        wg_tidx = tidx % WG_THREADS
+        lane = tidx % 32
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        NEG_INF = -cutlass.Float32.inf
+
+        smem = cutlass.memory.SmemAllocator()
+        storage = smem.allocate(self.shared_storage)
+        sQ = storage.sQ.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
+        sK = storage.sK.get_tensor(sK_layout.outer, swizzle=sK_layout.inner)  # (64, 576, 2)
+        sVt = storage.sK.get_tensor(sVt_outer, swizzle=sK_layout.inner)  # (512, 64, 2)
+        sM0 = storage.sM0.get_tensor(cute.make_layout(TILE_M))
+        sM1 = storage.sM1.get_tensor(cute.make_layout(TILE_M))
+        sSum = storage.sSum.get_tensor(cute.make_layout((TILE_M, NUM_WG)))
+        mbar = storage.mbar.data_ptr()
+
+        seqlen = mLens[bidx]
+        n_pages = (seqlen + PAGE - 1) // PAGE
+        p0 = cutlass.Int32(0)
+        p1 = n_pages
+        if cutlass.const_expr(split):
+            per = (n_pages + num_splits - 1) // num_splits
+            p0 = cutlass.min(sp * per, n_pages)
+            p1 = cutlass.min(p0 + per, n_pages)
+        valid_rows = self.rows - m_blk * TILE_M
+
+        # ---- mbarriers, TMA partitions, the first two pages (warp 0) ------------------------
+        if tidx == 0:
+            for i in cutlass.range_constexpr(STAGES * N_CHUNKS):
+                cute.arch.mbarrier_init(mbar + i, 1)  # the issuer's arrive + 8 KB
+        cute.arch.mbarrier_init_fence()
+        gKV = cute.local_tile(mKVt, (PAGE, CHUNK), (None, None))
+        sKc = cute.flat_divide(sK, (PAGE, CHUNK))[None, None, 0, None, None]
+        # (TMA, chunk, stage) and (TMA, page, chunk)
+        tKsKt, tKgK = cpasync.tma_partition(
+            tma_atom, 0, cute.make_layout(1), cute.group_modes(sKc, 0, 2),
+            cute.group_modes(gKV, 0, 2),
+        )  # fmt: skip
+        if warp == 0:
+            cute.arch.sync_warp()
+            cpasync.prefetch_descriptor(tma_atom)
+            if p1 > p0:
+                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[bidx, p0], 0, 0, N_CHUNKS)
+            if p0 + 1 < p1:
+                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[bidx, p0 + 1], 1, 0, N_CHUNKS)
+
+        # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop --------------
+        thr_q = q_copy.get_slice(tidx)
+        tXcT = thr_q.partition_S(cute.make_identity_tensor((TILE_M, D_QK)))
+        gQ = mQ[bidx, m_blk, None, None]
+        gQ0 = cute.make_tensor(gQ.iterator, cute.make_layout((TILE_M, D_QK), stride=(0, 1)))
+        tQgQ = thr_q.partition_S(gQ)
+        tQgQ0 = thr_q.partition_S(gQ0)
+        tQsQ = thr_q.partition_D(sQ)
+        for m in cutlass.range_constexpr(cute.size(tQsQ, mode=[1])):
+            if tXcT[0, m, 0][0] < valid_rows:
+                cute.copy(q_copy, tQgQ[None, m, None], tQsQ[None, m, None])
+            else:  # a query row past s*h: row 0 of the tile stands in (never stored)
+                cute.copy(q_copy, tQgQ0[None, m, None], tQsQ[None, m, None])
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+        cute.arch.fence_proxy("async.shared", space="cta")
+        cute.arch.barrier()
+
+        # ---- MMA partitions ------------------------------------------------------------------
+        thr_qk = qk_mma.get_slice(wg_tidx)
+        tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ))  # (MMA, 1, 36)
+        tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK))  # (MMA, 1, 36, 2)
+        acc_s_shape = thr_qk.partition_shape_C((TILE_M, PAGE))
+        tScS = _mn_view(thr_qk.partition_C(cute.make_identity_tensor((TILE_M, PAGE))))
+        # P's place in each stage: the rope chunk (columns 512..575), a 64 x 64 K-major tile
+        sP = [cute.local_tile(sK[None, None, st], (TILE_M, CHUNK), (0, P_CHUNK))
+              for st in range(STAGES)]  # fmt: skip
+        tPsP = [thr_qk.partition_C(sP[st]) for st in range(STAGES)]  # S's thread layout
+
+        thr_rs = pv_rs.get_slice(wg_tidx)
+        thr_ss = pv_ss.get_slice(wg_tidx)
+        sVt_wg = cute.local_tile(sVt, (HALF_V, PAGE, STAGES), (wg, 0, 0))  # this WG's V half
+        tOrV = thr_rs.make_fragment_B(thr_rs.partition_B(sVt_wg))  # (MMA, 1, 4, 2)
+        tOrVs = thr_ss.make_fragment_B(thr_ss.partition_B(sVt_wg))
+        tOrPs = [thr_ss.make_fragment_A(thr_ss.partition_A(sP[st])) for st in range(STAGES)]
+        acc_o = thr_rs.make_fragment_C(thr_rs.partition_shape_C((TILE_M, HALF_V)))
+        acc_o.fill(0.0)
+        acc_o_mn = _mn_view(acc_o)
+
+        n_rows = cute.size(tScS, mode=[0])  # 2 rows per thread
+        n_cols = cute.size(tScS, mode=[1])  # 16 columns per thread and row
+        row_max = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)  # m (log2)
+        row_sum = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)  # own P's
+        limit = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Int32)
+        sc_a = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+        sc_b = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+        for i in cutlass.range_constexpr(n_rows):
+            row_max[i] = NEG_INF
+            row_sum[i] = 0.0
+            lim = seqlen
+            if cutlass.const_expr(self.causal and self.s > 1):
+                r = (m_blk * TILE_M + tScS[i, 0][0]) // self.h
+                lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
+            limit[i] = lim
+        bar_me = BAR_WG[0] + wg
+
+        # ---- main loop over pairs of pages -------------------------------------------------
+        n_pairs = (p1 - p0 + 1) // 2
+        for it in cutlass.range(n_pairs, unroll=1):
+            pg0 = p0 + 2 * it
+            has1 = pg0 + 1 < p1
+            phase = it % 2
+            # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in stage 1
+            own = wg
+            pg_own = pg0 + wg
+            acc_s = thr_qk.make_fragment_C(acc_s_shape)
+            s_mn = _mn_view(acc_s)
+            if wg == 0 or has1:
+                warpgroup.fence()
+                for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
+                    if cutlass.const_expr(k % (CHUNK // 16) == 0):
+                        cute.arch.mbarrier_wait(mbar + own * N_CHUNKS + k // (CHUNK // 16), phase)
+                    qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
+                    cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, own], acc_s)
+                warpgroup.commit_group()
+                warpgroup.wait_group(0)
+                # mask: keys past the row's limit (the sequence's end, or causal)
+                for i in cutlass.range_constexpr(n_rows):
+                    for j in cutlass.range_constexpr(n_cols):
+                        if pg_own * PAGE + tScS[i, j][1] >= limit[i]:
+                            s_mn[i, j] = NEG_INF
+            else:
+                acc_s.fill(NEG_INF)  # no K1 in this (last, odd) pair: no keys
+
+            # this page's row max (log2 domain, scaled)
+            mloc = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+            for i in cutlass.range_constexpr(n_rows):
+                mx = NEG_INF
+                for j in cutlass.range_constexpr(n_cols):
+                    mx = cute.arch.fmax(mx, s_mn[i, j])
+                mloc[i] = cute.arch.warp_reduction_max(mx, threads_in_group=4) * scale_log2
+
+            if wg == 0:
+                # m0 = max(m, rowmax S0); publish it; sc_a = exp2(m - m0)
+                for i in cutlass.range_constexpr(n_rows):
+                    m_new = cute.arch.fmax(row_max[i], mloc[i])
+                    sc_a[i] = self.rescale(row_max[i], m_new)
+                    row_max[i] = m_new
+                    if lane % 4 == 0:
+                        sM0[tScS[i, 0][0]] = m_new
+                cute.arch.barrier_arrive(barrier_id=BAR_M0, number_of_threads=THREADS)
+            else:
+                # wait for m0; m1 = max(m0, rowmax S1); publish it; sc_a = exp2(m - m1)
+                cute.arch.barrier(barrier_id=BAR_M0, number_of_threads=THREADS)
+                for i in cutlass.range_constexpr(n_rows):
+                    m0 = sM0[tScS[i, 0][0]]
+                    m_new = cute.arch.fmax(m0, mloc[i])
+                    sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
+                    row_max[i] = m_new
+                    if lane % 4 == 0:
+                        sM1[tScS[i, 0][0]] = m_new
+                cute.arch.barrier_arrive(barrier_id=BAR_M1, number_of_threads=THREADS)
+
+            # P = exp2(S - m_new) of this warpgroup's page; O_half and the row sum rescaled
+            for i in cutlass.range_constexpr(n_rows):
+                base = row_max[i]
+                if base == NEG_INF:
+                    base = cutlass.Float32(0.0)  # nothing seen yet: exp2(-inf) = 0, never NaN
+                part = cutlass.Float32(0.0)
+                for j in cutlass.range_constexpr(n_cols):
+                    p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
+                    s_mn[i, j] = p
+                    part += p
+                row_sum[i] = row_sum[i] * sc_a[i] + part
+                for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                    acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
+            rP = self.acc_to_a(acc_s)
+
+            # O_half += P V_half of the own page, P from registers
+            if wg == 0 or has1:
+                self.zero_tail_half(sK, own, seqlen - pg_own * PAGE, wg, wg_tidx, bar_me)
+                warpgroup.fence()
+                for k in cutlass.range_constexpr(PAGE // 16):
+                    pv_rs.set(warpgroup.Field.ACCUMULATE, True)
+                    cute.gemm(pv_rs, acc_o, rP[None, None, k], tOrV[None, None, k, own], acc_o)
+                warpgroup.commit_group()
+
+            if wg == 0:
+                # wait for m1; P0 * exp2(m0 - m1) over the rope chunk of stage 0; publish it
+                cute.arch.barrier(barrier_id=BAR_M1, number_of_threads=THREADS)
+                for i in cutlass.range_constexpr(n_rows):
+                    m1 = sM1[tScS[i, 0][0]]
+                    sc_b[i] = self.rescale(row_max[i], m1)
+                    row_max[i] = m1
+                    for j in cutlass.range_constexpr(n_cols):
+                        s_mn[i, j] = s_mn[i, j] * sc_b[i]
+                self.store_p(acc_s, tPsP[0])
+                cute.arch.fence_proxy("async.shared", space="cta")
+                cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
+                # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
+                # stage 0) is free for page pg0+2
+                warpgroup.wait_group(0)
+                cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                if warp == 0 and pg0 + 2 < p1:
+                    self.issue_chunks(
+                        tma_atom, tKgK, tKsKt, mbar, mPT[bidx, pg0 + 2], 0, V_L[0], V_L[1]
+                    )
+                for i in cutlass.range_constexpr(n_rows):
+                    row_sum[i] = row_sum[i] * sc_b[i]
+                    for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                        acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
+                # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk)
+                cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
+                if has1:
+                    for c in cutlass.range_constexpr(V_L[0], V_L[1]):
+                        cute.arch.mbarrier_wait(mbar + N_CHUNKS + c, phase)  # V1L landed (seen)
+                    self.zero_tail_half(sK, 1, seqlen - (pg0 + 1) * PAGE, 0, wg_tidx, bar_me)
+                    warpgroup.fence()
+                    for k in cutlass.range_constexpr(PAGE // 16):
+                        pv_ss.set(warpgroup.Field.ACCUMULATE, True)
+                        cute.gemm(pv_ss, acc_o, tOrPs[1][None, None, k], tOrVs[None, None, k, 1],
+                                  acc_o)  # fmt: skip
+                    warpgroup.commit_group()
+                    warpgroup.wait_group(0)
+                    # stage 1's V1L and P1 (chunks 0-3, 8) are free for page pg0+3
+                    cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                    if warp == 0 and pg0 + 3 < p1:
+                        pg = mPT[bidx, pg0 + 3]
+                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1])
+                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS)
+            else:
+                # P1 over the rope chunk of stage 1; publish it
+                if has1:
+                    self.store_p(acc_s, tPsP[1])
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
+                # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
+                cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
+                for c in cutlass.range_constexpr(V_R[0], V_R[1]):
+                    cute.arch.mbarrier_wait(mbar + c, phase)  # V0R landed (seen by this WG)
+                self.zero_tail_half(sK, 0, seqlen - pg0 * PAGE, 1, wg_tidx, bar_me)
+                warpgroup.fence()
+                for k in cutlass.range_constexpr(PAGE // 16):
+                    pv_ss.set(warpgroup.Field.ACCUMULATE, True)
+                    cute.gemm(pv_ss, acc_o, tOrPs[0][None, None, k], tOrVs[None, None, k, 0],
+                              acc_o)  # fmt: skip
+                warpgroup.commit_group()
+                warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
+                cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                if warp == NUM_WG * 2:  # warp 4, WG1's first warp
+                    if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
+                        self.issue_chunks(
+                            tma_atom, tKgK, tKsKt, mbar, mPT[bidx, pg0 + 2], 0, V_R[0], N_CHUNKS
+                        )
+                    if pg0 + 3 < p1:  # V1R (chunks 4-7 of stage 1)
+                        self.issue_chunks(
+                            tma_atom, tKgK, tKsKt, mbar, mPT[bidx, pg0 + 3], 1, V_R[0], V_R[1]
+                        )
+
+        # ---- epilogue: the two warpgroups' row sums, O / sum, LSE ---------------------------
+        for i in cutlass.range_constexpr(n_rows):
+            mine = cute.arch.warp_reduction_sum(row_sum[i], threads_in_group=4)
+            if lane % 4 == 0:
+                sSum[tScS[i, 0][0], wg] = mine
+        cute.arch.barrier()
+        for i in cutlass.range_constexpr(n_rows):
+            total = sSum[tScS[i, 0][0], 0] + sSum[tScS[i, 0][0], 1]
+            row_sum[i] = total
+            inv = cutlass.Float32(0.0)
+            if total > 0.0:
+                inv = 1.0 / total
+            for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                acc_o_mn[i, j] = acc_o_mn[i, j] * inv
+
+        tOcO = thr_rs.partition_C(cute.make_identity_tensor((TILE_M, HALF_V)))
+        if cutlass.const_expr(split):
+            cute.arch.griddepcontrol_launch_dependents()
+            gOa = cute.local_tile(mOa[sp, bidx, m_blk, None, None], (TILE_M, HALF_V), (0, wg))
+            tOgOa = thr_rs.partition_C(gOa)
+            for e in cutlass.range_constexpr(cute.size(acc_o)):
+                if tOcO[e][0] < valid_rows:
+                    tOgOa[e] = acc_o[e]
+            if wg == 0 and lane % 4 == 0:
+                for i in cutlass.range_constexpr(n_rows):
+                    row = tScS[i, 0][0]
+                    if row < valid_rows:
+                        val = NEG_INF
+                        if row_sum[i] > 0.0:
+                            val = row_max[i] + cute.math.log2(row_sum[i])
+                        mLa[sp, bidx, m_blk, row] = val
+        else:
+            rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
+            rO.store(acc_o.load().to(self.dtype))
+            gO = cute.local_tile(mO[bidx, m_blk, None, None], (TILE_M, HALF_V), (0, wg))
+            tOgO = thr_rs.partition_C(gO)
+            for e in cutlass.range_constexpr(cute.size(rO)):
+                if tOcO[e][0] < valid_rows:
+                    tOgO[e] = rO[e]
+            if wg == 0 and lane % 4 == 0:
+                for i in cutlass.range_constexpr(n_rows):
+                    row = tScS[i, 0][0]
+                    if row < valid_rows:
+                        val = NEG_INF
+                        if row_sum[i] > 0.0:
+                            val = (row_max[i] + cute.math.log2(row_sum[i])) * LN_2
+                        mL[bidx, m_blk, row] = val
+
+    # ---- helpers ------------------------------------------------------------------------------
+    @cute.jit
+    def rescale(self, m_old: cutlass.Float32, m_new: cutlass.Float32) -> cutlass.Float32:
+        """exp2(m_old - m_new) for running maxima in the log2 domain; 1 while nothing has been
+        seen (both -inf: never NaN), 0 when the first keys arrive (m_old = -inf)."""
+        sc = cutlass.Float32(1.0)
+        if m_new != -cutlass.Float32.inf:
+            sc = cute.math.exp2(m_old - m_new, fastmath=True)
+        return sc
+
+    @cute.jit
+    def acc_to_a(self, acc_s: cute.Tensor) -> cute.Tensor:
+        """P (dtype) as the register A operand of the PV WGMMA: for 16-bit types the m64n64
+        accumulator's registers, in order, are the A fragments of four m64k16 k-blocks
+        (knowledge/languages/cute-dsl/optimizations/wgmma-register-a-operand-from-accumulator.md).
+        Returns ((2, 2, 2), 1, 4)."""
+        p = cute.make_rmem_tensor(cute.make_layout(((2, 2, 2), 1, PAGE // 16)), self.dtype)
+        p_as_acc = cute.make_tensor(p.iterator, cute.make_layout(acc_s.shape))
+        p_as_acc.store(acc_s.load().to(self.dtype))
+        return p
+
+    @cute.jit
+    def store_p(self, acc_s: cute.Tensor, tPsP: cute.Tensor):
+        """P (dtype) from the S accumulator's registers into a stage's rope chunk."""
+        rP = cute.make_rmem_tensor(acc_s.layout, self.dtype)
+        rP.store(acc_s.load().to(self.dtype))
+        for e in cutlass.range_constexpr(cute.size(rP)):
+            tPsP[e] = rP[e]
+
+    @cute.jit
+    def issue_chunks(
+        self,
+        tma_atom: cute.CopyAtom,
+        tKgK: cute.Tensor,
+        tKsKt: cute.Tensor,
+        mbar: cute.Pointer,
+        page: cutlass.Int32,
+        stage: cutlass.Constexpr,
+        c_lo: cutlass.Constexpr,
+        c_hi: cutlass.Constexpr,
+    ):
+        """Chunks c_lo..c_hi-1 of cache page ``page`` into SMEM stage ``stage`` (executed by a
+        whole warp; the elected lane arms each chunk's mbarrier with 8 KB)."""
+        for c in cutlass.range_constexpr(c_lo, c_hi):
+            bar = mbar + stage * N_CHUNKS + c
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(bar, CHUNK_BYTES)
+            cute.copy(tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar)
+
+    @cute.jit
+    def zero_tail_half(
+        self,
+        sK: cute.Tensor,
+        stage: cutlass.Int32,
+        tail: cutlass.Int32,
+        half: cutlass.Int32,
+        wg_tidx: cutlass.Int32,
+        bar_id: cutlass.Int32,
+    ):
+        """When a page holds fewer than 64 tokens (``tail`` < 64): zero V columns
+        [256 half, 256 half + 256) of its rows tail..63 in ``stage`` (the NaN slots past the
+        sequence's end), by one warpgroup: thread t takes 8 columns of rows tail + t // 32,
+        +4, ...; then fence.proxy.async and a warpgroup barrier before its WGMMAs read them."""
+        if tail < PAGE:
+            zero = cute.make_rmem_tensor(cute.make_layout((1, 8)), self.dtype)
+            zero.fill(0.0)
+            vec = half * (HALF_V // 8) + wg_tidx % (HALF_V // 8)
+            step = WG_THREADS // (HALF_V // 8)
+            for r in cutlass.range(
+                cutlass.max(tail, 0) + wg_tidx // (HALF_V // 8), PAGE, step, unroll=1
+            ):
+                cute.autovec_copy(zero, cute.local_tile(sK[None, None, stage], (1, 8), (r, vec)))
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=bar_id, number_of_threads=WG_THREADS)
