@@ -59,7 +59,7 @@ JOBS
 }
 
 jobs_table() {
-    echo "v-table alternate mla_decode mla_decode_sm90 mla_decode_sm90:${VARIANT// /:} ${EXTRA:-} ${PEERS:-} --cuda-graph --reps 30"
+    echo "v-table alternate mla_decode mla_decode_sm90 mla_decode_sm90:${VARIANT// /,} ${EXTRA:-} ${PEERS:-} --cuda-graph --reps 30"
 }
 
 jobs_ncu() {

@@ -115,6 +115,42 @@ def test_mla_decode_sm90_split_choice():
         assert specs["o_acc"].shape[0] == split_cap(prob)
 
 
+def test_mla_decode_sm90_balanced_split_rule():
+    """Step 5b: with sequences of different lengths the balanced rule gives every split the
+    same number of pages of every sequence, so the longest sequence gets more splits than the
+    equal rule gave it and no CTA holds more pages than under the equal rule; the grid and the
+    workspace stay within their caps; equal lengths keep the equal rule (pages_per_split 0);
+    an explicit --config splits=N keeps equal parts."""
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
+        balanced_cap,
+        choose_balanced,
+        choose_splits,
+        split_cap,
+    )
+
+    from kernelplan.device import Target
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    target = Target("sm_90a", 132)
+    prob = plan.problem(b=32, t=4096, varlen=True)
+    pages = [-(-n // 64) for n in prob.lengths()]
+    longest = max(pages)
+    splits, per = choose_balanced(prob, 132)
+    eq = choose_splits(prob, 132)
+    assert 1 < splits <= balanced_cap(prob) <= split_cap(prob)
+    assert splits == -(-longest // per)
+    assert per <= -(-longest // eq)  # no CTA longer than the equal rule's longest
+    assert splits > eq
+    cfg = plan.config(prob, {})
+    assert plan.split_plan(prob, cfg, target) == (splits, per)
+    assert plan.split_plan(prob, plan.config(prob, {"split_rule": "equal"}), target) == (eq, 0)
+    assert plan.split_plan(prob, plan.config(prob, {"splits": "2"}), target) == (2, 0)
+    assert plan.tensor_specs(prob)["o_acc"].shape[0] == split_cap(prob)
+    fixed = plan.problem(b=32, t=4096)
+    assert plan.split_plan(fixed, plan.config(fixed, {}), target) == (choose_splits(fixed, 132), 0)
+
+
 @pytest.mark.parametrize(
     ("shape", "needle"),
     [
@@ -139,8 +175,8 @@ def test_mla_decode_sm90_refuses_in_one_line(shape, needle):
 @pytest.mark.parametrize(
     ("variant", "expect"),
     [
-        ("loads=tma", "{'splits': 1, 'loads': 'tma', 'schedule': 'lockstep'}"),
-        ("schedule=seesaw", "{'splits': 1, 'loads': 'cpasync', 'schedule': 'seesaw'}"),
+        ("loads=tma", "{'splits': 1, 'loads': 'tma', 'schedule': 'lockstep',"),
+        ("schedule=seesaw", "{'splits': 1, 'loads': 'cpasync', 'schedule': 'seesaw',"),
     ],
 )  # fmt: skip
 def test_variant_device_script_dry_run(variant, expect):

@@ -151,6 +151,9 @@ class MlaDecodeSm90Kernel:
         self.n_scales = self.groups if scale_block >= CHUNK else FP8_VECS
         self.rows = s * h
         self.m_tiles = (self.rows + TILE_M - 1) // TILE_M
+        #: the combine reads the partial O of this many splits per round (1: one split at a
+        #: time, as measured in steps 1-7; the seesaw schedule's step 8 batches 4)
+        self.combine_batch = 1
 
     def problem_views(self, q, o, lse, o_acc, lse_acc):
         """Views with static inner strides of the problem's tensors (they arrive with dynamic
@@ -187,6 +190,27 @@ class MlaDecodeSm90Kernel:
             cute.make_layout((cap, b, mt, TILE_M), stride=(sp_l, rows, TILE_M, 1)),
         )
         return mQ, mO, mL, mOa, mLa
+
+    @cute.jit
+    def split_range(
+        self,
+        n_pages: cutlass.Int32,
+        sp: cutlass.Int32,
+        num_splits: cutlass.Int32,
+        pages_per_split: cutlass.Int32,
+    ):
+        """Pages [p0, p1) of split ``sp`` of a sequence of ``n_pages`` pages. With
+        ``pages_per_split`` > 0 (the balanced rule) every split covers that many pages of every
+        sequence, so a long sequence gets more non-empty splits than a short one and no CTA
+        does more than that many pages; a sequence's splits past its end are empty (O = 0, LSE
+        = -inf: the combine weighs them 0). With 0: ``num_splits`` equal parts of the
+        sequence's own pages (steps 1-4)."""
+        per = (n_pages + num_splits - 1) // num_splits
+        if pages_per_split > 0:
+            per = pages_per_split
+        p0 = cutlass.min(sp * per, n_pages)
+        p1 = cutlass.min(p0 + per, n_pages)
+        return p0, p1
 
     def launch_combine(self, o, lse, o_acc, lse_acc, num_splits, b, stream):
         """Launch :meth:`combine` over every packed row (trace time, after the split kernel)."""
@@ -232,6 +256,7 @@ class MlaDecodeSm90Kernel:
         kv_rope: cute.Tensor,  # kv_fp8: (num_pages, 64, 64) dtype; else unused (kv_cache)
         softmax_scale: cutlass.Float32,
         num_splits: cutlass.Int32,
+        pages_per_split: cutlass.Int32,  # 0: equal parts per sequence; > 0: fixed (balanced)
         split: cutlass.Constexpr,
         stream: cuda.CUstream,
     ):
@@ -341,6 +366,7 @@ class MlaDecodeSm90Kernel:
         scale_log2 = softmax_scale * LOG2_E
         self.kernel(
             mQ, mKV, page_table, seqlens, mO, mL, mOa, mLa, mSc, mRope, scale_log2, num_splits,
+            pages_per_split,
             qk_mma, pv_mma, tiled_copy, tma_atom, mKVt, sQ_layout, sK_layout, sVt_outer,
             sP_layout, split,
         ).launch(grid=[mt, b, num_splits], block=[THREADS, 1, 1], stream=stream)  # fmt: skip
@@ -362,6 +388,7 @@ class MlaDecodeSm90Kernel:
         mRope: Optional[cute.Tensor],  # noqa: UP045 (kv_fp8: (page, token, 64) rope part)
         scale_log2: cutlass.Float32,
         num_splits: cutlass.Int32,
+        pages_per_split: cutlass.Int32,
         qk_mma: cute.TiledMma,
         pv_mma: cute.TiledMma,
         tiled_copy: cute.TiledCopy,
@@ -395,9 +422,7 @@ class MlaDecodeSm90Kernel:
         p0 = cutlass.Int32(0)
         p1 = n_pages
         if cutlass.const_expr(split):
-            per = (n_pages + num_splits - 1) // num_splits
-            p0 = cutlass.min(sp * per, n_pages)
-            p1 = cutlass.min(p0 + per, n_pages)
+            p0, p1 = self.split_range(n_pages, sp, num_splits, pages_per_split)
         valid_rows = self.rows - m_blk * TILE_M  # query rows of this tile that exist (may be > 64)
 
         # ---- step 3 (loads="tma"): mbarriers, TMA partitions, the first page ---------------
@@ -727,14 +752,37 @@ class MlaDecodeSm90Kernel:
                 inv = 1.0 / wsum
             acc = cute.make_rmem_tensor(cute.make_layout((D_V // 128, 4)), cutlass.Float32)
             acc.fill(0.0)
-            part = cute.make_rmem_tensor(cute.make_layout((4,)), cutlass.Float32)
-            for i in cutlass.range(num_splits, unroll=1):
-                w = cute.math.exp2(vL[i, row] - base, fastmath=True) * inv
-                if w > 0.0:  # an empty split (weight 0) is not read
-                    for k in cutlass.range_constexpr(D_V // 128):
-                        cute.autovec_copy(vO[i, row, k, lane, None], part)
-                        for v in cutlass.range_constexpr(4):
-                            acc[k, v] = acc[k, v] + w * part[v]
+            nb = self.combine_batch
+            if cutlass.const_expr(nb == 1):
+                part = cute.make_rmem_tensor(cute.make_layout((4,)), cutlass.Float32)
+                for i in cutlass.range(num_splits, unroll=1):
+                    w = cute.math.exp2(vL[i, row] - base, fastmath=True) * inv
+                    if w > 0.0:  # an empty split (weight 0) is not read
+                        for k in cutlass.range_constexpr(D_V // 128):
+                            cute.autovec_copy(vO[i, row, k, lane, None], part)
+                            for v in cutlass.range_constexpr(4):
+                                acc[k, v] = acc[k, v] + w * part[v]
+            else:
+                # nb splits per round: all their weights, then all their loads (independent,
+                # in flight together), then the FMAs; empty splits (weight 0) are not read
+                parts = cute.make_rmem_tensor(
+                    cute.make_layout((nb, D_V // 128, 4)), cutlass.Float32
+                )
+                wts = cute.make_rmem_tensor(cute.make_layout((nb,)), cutlass.Float32)
+                for i0 in cutlass.range(0, num_splits, nb, unroll=1):
+                    for u in cutlass.range_constexpr(nb):
+                        wts[u] = cutlass.Float32(0.0)
+                        if i0 + u < num_splits:
+                            wts[u] = cute.math.exp2(vL[i0 + u, row] - base, fastmath=True) * inv
+                    for u in cutlass.range_constexpr(nb):
+                        if wts[u] > 0.0:
+                            for k in cutlass.range_constexpr(D_V // 128):
+                                cute.autovec_copy(vO[i0 + u, row, k, lane, None], parts[u, k, None])
+                    for u in cutlass.range_constexpr(nb):
+                        if wts[u] > 0.0:
+                            for k in cutlass.range_constexpr(D_V // 128):
+                                for v in cutlass.range_constexpr(4):
+                                    acc[k, v] = acc[k, v] + wts[u] * parts[u, k, v]
             out = cute.make_rmem_tensor(cute.make_layout((4,)), self.dtype)
             for k in cutlass.range_constexpr(D_V // 128):
                 out.store(acc[k, None].load().to(self.dtype))

@@ -63,19 +63,71 @@ FP8_MIN_BLOCK = 16
 CTA_OVERHEAD_PAGES = 2
 #: and of the combine step when there is one, in pages of the slowest CTA
 COMBINE_PAGES = 1
+#: the balanced split rule (sequences of different lengths): at most this many CTAs in the
+#: grid, empty ones included (four waves of the largest sm_90 part), which bounds the workspace
+GRID_BOUND = 4 * 132
 
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def split_cap(problem: MlaDecodeProblem) -> int:
-    """The most splits any call of ``problem`` may use: sizes the workspace (independent of the
-    target and the config, as the tensor specs must be)."""
+def _pages(problem: MlaDecodeProblem) -> list[int]:
+    return [_ceil(n, 64) for n in problem.lengths()]
+
+
+def _unequal(problem: MlaDecodeProblem) -> bool:
+    return len(set(problem.lengths())) > 1
+
+
+def balanced_cap(problem: MlaDecodeProblem) -> int:
+    """The most splits the balanced rule may give the longest sequence: the grid (every
+    sequence gets as many split slots as the longest) stays within :data:`GRID_BOUND` CTAs."""
     p = problem
     ctas = _ceil(p.s * p.h, 64) * p.b
-    pages = max([_ceil(n, 64) for n in p.lengths()] + [1])
+    return max(1, min(MAX_SPLITS, max(_pages(p) + [1]), GRID_BOUND // ctas))
+
+
+def equal_cap(problem: MlaDecodeProblem) -> int:
+    """The most splits of the equal rule (:func:`choose_splits`, ``--config splits=N``)."""
+    p = problem
+    ctas = _ceil(p.s * p.h, 64) * p.b
+    pages = max(_pages(p) + [1])
     return max(1, min(MAX_SPLITS, pages, CTA_BOUND // ctas))
+
+
+def split_cap(problem: MlaDecodeProblem) -> int:
+    """The most splits any call of ``problem`` may use: sizes the workspace (independent of the
+    target and the config, as the tensor specs must be): the equal rule's cap and, with
+    sequences of different lengths, the balanced rule's."""
+    cap = equal_cap(problem)
+    return max(cap, balanced_cap(problem)) if _unequal(problem) else cap
+
+
+def choose_balanced(problem: MlaDecodeProblem, sm_count: int) -> tuple[int, int]:
+    """The balanced split rule for sequences of different lengths (step 5b; the idea of
+    FlashMLA's scheduler metadata, deepseek-ai/FlashMLA ``docs/20250422-new-kernel-deep-dive.md``
+    "Tile Scheduler": cut the work, not each sequence, evenly): every split covers the same
+    number of pages ``per`` of every sequence, so a long sequence gets more CTAs than a short
+    one. Returns (num_splits, per): the ``per`` that minimises the modelled time ceil(non-empty
+    CTAs / SMs) waves x (per + the CTA's fixed cost) (+ the combine), with num_splits =
+    ceil(longest / per) <= :func:`balanced_cap`; ties to the larger ``per``."""
+    p = problem
+    mt = _ceil(p.s * p.h, 64)
+    pages = _pages(p)
+    longest = max(pages + [1])
+    cap = balanced_cap(p)
+    best, best_cost = (1, longest), None
+    for per in range(longest, _ceil(longest, cap) - 1, -1):
+        splits = _ceil(longest, per)
+        if splits > cap:
+            break
+        busy = mt * sum(max(1, _ceil(n, per)) for n in pages)
+        cost = _ceil(busy, max(1, sm_count)) * (per + CTA_OVERHEAD_PAGES)
+        cost += COMBINE_PAGES if splits > 1 else 0
+        if best_cost is None or cost < best_cost:
+            best, best_cost = (splits, per), cost
+    return best
 
 
 def choose_splits(problem: MlaDecodeProblem, sm_count: int) -> int:
@@ -87,7 +139,7 @@ def choose_splits(problem: MlaDecodeProblem, sm_count: int) -> int:
     ctas = _ceil(p.s * p.h, 64) * p.b
     pages = max([_ceil(n, 64) for n in p.lengths()] + [1])
     best, best_cost = 1, None
-    for s in range(1, split_cap(p) + 1):
+    for s in range(1, equal_cap(p) + 1):
         waves = _ceil(ctas * s, max(1, sm_count))
         cost = waves * (_ceil(pages, s) + CTA_OVERHEAD_PAGES) + (COMBINE_PAGES if s > 1 else 0)
         if best_cost is None or cost < best_cost:
@@ -102,16 +154,28 @@ class MlaSm90Config(Config):
     ``cpasync`` (steps 0-2, the validated default: all 256 math threads issue cp.async and
     meet at a CTA barrier per page) or ``tma`` (step 3: one TMA per 64-column chunk by the
     page's coordinate, issued by warp 0, one mbarrier per chunk, no load barrier per page).
-    ``schedule``: ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV of the same
-    page together) or ``seesaw`` (step 4, :mod:`.seesaw`: each warpgroup owns every other page
-    and the running max is handed between them, FlashMLA's schedule; its pages always come by
-    TMA, so ``loads`` applies to ``lockstep`` only; 16-bit caches only)."""
+    ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
+    every sequence cut into the same number of equal parts, sized for the longest) or
+    ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
+    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 8, see
+    :data:`.seesaw.STEPS`; for before/after runs; 8 is the newest). ``schedule``:
+    ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV of the same page
+    together) or ``seesaw`` (steps 4-8,
+    :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed
+    between them, FlashMLA's schedule; its pages always come by TMA, so ``loads`` applies to
+    ``lockstep`` only; 16-bit caches only)."""
 
     splits: int = 0
     loads: Literal["cpasync", "tma"] = "cpasync"
     schedule: Literal["lockstep", "seesaw"] = "lockstep"
+    split_rule: Literal["equal", "balanced"] = "balanced"
+    step: int = 8
 
     def validate(self) -> None:
+        if self.split_rule not in ("equal", "balanced"):
+            raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
+        if self.step not in (4, 5, 6, 7, 8):
+            raise ShapeError(f"step must be 4 to 8 (the seesaw schedule's; got {self.step})")
         if self.schedule not in ("lockstep", "seesaw"):
             raise ShapeError(f"schedule must be lockstep or seesaw (got {self.schedule!r})")
         if not 0 <= self.splits <= MAX_SPLITS:
@@ -207,9 +271,18 @@ class MlaDecodeSm90(KernelPlan):
         return specs
 
     def splits_for(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> int:
+        return self.split_plan(problem, config, target)[0]
+
+    def split_plan(
+        self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target
+    ) -> tuple[int, int]:
+        """(num_splits, pages_per_split) of one call; pages_per_split 0 = equal parts of each
+        sequence (the kernel's ``split_range``)."""
         if config.splits:
-            return min(config.splits, split_cap(problem))
-        return choose_splits(problem, target.sm_count or 132)
+            return min(config.splits, equal_cap(problem)), 0
+        if config.split_rule == "balanced" and _unequal(problem):
+            return choose_balanced(problem, target.sm_count or 132)
+        return choose_splits(problem, target.sm_count or 132), 0
 
     def plan(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> CuteKernel:
         import cutlass
@@ -221,13 +294,13 @@ class MlaDecodeSm90(KernelPlan):
         if config.schedule == "seesaw":
             from .seesaw import MlaDecodeSm90Seesaw
 
-            k = MlaDecodeSm90Seesaw(p.s, p.h, bool(p.causal), dt)
+            k = MlaDecodeSm90Seesaw(p.s, p.h, bool(p.causal), dt, step=config.step)
         else:
             k = MlaDecodeSm90Kernel(
                 p.s, p.h, bool(p.causal), dt, loads=config.loads, kv_fp8=p.kv_fp8,
                 scale_block=p.scale_block() if p.kv_fp8 else p.d_latent,
             )  # fmt: skip
-        splits = self.splits_for(p, config, target)
+        splits, per = self.split_plan(p, config, target)
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
         extra = ("kv_scales", "kv_rope") if p.kv_fp8 else ("kv_cache", "kv_cache")
@@ -250,13 +323,17 @@ class MlaDecodeSm90(KernelPlan):
                 t[extra[1]],
                 cutlass.Float32(p.scale()),
                 cutlass.Int32(splits),
+                cutlass.Int32(per),
                 Const(splits > 1),
                 STREAM,
             ),  # fmt: skip
             self.tensor_specs(p),
             meta={
                 "split_kv": splits,
-                "split_rule": "config" if config.splits else "choose_splits",
+                "split_rule": "config"
+                if config.splits
+                else ("balanced" if per else "choose_splits"),
+                "pages_per_split": per or None,
                 "kv_load": "tma"
                 if config.schedule == "seesaw" or config.loads == "tma"
                 else "cp.async",

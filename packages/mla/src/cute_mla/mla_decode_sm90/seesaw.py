@@ -89,14 +89,31 @@ BAR_WG = (5, 6)
 V_L = (0, 4)
 V_R = (4, 8)
 P_CHUNK = 8
+#: the devlog steps of this schedule that can be built (for before/after runs in one process):
+#: 4 as first measured; 5 reads the next pair's page indices at the top of a pair (off the TMA
+#: issue path); 6 also stores P with stmatrix (STSM) instead of one 16-bit store per value;
+#: 7 also marks the page loads evict-first in L2 (each page is read by at most the CTAs of one
+#: (sequence, split), close together in time; Q and the split workspace should stay)
+#: 8 also lets the combine read 4 splits' partial O per round (loads in flight together)
+STEPS = (4, 5, 6, 7, 8)
+STEP = 8
+#: the L2 cache hint "evict first" as the 64-bit policy a TMA load takes (CUTLASS
+#: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
+#: KV loads use it: docs/20250422-new-kernel-deep-dive.md, "Cache hints")
+EVICT_FIRST = 0x12F0000000000000
 
 
 class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     """Step 4: the seesaw schedule with TMA pages (16-bit cache). Same arguments, tensors and
     compile-time parameters as :class:`MlaDecodeSm90Kernel` with ``loads="tma"``."""
 
-    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16):
+    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16, step: int = STEP):
+        if step not in STEPS:
+            raise ValueError(f"step must be one of {STEPS} (got {step!r})")
         super().__init__(s, h, causal, dtype, loads="tma")
+        self.step = step
+        if step >= 8:
+            self.combine_batch = 4
 
     @cute.jit
     def __call__(
@@ -113,6 +130,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         kv_rope: cute.Tensor,  # unused
         softmax_scale: cutlass.Float32,
         num_splits: cutlass.Int32,
+        pages_per_split: cutlass.Int32,
         split: cutlass.Constexpr,
         stream: cuda.CUstream,
     ):
@@ -171,7 +189,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
         scale_log2 = softmax_scale * LOG2_E
         self.kernel_seesaw(
-            mQ, page_table, seqlens, mO, mL, mOa, mLa, scale_log2, num_splits,
+            mQ, page_table, seqlens, mO, mL, mOa, mLa, scale_log2, num_splits, pages_per_split,
             qk_mma, pv_rs, pv_ss, q_copy, tma_atom, mKVt, sQ_layout, sK_layout, sVt_outer,
             split,
         ).launch(grid=[self.m_tiles, q.shape[0], num_splits], block=[THREADS, 1, 1],
@@ -191,6 +209,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         mLa: cute.Tensor,
         scale_log2: cutlass.Float32,
         num_splits: cutlass.Int32,
+        pages_per_split: cutlass.Int32,
         qk_mma: cute.TiledMma,
         pv_rs: cute.TiledMma,
         pv_ss: cute.TiledMma,
@@ -225,9 +244,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         p0 = cutlass.Int32(0)
         p1 = n_pages
         if cutlass.const_expr(split):
-            per = (n_pages + num_splits - 1) // num_splits
-            p0 = cutlass.min(sp * per, n_pages)
-            p1 = cutlass.min(p0 + per, n_pages)
+            p0, p1 = self.split_range(n_pages, sp, num_splits, pages_per_split)
         valid_rows = self.rows - m_blk * TILE_M
 
         # ---- mbarriers, TMA partitions, the first two pages (warp 0) ------------------------
@@ -278,6 +295,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         sP = [cute.local_tile(sK[None, None, st], (TILE_M, CHUNK), (0, P_CHUNK))
               for st in range(STAGES)]  # fmt: skip
         tPsP = [thr_qk.partition_C(sP[st]) for st in range(STAGES)]  # S's thread layout
+        # step 6: P by stmatrix (8x8 16-bit matrices, 4 per instruction) in S's thread layout
+        st_copy = cute.make_tiled_copy_C(
+            cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype), qk_mma
+        )
+        thr_st = st_copy.get_slice(wg_tidx)
+        tPsP_st = [thr_st.partition_D(sP[st]) for st in range(STAGES)]
 
         thr_rs = pv_rs.get_slice(wg_tidx)
         thr_ss = pv_ss.get_slice(wg_tidx)
@@ -312,6 +335,14 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             pg0 = p0 + 2 * it
             has1 = pg0 + 1 < p1
             phase = it % 2
+            # step 5: the next pair's page indices, read by the two issuing warps now (their
+            # global loads overlap this pair's QK) instead of right before each TMA issue
+            nx0 = cutlass.Int32(0)
+            nx1 = cutlass.Int32(0)
+            if cutlass.const_expr(self.step >= 5):  # noqa: SIM102 (compile-time, then run-time)
+                if warp % 4 == 0:
+                    nx0 = mPT[bidx, cutlass.min(pg0 + 2, p1 - 1)]
+                    nx1 = mPT[bidx, cutlass.min(pg0 + 3, p1 - 1)]
             # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in stage 1
             own = wg
             pg_own = pg0 + wg
@@ -396,7 +427,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     row_max[i] = m1
                     for j in cutlass.range_constexpr(n_cols):
                         s_mn[i, j] = s_mn[i, j] * sc_b[i]
-                self.store_p(acc_s, tPsP[0])
+                self.store_p(acc_s, tPsP[0], st_copy, tPsP_st[0])
                 cute.arch.fence_proxy("async.shared", space="cta")
                 cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
                 # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
@@ -404,9 +435,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 warpgroup.wait_group(0)
                 cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
                 if warp == 0 and pg0 + 2 < p1:
-                    self.issue_chunks(
-                        tma_atom, tKgK, tKsKt, mbar, mPT[bidx, pg0 + 2], 0, V_L[0], V_L[1]
-                    )
+                    pg = nx0
+                    if cutlass.const_expr(self.step < 5):
+                        pg = mPT[bidx, pg0 + 2]
+                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1])
                 for i in cutlass.range_constexpr(n_rows):
                     row_sum[i] = row_sum[i] * sc_b[i]
                     for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
@@ -427,13 +459,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     # stage 1's V1L and P1 (chunks 0-3, 8) are free for page pg0+3
                     cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
                     if warp == 0 and pg0 + 3 < p1:
-                        pg = mPT[bidx, pg0 + 3]
+                        pg = nx1
+                        if cutlass.const_expr(self.step < 5):
+                            pg = mPT[bidx, pg0 + 3]
                         self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1])
                         self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS)
             else:
                 # P1 over the rope chunk of stage 1; publish it
                 if has1:
-                    self.store_p(acc_s, tPsP[1])
+                    self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
                     cute.arch.fence_proxy("async.shared", space="cta")
                 cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
                 # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
@@ -451,13 +485,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
                 if warp == NUM_WG * 2:  # warp 4, WG1's first warp
                     if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
-                        self.issue_chunks(
-                            tma_atom, tKgK, tKsKt, mbar, mPT[bidx, pg0 + 2], 0, V_R[0], N_CHUNKS
-                        )
+                        pg = nx0
+                        if cutlass.const_expr(self.step < 5):
+                            pg = mPT[bidx, pg0 + 2]
+                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS)
                     if pg0 + 3 < p1:  # V1R (chunks 4-7 of stage 1)
-                        self.issue_chunks(
-                            tma_atom, tKgK, tKsKt, mbar, mPT[bidx, pg0 + 3], 1, V_R[0], V_R[1]
-                        )
+                        pg = nx1
+                        if cutlass.const_expr(self.step < 5):
+                            pg = mPT[bidx, pg0 + 3]
+                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1])
 
         # ---- epilogue: the two warpgroups' row sums, O / sum, LSE ---------------------------
         for i in cutlass.range_constexpr(n_rows):
@@ -529,12 +565,22 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         return p
 
     @cute.jit
-    def store_p(self, acc_s: cute.Tensor, tPsP: cute.Tensor):
-        """P (dtype) from the S accumulator's registers into a stage's rope chunk."""
+    def store_p(
+        self,
+        acc_s: cute.Tensor,
+        tPsP: cute.Tensor,
+        st_copy: cute.TiledCopy,
+        tPsP_st: cute.Tensor,
+    ):
+        """P (dtype) from the S accumulator's registers into a stage's rope chunk: one 16-bit
+        store per value (steps 4-5) or stmatrix, four 8x8 matrices per instruction (step 6)."""
         rP = cute.make_rmem_tensor(acc_s.layout, self.dtype)
         rP.store(acc_s.load().to(self.dtype))
-        for e in cutlass.range_constexpr(cute.size(rP)):
-            tPsP[e] = rP[e]
+        if cutlass.const_expr(self.step >= 6):
+            cute.copy(st_copy, st_copy.retile(rP), tPsP_st)
+        else:
+            for e in cutlass.range_constexpr(cute.size(rP)):
+                tPsP[e] = rP[e]
 
     @cute.jit
     def issue_chunks(
@@ -554,7 +600,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             bar = mbar + stage * N_CHUNKS + c
             with cute.arch.elect_one():
                 cute.arch.mbarrier_arrive_and_expect_tx(bar, CHUNK_BYTES)
-            cute.copy(tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar)
+            if cutlass.const_expr(self.step >= 7):
+                cute.copy(
+                    tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar,
+                    cache_policy=cutlass.Int64(EVICT_FIRST),
+                )  # fmt: skip
+            else:
+                cute.copy(tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar)
 
     @cute.jit
     def zero_tail_half(
