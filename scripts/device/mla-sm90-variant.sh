@@ -1,7 +1,7 @@
 #!/bin/bash
 # One compile-time variant of mla_decode_sm90 on the H200, against the default path (and peers):
-# VARIANT is its --config (default "loads=tma": step 3, TMA page loads; "schedule=seesaw" is
-# step 4, the seesaw schedule), TAG names the logs and bundles (default step3). One device call
+# VARIANT is its --config (default "loads=tma schedule=lockstep": step 3, TMA page loads;
+# "schedule=seesaw" is steps 4-8, the seesaw schedule; the default path is the package default), TAG names the logs and bundles (default step3). One device call
 # per step (each well under 10 minutes), after host-setup.sh and `source .device/b/env.sh`:
 #
 #   OUT=$OUT [VARIANT=schedule=seesaw TAG=step4] bash scripts/device/mla-sm90-variant.sh check
@@ -32,7 +32,7 @@ set -uo pipefail
 cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
 steps=("$@"); [ ${#steps[@]} -eq 0 ] && { sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 2; }
 py=${PY:-python3}
-VARIANT=${VARIANT:-loads=tma}
+VARIANT=${VARIANT:-loads=tma schedule=lockstep}
 TAG=${TAG:-step3}
 v="--config $VARIANT"
 

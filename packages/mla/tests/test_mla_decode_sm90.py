@@ -20,7 +20,7 @@ def test_mla_decode_sm90_compiles_for_sm90a(shape, tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))  # a real compile
     plan = load_plan_class("mla", "mla_decode_sm90")()
     prob = plan.problem(**shape)
-    st = plan.run_static(prob, plan.default_config(prob))
+    st = plan.run_static(prob, plan.config(prob, {"schedule": "lockstep"}))
     assert st["arch"] == "sm_90a" and st["cache"]["hit"] is False
     assert st["registers"] <= 255
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
@@ -29,7 +29,7 @@ def test_mla_decode_sm90_compiles_for_sm90a(shape, tmp_path, monkeypatch):
     assert st["mma_mnemonics"] == {"HGMMA.64x32x16.F32.BF16": 36, "HGMMA.64x256x16.F32.BF16": 4}
     # Q + 2 pages + P (64 x 64), bf16, + the row max and row sum exchange (2 x 64 fp32 each)
     assert st["dynamic_smem_bytes"] == (64 * 576 * 3 + 64 * 64) * 2 + 2 * 2 * 64 * 4
-    # the default is the cp.async path (steps 0-2): no TMA
+    # the lockstep schedule's default is the cp.async path (steps 0-2): no TMA
     assert st["opcodes"].get("UTMALDG", 0) == 0 and st["meta"]["kv_load"] == "cp.async"
     # the split kernel's combine (when the problem splits) has no spills either
     for f in st.get("functions", []):
@@ -55,7 +55,7 @@ def test_mla_decode_sm90_tma_loads_compile_for_sm90a(shape, overrides, tmp_path,
     monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
     plan = load_plan_class("mla", "mla_decode_sm90")()
     prob = plan.problem(**shape)
-    cfg = plan.config(prob, overrides)
+    cfg = plan.config(prob, {"schedule": "lockstep", **overrides})
     assert cfg.loads == "tma"
     st = plan.run_static(prob, cfg)
     assert st["arch"] == "sm_90a" and st["cache"]["hit"] is False
@@ -175,7 +175,7 @@ def test_mla_decode_sm90_refuses_in_one_line(shape, needle):
 @pytest.mark.parametrize(
     ("variant", "expect"),
     [
-        ("loads=tma", "{'splits': 1, 'loads': 'tma', 'schedule': 'lockstep',"),
+        ("loads=tma schedule=lockstep", "{'splits': 1, 'loads': 'tma', 'schedule': 'lockstep',"),
         ("schedule=seesaw", "{'splits': 1, 'loads': 'cpasync', 'schedule': 'seesaw',"),
     ],
 )  # fmt: skip

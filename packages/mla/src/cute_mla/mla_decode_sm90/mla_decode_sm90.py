@@ -158,16 +158,17 @@ class MlaSm90Config(Config):
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
     every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 8, see
-    :data:`.seesaw.STEPS`; for before/after runs; 8 is the newest). ``schedule``:
-    ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV of the same page
-    together) or ``seesaw`` (steps 4-8,
-    :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed
-    between them, FlashMLA's schedule; its pages always come by TMA, so ``loads`` applies to
-    ``lockstep`` only; 16-bit caches only)."""
+    :data:`.seesaw.STEPS`; for before/after runs; 8 is the newest). ``schedule``: ``auto``
+    (the default: ``seesaw`` for a 16-bit cache, measured faster at every setting of the
+    workload's table, and ``lockstep`` for the FP8 cache, which only it takes), ``lockstep``
+    (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
+    ``seesaw`` (steps 4-8, :mod:`.seesaw`: each warpgroup owns every other page and the
+    running max is handed between them, FlashMLA's schedule; its pages always come by TMA, so
+    ``loads`` applies to ``lockstep`` only; 16-bit caches only)."""
 
     splits: int = 0
     loads: Literal["cpasync", "tma"] = "cpasync"
-    schedule: Literal["lockstep", "seesaw"] = "lockstep"
+    schedule: Literal["auto", "lockstep", "seesaw"] = "auto"
     split_rule: Literal["equal", "balanced"] = "balanced"
     step: int = 8
 
@@ -176,8 +177,8 @@ class MlaSm90Config(Config):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
         if self.step not in (4, 5, 6, 7, 8):
             raise ShapeError(f"step must be 4 to 8 (the seesaw schedule's; got {self.step})")
-        if self.schedule not in ("lockstep", "seesaw"):
-            raise ShapeError(f"schedule must be lockstep or seesaw (got {self.schedule!r})")
+        if self.schedule not in ("auto", "lockstep", "seesaw"):
+            raise ShapeError(f"schedule must be auto, lockstep or seesaw (got {self.schedule!r})")
         if not 0 <= self.splits <= MAX_SPLITS:
             raise ShapeError(f"splits must be in 0..{MAX_SPLITS} (got {self.splits})")
         if self.loads not in ("cpasync", "tma"):
@@ -270,6 +271,14 @@ class MlaDecodeSm90(KernelPlan):
             )  # fmt: skip
         return specs
 
+    @staticmethod
+    def schedule_for(problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
+        """The schedule a call builds: ``auto`` is seesaw for a 16-bit cache, lockstep for the
+        FP8 one."""
+        if config.schedule == "auto":
+            return "lockstep" if problem.kv_fp8 else "seesaw"
+        return config.schedule
+
     def splits_for(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> int:
         return self.split_plan(problem, config, target)[0]
 
@@ -291,7 +300,8 @@ class MlaDecodeSm90(KernelPlan):
 
         p = problem
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
-        if config.schedule == "seesaw":
+        schedule = self.schedule_for(p, config)
+        if schedule == "seesaw":
             from .seesaw import MlaDecodeSm90Seesaw
 
             k = MlaDecodeSm90Seesaw(p.s, p.h, bool(p.causal), dt, step=config.step)
@@ -334,10 +344,8 @@ class MlaDecodeSm90(KernelPlan):
                 if config.splits
                 else ("balanced" if per else "choose_splits"),
                 "pages_per_split": per or None,
-                "kv_load": "tma"
-                if config.schedule == "seesaw" or config.loads == "tma"
-                else "cp.async",
-                "schedule": config.schedule,
+                "kv_load": "tma" if schedule == "seesaw" or config.loads == "tma" else "cp.async",
+                "schedule": schedule,
                 "math_warpgroups": 2,
                 "combine": "pdl" if splits > 1 else None,
                 "kv_cache": kv,
