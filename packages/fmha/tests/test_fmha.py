@@ -139,3 +139,33 @@ def test_static_compile_for_target_sm(kernel, kw):
     assert report["registers"] > 0 and report["cubin_bytes"] > 0
     if kernel == "hopper_fmha":
         assert report["meta"]["mask_type"] == "WINDOW_MASK_INFERENCE"  # bottom-right
+
+
+@pytest.mark.parametrize(
+    "kernel", ["hopper_fmha", "ampere_flash_attention_v2", "sdpa_flash", "flash_attn4"]
+)
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        # causal, bottom-right aligned: the first sq - sk queries would see no key
+        (["--sq", "256", "--sk", "128", "--causal", "true"], "softmax over no key is undefined"),
+        # GQA: query heads grouped evenly over the KV heads
+        (["--h_q", "6", "--h_kv", "4"], "is not a multiple of --h_kv 4"),
+    ],
+)
+def test_undefined_problems_are_one_line_exit_2_for_every_implementation(
+    kernel, args, needle, capsys, tmp_path
+):
+    """Issue 12's bad input through the command line: a problem the workload does not define
+    is refused before any implementation sees it: one line on stderr, exit 2, no record."""
+    from kernelplan.cli import package_main
+
+    rc = package_main(
+        "fmha",
+        [kernel, "--b", "1", "--sq", "128", "--sk", "128", "--h_q", "4", "--d_qk", "128",
+         *args, "--prof_type", "static", "--results-dir", str(tmp_path)],
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert len(err) == 1 and err[0].startswith("error:") and needle in err[0]
+    assert not list(tmp_path.rglob("*.json"))
