@@ -466,17 +466,8 @@ class MlaDecodeSm90Kernel:
         thr_copy = tiled_copy.get_slice(tidx)
         cT = cute.make_identity_tensor((TILE_M, D_QK))  # same shape for a Q tile and a page
         tXcT = thr_copy.partition_S(cT)  # (CPY, 2, 9): row of each 16-byte vector
-        gQ = mQ[bidx, m_blk, None, None]  # (64, 576)
-        gQ0 = cute.make_tensor(gQ.iterator, cute.make_layout((TILE_M, D_QK), stride=(0, 1)))
-        tQgQ = thr_copy.partition_S(gQ)
-        tQgQ0 = thr_copy.partition_S(gQ0)
-        tQsQ = thr_copy.partition_D(sQ)
         tKsK = thr_copy.partition_D(sK)  # (CPY, 2, 9, stages)
-        for m in cutlass.range_constexpr(cute.size(tQsQ, mode=[1])):
-            if tXcT[0, m, 0][0] < valid_rows:
-                cute.copy(tiled_copy, tQgQ[None, m, None], tQsQ[None, m, None])
-            else:  # a query row past s*h: row 0 of the tile stands in (never stored)
-                cute.copy(tiled_copy, tQgQ0[None, m, None], tQsQ[None, m, None])
+        self.load_q(tiled_copy, mQ, sQ, bidx, m_blk, valid_rows, tidx)
 
         if cutlass.const_expr(self.tma):
             # Q by cp.async as before; one CTA barrier before the loop (Q in SMEM, seen by the
@@ -659,7 +650,43 @@ class MlaDecodeSm90Kernel:
         cute.arch.cp_async_wait_group(0)  # nothing in flight at exit (zero-length sequences)
 
         # ---- epilogue: O / sum -> dtype, LSE (natural log) -------------------------------
-        # the row sums of both halves (the same max was used by both)
+        m_log2 = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+        for i in cutlass.range_constexpr(n_rows):
+            m_log2[i] = row_max[i] * scale_log2
+        self.epilogue(
+            acc_o, row_sum, m_log2, tScS, sSum, thr_pv, mO, mL, mOa, mLa, bidx, m_blk, sp, wg,
+            lane, valid_rows, split,
+        )  # fmt: skip
+
+    @cute.jit
+    def epilogue(
+        self,
+        acc_o: cute.Tensor,
+        row_sum: cute.Tensor,
+        m_log2: cute.Tensor,
+        tScS: cute.Tensor,
+        sSum: cute.Tensor,
+        thr_pv,
+        mO: cute.Tensor,
+        mL: cute.Tensor,
+        mOa: cute.Tensor,
+        mLa: cute.Tensor,
+        bidx: cutlass.Int32,
+        m_blk: cutlass.Int32,
+        sp: cutlass.Int32,
+        wg: cutlass.Int32,
+        lane: cutlass.Int32,
+        valid_rows: cutlass.Int32,
+        split: cutlass.Constexpr,
+    ):
+        """Both schedules' epilogue: each warpgroup's row sums (its threads' columns; ``row_sum``
+        per thread and row) meet in SMEM (``sSum``, one CTA barrier), O_half / sum, then either
+        the split's fp32 partial O and log2-domain LSE into the workspace (``split``: the
+        combine may start its prologue first) or O in the dtype and the natural-log LSE.
+        ``m_log2``: each row's running max in the log2 domain, already times the softmax scale;
+        ``thr_pv``: the PV MMA's thread slice (O's 64 x 256 partition)."""
+        n_rows = cute.size(tScS, mode=[0])
+        acc_o_mn = _mn_view(acc_o)
         for i in cutlass.range_constexpr(n_rows):
             mine = cute.arch.warp_reduction_sum(row_sum[i], threads_in_group=4)
             if lane % 4 == 0:
@@ -674,16 +701,13 @@ class MlaDecodeSm90Kernel:
             for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
                 acc_o_mn[i, j] = acc_o_mn[i, j] * inv
 
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
         if cutlass.const_expr(split):
-            # the combine may start its prologue now (it waits for this grid's completion
-            # before reading the workspace)
             cute.arch.griddepcontrol_launch_dependents()
-            # fp32 partial O (normalised by this split's own sum) and its log2-domain LSE
             gOa = cute.local_tile(
                 mOa[sp, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg)
             )
             tOgOa = thr_pv.partition_C(gOa)
-            tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
             for e in cutlass.range_constexpr(cute.size(acc_o)):
                 if tOcO[e][0] < valid_rows:
                     tOgOa[e] = acc_o[e]
@@ -694,18 +718,16 @@ class MlaDecodeSm90Kernel:
                     if row < valid_rows:
                         val = -cutlass.Float32.inf
                         if row_sum[i] > 0.0:
-                            val = row_max[i] * scale_log2 + cute.math.log2(row_sum[i])
+                            val = m_log2[i] + cute.math.log2(row_sum[i])
                         gLa[row] = val
         else:
             rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
             rO.store(acc_o.load().to(self.dtype))
             gO = cute.local_tile(mO[bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
             tOgO = thr_pv.partition_C(gO)
-            tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
             for e in cutlass.range_constexpr(cute.size(rO)):
                 if tOcO[e][0] < valid_rows:
                     tOgO[e] = rO[e]
-
             if wg == 0 and lane % 4 == 0:
                 gL = mL[bidx, m_blk, None]
                 for i in cutlass.range_constexpr(n_rows):
@@ -713,8 +735,26 @@ class MlaDecodeSm90Kernel:
                     if row < valid_rows:
                         val = -cutlass.Float32.inf
                         if row_sum[i] > 0.0:
-                            val = (row_max[i] * scale_log2 + cute.math.log2(row_sum[i])) * LN_2
+                            val = (m_log2[i] + cute.math.log2(row_sum[i])) * LN_2
                         gL[row] = val
+
+    @cute.jit
+    def load_q(self, q_copy, mQ, sQ, bidx, m_blk, valid_rows, tidx):
+        """Q's 64 x 576 tile of (sequence bidx, m-tile m_blk) into SMEM by cp.async (all 256
+        threads, 16-byte vectors; the caller commits and waits); a query row past s*h takes
+        row 0 of the tile instead (finite; never stored)."""
+        thr_q = q_copy.get_slice(tidx)
+        tXcT = thr_q.partition_S(cute.make_identity_tensor((TILE_M, D_QK)))
+        gQ = mQ[bidx, m_blk, None, None]
+        gQ0 = cute.make_tensor(gQ.iterator, cute.make_layout((TILE_M, D_QK), stride=(0, 1)))
+        tQgQ = thr_q.partition_S(gQ)
+        tQgQ0 = thr_q.partition_S(gQ0)
+        tQsQ = thr_q.partition_D(sQ)
+        for m in cutlass.range_constexpr(cute.size(tQsQ, mode=[1])):
+            if tXcT[0, m, 0][0] < valid_rows:
+                cute.copy(q_copy, tQgQ[None, m, None], tQsQ[None, m, None])
+            else:
+                cute.copy(q_copy, tQgQ0[None, m, None], tQsQ[None, m, None])
 
     @cute.kernel
     def combine(

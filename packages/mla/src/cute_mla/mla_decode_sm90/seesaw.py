@@ -67,7 +67,6 @@ from .kernel import (
     CHUNK_BYTES,
     D_QK,
     D_V,
-    LN_2,
     LOG2_E,
     N_CHUNKS,
     NUM_WG,
@@ -268,18 +267,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[bidx, p0 + 1], 1, 0, N_CHUNKS)
 
         # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop --------------
-        thr_q = q_copy.get_slice(tidx)
-        tXcT = thr_q.partition_S(cute.make_identity_tensor((TILE_M, D_QK)))
-        gQ = mQ[bidx, m_blk, None, None]
-        gQ0 = cute.make_tensor(gQ.iterator, cute.make_layout((TILE_M, D_QK), stride=(0, 1)))
-        tQgQ = thr_q.partition_S(gQ)
-        tQgQ0 = thr_q.partition_S(gQ0)
-        tQsQ = thr_q.partition_D(sQ)
-        for m in cutlass.range_constexpr(cute.size(tQsQ, mode=[1])):
-            if tXcT[0, m, 0][0] < valid_rows:
-                cute.copy(q_copy, tQgQ[None, m, None], tQsQ[None, m, None])
-            else:  # a query row past s*h: row 0 of the tile stands in (never stored)
-                cute.copy(q_copy, tQgQ0[None, m, None], tQsQ[None, m, None])
+        self.load_q(q_copy, mQ, sQ, bidx, m_blk, valid_rows, tidx)
         cute.arch.cp_async_commit_group()
         cute.arch.cp_async_wait_group(0)
         cute.arch.fence_proxy("async.shared", space="cta")
@@ -495,53 +483,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             pg = mPT[bidx, pg0 + 3]
                         self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1])
 
-        # ---- epilogue: the two warpgroups' row sums, O / sum, LSE ---------------------------
-        for i in cutlass.range_constexpr(n_rows):
-            mine = cute.arch.warp_reduction_sum(row_sum[i], threads_in_group=4)
-            if lane % 4 == 0:
-                sSum[tScS[i, 0][0], wg] = mine
-        cute.arch.barrier()
-        for i in cutlass.range_constexpr(n_rows):
-            total = sSum[tScS[i, 0][0], 0] + sSum[tScS[i, 0][0], 1]
-            row_sum[i] = total
-            inv = cutlass.Float32(0.0)
-            if total > 0.0:
-                inv = 1.0 / total
-            for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                acc_o_mn[i, j] = acc_o_mn[i, j] * inv
-
-        tOcO = thr_rs.partition_C(cute.make_identity_tensor((TILE_M, HALF_V)))
-        if cutlass.const_expr(split):
-            cute.arch.griddepcontrol_launch_dependents()
-            gOa = cute.local_tile(mOa[sp, bidx, m_blk, None, None], (TILE_M, HALF_V), (0, wg))
-            tOgOa = thr_rs.partition_C(gOa)
-            for e in cutlass.range_constexpr(cute.size(acc_o)):
-                if tOcO[e][0] < valid_rows:
-                    tOgOa[e] = acc_o[e]
-            if wg == 0 and lane % 4 == 0:
-                for i in cutlass.range_constexpr(n_rows):
-                    row = tScS[i, 0][0]
-                    if row < valid_rows:
-                        val = NEG_INF
-                        if row_sum[i] > 0.0:
-                            val = row_max[i] + cute.math.log2(row_sum[i])
-                        mLa[sp, bidx, m_blk, row] = val
-        else:
-            rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
-            rO.store(acc_o.load().to(self.dtype))
-            gO = cute.local_tile(mO[bidx, m_blk, None, None], (TILE_M, HALF_V), (0, wg))
-            tOgO = thr_rs.partition_C(gO)
-            for e in cutlass.range_constexpr(cute.size(rO)):
-                if tOcO[e][0] < valid_rows:
-                    tOgO[e] = rO[e]
-            if wg == 0 and lane % 4 == 0:
-                for i in cutlass.range_constexpr(n_rows):
-                    row = tScS[i, 0][0]
-                    if row < valid_rows:
-                        val = NEG_INF
-                        if row_sum[i] > 0.0:
-                            val = (row_max[i] + cute.math.log2(row_sum[i])) * LN_2
-                        mL[bidx, m_blk, row] = val
+        # ---- epilogue (the base kernel's): row sums, O / sum, O and LSE ---------------------
+        self.epilogue(
+            acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, bidx, m_blk, sp, wg,
+            lane, valid_rows, split,
+        )  # fmt: skip
 
     # ---- helpers ------------------------------------------------------------------------------
     @cute.jit
