@@ -643,3 +643,22 @@ def test_report_focus_adds_the_section_and_the_plot(rounds, capsys):
     assert (out / "alternated.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rc = report.main(["report", "gemm", "--results-dir", str(rounds), "--focus", "nope"])
     assert rc == 2 and "unknown gemm kernel 'nope'" in capsys.readouterr().err
+
+
+def test_a_config_field_added_since_a_record_is_not_given_todays_default():
+    """A record written before a config field existed keeps no value for it: mla_decode_sm90's
+    lockstep records from before ``schedule`` (default now ``auto``, i.e. seesaw) must not be
+    labelled with the schedule they did not run; fields the record names are normalised."""
+    from kernelplan.report import _config_label, normalized
+
+    old = {
+        "package": "mla",
+        "kernel": "mla_decode_sm90",
+        "config": {"splits": 0, "loads": "cpasync"},
+        "problem": {"b": 32, "t": 4096},
+    }
+    cfg = normalized(old)["config"]
+    assert cfg == {"splits": 0, "loads": "cpasync"}
+    assert "schedule" not in _config_label(cfg) and "step" not in _config_label(cfg)
+    new = dict(old, config={"splits": 2, "schedule": "seesaw", "step": 6})
+    assert normalized(new)["config"] == {"splits": 2, "schedule": "seesaw", "step": 6}

@@ -190,8 +190,10 @@ def workload_of(rec: Mapping[str, Any]) -> str | None:
 
 def normalized(rec: Mapping[str, Any]) -> dict[str, Any]:
     """``rec`` with ``workload`` set (:func:`workload_of`) and, where they parse, its problem
-    and config as the dataclasses of today write them (schema 1 problems lack fields added
-    since, such as ``init``; schema 1 configs held ``sm_count``). The file is not touched."""
+    as the dataclass of today writes it (schema 1 problems lack fields added since, such as
+    ``init``) and its config as written, values normalised (schema 1 configs held
+    ``sm_count``; config fields added since are left out, not given today's default). The
+    file is not touched."""
     from .records import record_problem_config
 
     out = dict(rec)
@@ -205,7 +207,12 @@ def normalized(rec: Mapping[str, Any]) -> dict[str, Any]:
         except Exception:  # an adapter that cannot be built here: keep the record as written
             pc = None
         if pc is not None:
-            out["problem"], out["config"] = pc[0].to_dict(), pc[1].to_dict()
+            # the config as recorded: a field added since the record was written keeps no
+            # value (today's default need not be what ran: mla_decode_sm90's ``schedule``
+            # default became seesaw after its lockstep records were written)
+            written = rec.get("config") or {}
+            out["problem"] = pc[0].to_dict()
+            out["config"] = {k: v for k, v in pc[1].to_dict().items() if k in written}
     return out
 
 
