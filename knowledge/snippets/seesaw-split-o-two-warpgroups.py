@@ -143,6 +143,8 @@ def seesaw_pair(
                       acc_o)  # fmt: skip
         warpgroup.commit_group()
     warpgroup.wait_group(0)
+
+
 # snippet:end
 
 
@@ -173,8 +175,9 @@ def seesaw_attention(q: cute.Tensor, k: cute.Tensor, vt: cute.Tensor, o: cute.Te
     K = OperandMajorMode.K
     qk_mma = sm90_utils.make_trivial_tiled_mma(dt, dt, K, K, cutlass.Float32, (1, 1, 1),
                                                (TILE_M, PAGE))  # fmt: skip
+    rmem = warpgroup.OperandSource.RMEM  # the A operand (P) from registers
     pv_rs = sm90_utils.make_trivial_tiled_mma(dt, dt, K, K, cutlass.Float32, (1, 1, 1),
-                                              (TILE_M, HALF), warpgroup.OperandSource.RMEM)  # fmt: skip
+                                              (TILE_M, HALF), rmem)  # fmt: skip
     pv_ss = sm90_utils.make_trivial_tiled_mma(dt, dt, K, K, cutlass.Float32, (1, 1, 1),
                                               (TILE_M, HALF))  # fmt: skip
     rm = LayoutEnum.ROW_MAJOR
@@ -195,7 +198,8 @@ def seesaw_attention(q: cute.Tensor, k: cute.Tensor, vt: cute.Tensor, o: cute.Te
 
     scale_log2 = cutlass.Float32(math.log2(math.e) / math.sqrt(D))
     seesaw_kernel(q, k, vt, o, qk_mma, pv_rs, pv_ss, q_l, k_l, vt_l, p_l, Storage,
-                  scale_log2).launch(grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream)  # fmt: skip
+                  scale_log2).launch(grid=[1, 1, 1], block=[THREADS, 1, 1],
+                                     stream=stream)  # fmt: skip
 
 
 @cute.kernel
@@ -273,8 +277,9 @@ def _fake_args():
         make_fake_compact_tensor(bf, (TILE_M, D), stride_order=(1, 0), assumed_align=16),
         make_fake_compact_tensor(bf, (N_PAGES * PAGE, D), stride_order=(1, 0), assumed_align=16),
         make_fake_compact_tensor(bf, (DV, N_PAGES * PAGE), stride_order=(1, 0), assumed_align=16),
-        make_fake_compact_tensor(cutlass.Float32, (TILE_M, DV), stride_order=(1, 0),
-                                 assumed_align=16),  # fmt: skip
+        make_fake_compact_tensor(
+            cutlass.Float32, (TILE_M, DV), stride_order=(1, 0), assumed_align=16
+        ),  # fmt: skip
         make_fake_stream(),
     )
 
