@@ -3,10 +3,7 @@ what it does not take with one line."""
 
 import pytest
 
-from kernelplan.testing import needs_sources
 
-
-@needs_sources
 @pytest.mark.parametrize(
     "shape",
     [
@@ -36,7 +33,6 @@ def test_mla_decode_sm90_compiles_for_sm90a(shape, tmp_path, monkeypatch):
         assert f["spill_store_bytes"] == 0 and f["spill_load_bytes"] == 0
 
 
-@needs_sources
 @pytest.mark.parametrize(
     ("shape", "overrides"),
     [
@@ -83,7 +79,7 @@ def test_mla_decode_sm90_loads_config():
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
     prob = plan.problem(b=2, t=100)
-    assert plan.default_config(prob).loads == "cpasync"
+    assert plan.default_config(prob).loads == "auto"
     assert plan.config(prob, {"loads": "tma"}).loads == "tma"
     with pytest.raises(ShapeError, match="loads") as e:
         plan.config(prob, {"loads": "cp.async"})
@@ -176,7 +172,7 @@ def test_mla_decode_sm90_refuses_in_one_line(shape, needle):
     ("variant", "expect"),
     [
         ("loads=tma schedule=lockstep", "{'splits': 1, 'loads': 'tma', 'schedule': 'lockstep',"),
-        ("schedule=seesaw", "{'splits': 1, 'loads': 'cpasync', 'schedule': 'seesaw',"),
+        ("schedule=seesaw", "{'splits': 1, 'loads': 'auto', 'schedule': 'seesaw',"),
     ],
 )  # fmt: skip
 def test_variant_device_script_dry_run(variant, expect):
@@ -203,7 +199,6 @@ def test_variant_device_script_dry_run(variant, expect):
     assert f"ok b=2 s=1 t=16384 h=128 {expect}" in r.stdout
 
 
-@needs_sources
 @pytest.mark.parametrize(
     "shape",
     [
@@ -247,7 +242,6 @@ def test_mla_decode_sm90_seesaw_compiles_for_sm90a(shape, tmp_path, monkeypatch)
 FP8 = "float8_e4m3fn"
 
 
-@needs_sources
 @pytest.mark.parametrize(
     ("shape", "scales"),
     [
@@ -342,7 +336,8 @@ def test_mla_decode_sm90_fp8_tensors_and_key():
     ("shape", "overrides", "needle"),
     [
         ({"kv_scale": "per_block", "kv_block": 8}, {}, "takes --kv_block >= 16"),
-        ({}, {"loads": "tma"}, "FP8 latent cache takes --config loads=cpasync only"),
+        ({}, {"loads": "tma"}, "FP8 latent cache takes --config loads=cpasync or auto"),
+        ({}, {"schedule": "seesaw"}, "FP8 latent cache takes --config schedule=lockstep or auto"),
     ],
 )
 def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
@@ -437,3 +432,28 @@ def test_mla_decode_sm90_fp8_kernel_parameters():
     with pytest.raises(ValueError, match="cpasync"):
         MlaDecodeSm90Kernel(1, 128, True, loads="tma", kv_fp8=True)
     assert not MlaDecodeSm90Kernel(1, 128, True).kv_fp8
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"schedule": "seesaw", "loads": "cpasync"}, "seesaw schedule loads pages by TMA"),
+        ({"loads": "cpasync"}, "seesaw schedule loads pages by TMA"),  # auto -> seesaw
+        ({"schedule": "lockstep", "step": "4"}, "step applies to the seesaw schedule"),
+    ],
+)
+def test_mla_decode_sm90_config_combinations_not_built_are_refused(overrides, needle):
+    """A --config combination that would be silently ignored is refused in one line: cp.async
+    pages with the seesaw schedule (it loads by TMA), a seesaw step with lockstep."""
+    from kernelplan import ShapeError
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    prob = plan.problem(b=2, t=100)
+    with pytest.raises(ShapeError, match=needle) as e:
+        plan.supports_config(prob, plan.config(prob, overrides))
+    assert "\n" not in str(e.value)
+    # what is taken: lockstep with either load path, seesaw with auto or tma loads
+    taken = ({"schedule": "lockstep", "loads": "tma"}, {"schedule": "seesaw", "loads": "tma"}, {})
+    for ok in taken:
+        plan.supports_config(prob, plan.config(prob, ok))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import inspect
 import json
 import os
 import sys
@@ -111,6 +112,11 @@ def build_parser(plan: KernelPlan, prog: str | None = None):
         if keys
         else f"{plan.name} takes no --config"
     )
+    # what the keys mean: the config class's own docstring (a dataclass without one gets a
+    # generated "Name(field: type = ...)" line, which says nothing the line above does not)
+    doc = inspect.getdoc(plan.config_type) if keys else None
+    if doc and not doc.startswith(plan.config_type.__name__ + "("):
+        p.epilog += ". " + " ".join(doc.split())
     # the implementation's own defaults, except for fields the problem derives from others
     # (declared None: c_dtype from dtype, num_pages from the lengths, a softmax scale from the
     # head dims), so that e.g. --t 8192 does not keep the default problem's page count

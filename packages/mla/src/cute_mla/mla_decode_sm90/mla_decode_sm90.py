@@ -150,10 +150,11 @@ def choose_splits(problem: MlaDecodeProblem, sm_count: int) -> int:
 @dataclass(frozen=True)
 class MlaSm90Config(Config):
     """``splits``: KV splits per sequence; 0 chooses per call (:func:`choose_splits`), 1 is
-    v0's path (no workspace, no combine kernel). ``loads``: how pages reach SMEM:
-    ``cpasync`` (steps 0-2, the validated default: all 256 math threads issue cp.async and
-    meet at a CTA barrier per page) or ``tma`` (step 3: one TMA per 64-column chunk by the
-    page's coordinate, issued by warp 0, one mbarrier per chunk, no load barrier per page).
+    v0's path (no workspace, no combine kernel). ``loads``: how pages reach SMEM: ``auto``
+    (the default: ``tma`` for the seesaw schedule, ``cpasync`` for lockstep), ``cpasync``
+    (lockstep steps 0-2: all 256 math threads issue cp.async and meet at a CTA barrier per
+    page; the only loads of the FP8 cache) or ``tma`` (step 3 with lockstep, and always with
+    seesaw: one TMA per 64-column chunk by the page's coordinate, one mbarrier per chunk).
     ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
@@ -163,11 +164,11 @@ class MlaSm90Config(Config):
     workload's table, and ``lockstep`` for the FP8 cache, which only it takes), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
     ``seesaw`` (steps 4-8, :mod:`.seesaw`: each warpgroup owns every other page and the
-    running max is handed between them, FlashMLA's schedule; its pages always come by TMA, so
-    ``loads`` applies to ``lockstep`` only; 16-bit caches only)."""
+    running max is handed between them, FlashMLA's schedule; its pages always come by TMA;
+    16-bit caches only). ``step`` applies to the seesaw schedule only."""
 
     splits: int = 0
-    loads: Literal["cpasync", "tma"] = "cpasync"
+    loads: Literal["auto", "cpasync", "tma"] = "auto"
     schedule: Literal["auto", "lockstep", "seesaw"] = "auto"
     split_rule: Literal["equal", "balanced"] = "balanced"
     step: int = 8
@@ -176,13 +177,16 @@ class MlaSm90Config(Config):
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
         if self.step not in (4, 5, 6, 7, 8):
-            raise ShapeError(f"step must be 4 to 8 (the seesaw schedule's; got {self.step})")
+            raise ShapeError(
+                f"step must be 4 to 8 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
+            )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
             raise ShapeError(f"schedule must be auto, lockstep or seesaw (got {self.schedule!r})")
         if not 0 <= self.splits <= MAX_SPLITS:
             raise ShapeError(f"splits must be in 0..{MAX_SPLITS} (got {self.splits})")
-        if self.loads not in ("cpasync", "tma"):
-            raise ShapeError(f"loads must be cpasync or tma (got {self.loads!r})")
+        if self.loads not in ("auto", "cpasync", "tma"):
+            raise ShapeError(f"loads must be auto, cpasync or tma (got {self.loads!r})")
 
 
 class MlaDecodeSm90(KernelPlan):
@@ -199,8 +203,9 @@ class MlaDecodeSm90(KernelPlan):
         "b", "t", "varlen", "varlen_seed", "seqlens", "num_pages", "softmax_scale",
     )  # fmt: skip
     description: ClassVar[str] = (
-        "own CuTe DSL MLA decode for sm_90a (WGMMA, 2 math warpgroups, cp.async pages or "
-        "TMA with loads=tma, V = transposed K page in SMEM), split-KV with a combine kernel"
+        "own CuTe DSL MLA decode for sm_90a: WGMMA, 2 math warpgroups, V = transposed K page "
+        "in SMEM, split-KV with a PDL combine; default: the seesaw schedule (seesaw.py) with "
+        "TMA pages for 16-bit caches, the lockstep schedule (kernel.py) for the FP8 cache"
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
@@ -238,19 +243,31 @@ class MlaDecodeSm90(KernelPlan):
     def supports_config(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> None:
         if problem.kv_fp8 and config.schedule == "seesaw":
             raise ShapeError(
-                f"{self.name}: the FP8 latent cache takes --config schedule=lockstep only (the "
-                "seesaw schedule loads pages by TMA; got schedule=seesaw)"
+                f"{self.name}: the FP8 latent cache takes --config schedule=lockstep or auto "
+                "(the seesaw schedule loads pages by TMA; got schedule=seesaw)"
             )
-        if problem.kv_fp8 and config.loads != "cpasync":
+        if problem.kv_fp8 and config.loads == "tma":
             raise ShapeError(
-                f"{self.name}: the FP8 latent cache takes --config loads=cpasync only (got "
+                f"{self.name}: the FP8 latent cache takes --config loads=cpasync or auto (got "
                 f"loads={config.loads}: a TMA of e4m3 bytes cannot land as 16-bit SMEM)"
+            )
+        schedule = self.schedule_for(problem, config)
+        if schedule == "seesaw" and config.loads == "cpasync":
+            raise ShapeError(
+                f"{self.name}: the seesaw schedule loads pages by TMA (got loads=cpasync: "
+                "use --config schedule=lockstep for cp.async pages)"
+            )
+        newest = MlaSm90Config().step
+        if schedule == "lockstep" and config.step != newest:
+            raise ShapeError(
+                f"{self.name}: --config step applies to the seesaw schedule (got step="
+                f"{config.step} with schedule={schedule}: use --config schedule=seesaw)"
             )
         cap = split_cap(problem)
         if config.splits > cap:
             raise ShapeError(
                 f"{self.name}: splits {config.splits} exceeds this problem's workspace "
-                f"({cap} splits at most)"
+                f"(at most {cap} split{'s' if cap > 1 else ''})"
             )
 
     def tensor_specs(self, problem: MlaDecodeProblem) -> dict[str, TensorSpec]:
@@ -278,6 +295,11 @@ class MlaDecodeSm90(KernelPlan):
         if config.schedule == "auto":
             return "lockstep" if problem.kv_fp8 else "seesaw"
         return config.schedule
+
+    @staticmethod
+    def loads_for(config: MlaSm90Config) -> str:
+        """The lockstep schedule's page loads: ``auto`` is cp.async."""
+        return "cpasync" if config.loads == "auto" else config.loads
 
     def splits_for(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> int:
         return self.split_plan(problem, config, target)[0]
@@ -307,7 +329,7 @@ class MlaDecodeSm90(KernelPlan):
             k = MlaDecodeSm90Seesaw(p.s, p.h, bool(p.causal), dt, step=config.step)
         else:
             k = MlaDecodeSm90Kernel(
-                p.s, p.h, bool(p.causal), dt, loads=config.loads, kv_fp8=p.kv_fp8,
+                p.s, p.h, bool(p.causal), dt, loads=self.loads_for(config), kv_fp8=p.kv_fp8,
                 scale_block=p.scale_block() if p.kv_fp8 else p.d_latent,
             )  # fmt: skip
         splits, per = self.split_plan(p, config, target)
@@ -344,7 +366,9 @@ class MlaDecodeSm90(KernelPlan):
                 if config.splits
                 else ("balanced" if per else "choose_splits"),
                 "pages_per_split": per or None,
-                "kv_load": "tma" if schedule == "seesaw" or config.loads == "tma" else "cp.async",
+                "kv_load": "tma"
+                if schedule == "seesaw" or self.loads_for(config) == "tma"
+                else "cp.async",
                 "schedule": schedule,
                 "math_warpgroups": 2,
                 "combine": "pdl" if splits > 1 else None,
