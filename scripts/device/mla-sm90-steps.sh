@@ -12,8 +12,9 @@
 # table: python -m kernelplan.alternate over the workload's profile problems: seesaw step 4
 #   (as first measured), 5 (page indices read a pair ahead), 6 (+ P by stmatrix), 7 (+ evict-
 #   first page loads), 8 (+ the combine reads 4 splits per round), all with the equal split
-#   rule, then step 8 with the balanced rule (step 5b: differs on unequal lengths only), and
-#   PEERS (default flashinfer_mla).
+#   rule, then step 8 with the balanced rule (step 5b: differs on unequal lengths only),
+#   step 9 (8 without step 5; added after the 2026-12-01 run, not yet measured), and PEERS
+#   (default flashinfer_mla). The 2026-12-01 run had steps 4-8 only.
 # ncu: the newest step and PEERS at (128, 16384), and the newest step at (32, 4096).
 # Each step's logs and records in its tgz; here: unpack, `cp -rn results/. results/`, logs under
 # results/logs/<date>-h200-mla-sm90-steps/. REPS (default 20) timed rounds. DRYRUN=1 parses
@@ -26,6 +27,8 @@ REPS=${REPS:-20}
 S="mla_decode_sm90:schedule=seesaw"
 SPECS="$S,step=4,split_rule=equal $S,step=5,split_rule=equal $S,step=6,split_rule=equal"
 SPECS="$SPECS $S,step=7,split_rule=equal $S,step=8,split_rule=equal $S,step=8,split_rule=balanced"
+# the next session's question: step 9 (step 8 without step 5's early page-index reads)
+SPECS="$SPECS $S,step=9,split_rule=balanced"
 
 step=${1:?check, table or ncu}
 case $step in

@@ -158,12 +158,13 @@ class MlaSm90Config(Config):
     ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
-    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 8, see
-    :data:`.seesaw.STEPS`; for before/after runs; 8 is the newest). ``schedule``: ``auto``
-    (the default: ``seesaw`` for a 16-bit cache, measured faster at every setting of the
-    workload's table, and ``lockstep`` for the FP8 cache, which only it takes), ``lockstep``
+    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 9, see
+    :data:`.seesaw.STEPS`; for before/after runs; 8, the newest measured, is the default).
+    ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
+    every setting of the workload's table, and ``lockstep`` for the FP8 cache, which only it
+    takes), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-8, :mod:`.seesaw`: each warpgroup owns every other page and the
+    ``seesaw`` (steps 4-9, :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; its pages always come by TMA;
     16-bit caches only). ``step`` applies to the seesaw schedule only."""
 
@@ -176,9 +177,9 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (4, 5, 6, 7, 8):
+        if self.step not in (4, 5, 6, 7, 8, 9):
             raise ShapeError(
-                f"step must be 4 to 8 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to 9 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):

@@ -93,8 +93,10 @@ P_CHUNK = 8
 #: issue path); 6 also stores P with stmatrix (STSM) instead of one 16-bit store per value;
 #: 7 also marks the page loads evict-first in L2 (each page is read by at most the CTAs of one
 #: (sequence, split), close together in time; Q and the split workspace should stay)
-#: 8 also lets the combine read 4 splits' partial O per round (loads in flight together)
-STEPS = (4, 5, 6, 7, 8)
+#: 8 also lets the combine read 4 splits' partial O per round (loads in flight together);
+#: 9 is 8 without step 5's early page-index reads (step 5 measured 0-3% slower on the H200:
+#: knowledge/kernels/mla-decode-sm90.md); built, not yet measured, so the default stays 8
+STEPS = (4, 5, 6, 7, 8, 9)
 STEP = 8
 #: the L2 cache hint "evict first" as the 64-bit policy a TMA load takes (CUTLASS
 #: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
@@ -111,6 +113,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             raise ValueError(f"step must be one of {STEPS} (got {step!r})")
         super().__init__(s, h, causal, dtype, loads="tma")
         self.step = step
+        #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
+        self.early_pages = 5 <= step <= 8
         if step >= 8:
             self.combine_batch = 4
 
@@ -327,7 +331,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             # global loads overlap this pair's QK) instead of right before each TMA issue
             nx0 = cutlass.Int32(0)
             nx1 = cutlass.Int32(0)
-            if cutlass.const_expr(self.step >= 5):  # noqa: SIM102 (compile-time, then run-time)
+            if cutlass.const_expr(self.early_pages):  # noqa: SIM102 (compile-time, then run-time)
                 if warp % 4 == 0:
                     nx0 = mPT[bidx, cutlass.min(pg0 + 2, p1 - 1)]
                     nx1 = mPT[bidx, cutlass.min(pg0 + 3, p1 - 1)]
@@ -424,7 +428,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
                 if warp == 0 and pg0 + 2 < p1:
                     pg = nx0
-                    if cutlass.const_expr(self.step < 5):
+                    if cutlass.const_expr(not self.early_pages):
                         pg = mPT[bidx, pg0 + 2]
                     self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1])
                 for i in cutlass.range_constexpr(n_rows):
@@ -448,7 +452,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
                     if warp == 0 and pg0 + 3 < p1:
                         pg = nx1
-                        if cutlass.const_expr(self.step < 5):
+                        if cutlass.const_expr(not self.early_pages):
                             pg = mPT[bidx, pg0 + 3]
                         self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1])
                         self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS)
@@ -474,12 +478,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 if warp == NUM_WG * 2:  # warp 4, WG1's first warp
                     if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
                         pg = nx0
-                        if cutlass.const_expr(self.step < 5):
+                        if cutlass.const_expr(not self.early_pages):
                             pg = mPT[bidx, pg0 + 2]
                         self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS)
                     if pg0 + 3 < p1:  # V1R (chunks 4-7 of stage 1)
                         pg = nx1
-                        if cutlass.const_expr(self.step < 5):
+                        if cutlass.const_expr(not self.early_pages):
                             pg = mPT[bidx, pg0 + 3]
                         self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1])
 
