@@ -212,6 +212,47 @@ class MlaDecodeSm90Kernel:
         p1 = cutlass.min(p0 + per, n_pages)
         return p0, p1
 
+    def smem_layouts(self):
+        """SMEM: Q (64 x 576) and two pages (64 x 576 each), K-major with the 128-byte swizzle.
+        The atom is 8 rows x 64 columns; tiling rows first puts each 64-column chunk of a page
+        in 8 KB of its own, which is also the canonical MN-major (column-contiguous) layout of
+        the transposed page: V^T (512 x 64 x stage) is a view of the same bytes (``sVt_outer``,
+        (column, token, stage) -> sK's (token, column, stage)). Returns (atom, sQ, sK,
+        sVt_outer); trace time, both schedules."""
+        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, self.dtype)
+        sQ_layout = cute.tile_to_shape(atom, (TILE_M, D_QK), (0, 1))
+        sK_layout = cute.tile_to_shape(atom, (PAGE, D_QK, KV_STAGES), (0, 1, 2))
+        vt = cute.make_layout((D_V, PAGE, KV_STAGES), stride=(PAGE, 1, PAGE * D_QK))
+        return atom, sQ_layout, sK_layout, cute.composition(sK_layout.outer, vt)
+
+    def row_copy(self):
+        """The 256 threads' cp.async of 16-byte vectors: 8 threads x 8 elements = one 64-column
+        chunk of a row, 32 rows per pass (Q tiles, and the lockstep schedule's pages)."""
+        copy_atom = cute.make_copy_atom(
+            cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL),
+            self.dtype,
+            num_bits_per_copy=128,
+        )
+        return cute.make_tiled_copy_tv(
+            copy_atom,
+            cute.make_layout((THREADS // 8, 8), stride=(8, 1)),
+            cute.make_layout((1, 8)),
+        )
+
+    def page_tma(self, kv_cache, atom):
+        """The cache seen as (tokens, 576) rows; one TMA box is one 64-token x 64-column chunk
+        of a page, landing as one 8 KB chunk of the SMEM page (the 128-byte-swizzle atom tiled
+        rows first, the layout of every chunk of sK). The page index from the page table is
+        the box's row coordinate (in units of 64 tokens). Returns (atom, TMA tensor)."""
+        mKV_rows = cute.make_tensor(
+            kv_cache.iterator,
+            cute.make_layout((kv_cache.shape[0] * PAGE, D_QK), stride=(D_QK, 1)),
+        )
+        chunk_layout = cute.tile_to_shape(atom, (PAGE, CHUNK), (0, 1))
+        return cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), mKV_rows, chunk_layout, (PAGE, CHUNK)
+        )
+
     def launch_combine(self, o, lse, o_acc, lse_acc, num_splits, b, stream):
         """Launch :meth:`combine` over every packed row (trace time, after the split kernel)."""
         rows = self.rows
@@ -303,23 +344,9 @@ class MlaDecodeSm90Kernel:
         # The atom is 8 rows x 64 columns; tiling rows first puts each 64-column chunk of a
         # page in 8 KB of its own, which is also the canonical MN-major (column-contiguous)
         # layout of the transposed page: V^T (512 x 64) is a view of the same bytes.
-        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dt)
-        sQ_layout = cute.tile_to_shape(atom, (TILE_M, D_QK), (0, 1))
-        sK_layout = cute.tile_to_shape(atom, (PAGE, D_QK, KV_STAGES), (0, 1, 2))
+        atom, sQ_layout, sK_layout, sVt_outer = self.smem_layouts()
         sP_layout = cute.tile_to_shape(atom, (TILE_M, PAGE), (0, 1))  # P (64 x 64), 8 KB
-        # (column, token, stage) -> (token, column, stage) of sK's domain
-        vt = cute.make_layout((D_V, PAGE, KV_STAGES), stride=(PAGE, 1, PAGE * D_QK))
-        sVt_outer = cute.composition(sK_layout.outer, vt)
-
-        copy_atom = cute.make_copy_atom(
-            cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt, num_bits_per_copy=128
-        )
-        # 8 threads x 8 elements = one 64-column chunk of a row; 32 rows per pass
-        tiled_copy = cute.make_tiled_copy_tv(
-            copy_atom,
-            cute.make_layout((THREADS // 8, 8), stride=(8, 1)),
-            cute.make_layout((1, 8)),
-        )
+        tiled_copy = self.row_copy()
 
         # step 3 (loads="tma"): the cache seen as (tokens, 576) rows; one TMA box is one
         # 64-token x 64-column chunk of a page, landing as one 8 KB chunk of the SMEM page (the
@@ -327,14 +354,7 @@ class MlaDecodeSm90Kernel:
         # index from the page table is the box's row coordinate (in units of 64 tokens).
         tma_atom, mKVt = None, None
         if cutlass.const_expr(self.tma):
-            mKV_rows = cute.make_tensor(
-                kv_cache.iterator,
-                cute.make_layout((kv_cache.shape[0] * PAGE, D_QK), stride=(D_QK, 1)),
-            )
-            chunk_layout = cute.tile_to_shape(atom, (PAGE, CHUNK), (0, 1))
-            tma_atom, mKVt = cpasync.make_tiled_tma_atom(
-                cpasync.CopyBulkTensorTileG2SOp(), mKV_rows, chunk_layout, (PAGE, CHUNK)
-            )
+            tma_atom, mKVt = self.page_tma(kv_cache, atom)
 
         if cutlass.const_expr(self.tma):
 
@@ -745,16 +765,34 @@ class MlaDecodeSm90Kernel:
         row 0 of the tile instead (finite; never stored)."""
         thr_q = q_copy.get_slice(tidx)
         tXcT = thr_q.partition_S(cute.make_identity_tensor((TILE_M, D_QK)))
-        gQ = mQ[bidx, m_blk, None, None]
-        gQ0 = cute.make_tensor(gQ.iterator, cute.make_layout((TILE_M, D_QK), stride=(0, 1)))
-        tQgQ = thr_q.partition_S(gQ)
-        tQgQ0 = thr_q.partition_S(gQ0)
-        tQsQ = thr_q.partition_D(sQ)
-        for m in cutlass.range_constexpr(cute.size(tQsQ, mode=[1])):
-            if tXcT[0, m, 0][0] < valid_rows:
-                cute.copy(q_copy, tQgQ[None, m, None], tQsQ[None, m, None])
+        self.copy_rows(
+            q_copy, thr_q, mQ[bidx, m_blk, None, None], thr_q.partition_D(sQ), tXcT, valid_rows,
+            D_QK,
+        )  # fmt: skip
+
+    @cute.jit
+    def copy_rows(
+        self,
+        tiled_copy: cute.TiledCopy,
+        thr_copy,
+        g: cute.Tensor,
+        tXs: cute.Tensor,
+        tXc: cute.Tensor,
+        limit: cutlass.Int32,
+        width: cutlass.Constexpr,
+    ):
+        """Rows of the (64, width) global tile ``g`` into their SMEM places ``tXs`` (this
+        thread's partition; ``tXc`` the row of each vector) by cp.async: a row < ``limit``
+        from ``g``, any other from row 0 of ``g``, a valid, finite stand-in (a query row past
+        s*h, or a token slot past the sequence's end: NaN in the check), never used."""
+        g0 = cute.make_tensor(g.iterator, cute.make_layout((TILE_M, width), stride=(0, 1)))
+        tXg = thr_copy.partition_S(g)
+        tXg0 = thr_copy.partition_S(g0)
+        for m in cutlass.range_constexpr(cute.size(tXg, mode=[1])):
+            if tXc[0, m, 0][0] < limit:
+                cute.copy(tiled_copy, tXg[None, m, None], tXs[None, m, None])
             else:
-                cute.copy(q_copy, tQgQ0[None, m, None], tQsQ[None, m, None])
+                cute.copy(tiled_copy, tXg0[None, m, None], tXs[None, m, None])
 
     @cute.kernel
     def combine(
@@ -885,16 +923,10 @@ class MlaDecodeSm90Kernel:
         past the sequence's end are copied from token 0 of the same page (a valid, finite
         token) instead of their NaN slots, so the SMEM page only ever holds finite values."""
         page = mPT[bidx, n]
-        gK = mKV[page, None, None]  # (64, 576)
-        gK0 = cute.make_tensor(gK.iterator, cute.make_layout((PAGE, D_QK), stride=(0, 1)))
-        tKgK = thr_copy.partition_S(gK)
-        tKgK0 = thr_copy.partition_S(gK0)
-        tokens = seqlen - n * PAGE
-        for m in cutlass.range_constexpr(cute.size(tKgK, mode=[1])):
-            if tXcT[0, m, 0][0] < tokens:
-                cute.copy(tiled_copy, tKgK[None, m, None], tKsK[None, m, None, stage])
-            else:
-                cute.copy(tiled_copy, tKgK0[None, m, None], tKsK[None, m, None, stage])
+        self.copy_rows(
+            tiled_copy, thr_copy, mKV[page, None, None], tKsK[None, None, None, stage], tXcT,
+            seqlen - n * PAGE, D_QK,
+        )  # fmt: skip
 
     @cute.jit
     def load_rope(
@@ -914,16 +946,10 @@ class MlaDecodeSm90Kernel:
         columns 512..575 of SMEM stage ``stage`` with cp.async, as :meth:`load_page` does for a
         whole 16-bit page (tokens past the end copied from token 0 of the page)."""
         page = mPT[bidx, n]
-        gR = mRope[page, None, None]  # (64, 64)
-        gR0 = cute.make_tensor(gR.iterator, cute.make_layout((PAGE, D_ROPE), stride=(0, 1)))
-        tRgR = thr_copy.partition_S(gR)
-        tRgR0 = thr_copy.partition_S(gR0)
-        tokens = seqlen - n * PAGE
-        for m in cutlass.range_constexpr(cute.size(tRgR, mode=[1])):
-            if tXcR[0, m, 0][0] < tokens:
-                cute.copy(tiled_copy, tRgR[None, m, None], tRsR[None, m, None, stage])
-            else:
-                cute.copy(tiled_copy, tRgR0[None, m, None], tRsR[None, m, None, stage])
+        self.copy_rows(
+            tiled_copy, thr_copy, mRope[page, None, None], tRsR[None, None, None, stage], tXcR,
+            seqlen - n * PAGE, D_ROPE,
+        )  # fmt: skip
 
     @cute.jit
     def load_latent(

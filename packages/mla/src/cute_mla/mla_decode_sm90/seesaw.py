@@ -65,7 +65,6 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from .kernel import (
     CHUNK,
     CHUNK_BYTES,
-    D_QK,
     D_V,
     LOG2_E,
     N_CHUNKS,
@@ -155,28 +154,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             dt, dt, K, MN, cutlass.Float32, (1, 1, 1), (TILE_M, HALF_V)
         )
 
-        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dt)
-        sQ_layout = cute.tile_to_shape(atom, (TILE_M, D_QK), (0, 1))
-        sK_layout = cute.tile_to_shape(atom, (PAGE, D_QK, STAGES), (0, 1, 2))
-        vt = cute.make_layout((D_V, PAGE, STAGES), stride=(PAGE, 1, PAGE * D_QK))
-        sVt_outer = cute.composition(sK_layout.outer, vt)
-
-        copy_atom = cute.make_copy_atom(
-            cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt, num_bits_per_copy=128
-        )
-        q_copy = cute.make_tiled_copy_tv(
-            copy_atom,
-            cute.make_layout((THREADS // 8, 8), stride=(8, 1)),
-            cute.make_layout((1, 8)),
-        )
-        mKV_rows = cute.make_tensor(
-            kv_cache.iterator,
-            cute.make_layout((kv_cache.shape[0] * PAGE, D_QK), stride=(D_QK, 1)),
-        )
-        chunk_layout = cute.tile_to_shape(atom, (PAGE, CHUNK), (0, 1))
-        tma_atom, mKVt = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileG2SOp(), mKV_rows, chunk_layout, (PAGE, CHUNK)
-        )
+        atom, sQ_layout, sK_layout, sVt_outer = self.smem_layouts()  # STAGES = 2 pages
+        q_copy = self.row_copy()
+        tma_atom, mKVt = self.page_tma(kv_cache, atom)
 
         @cute.struct
         class SharedStorage:
