@@ -1,0 +1,1 @@
+"""flash_attn4_bwd: see ``flash_attn4_bwd.py``."""

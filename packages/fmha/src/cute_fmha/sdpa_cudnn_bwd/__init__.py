@@ -1,0 +1,1 @@
+"""sdpa_cudnn_bwd: see ``sdpa_cudnn_bwd.py``."""

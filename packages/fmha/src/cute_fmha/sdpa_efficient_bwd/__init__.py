@@ -1,0 +1,1 @@
+"""sdpa_efficient_bwd: see ``sdpa_efficient_bwd.py``."""

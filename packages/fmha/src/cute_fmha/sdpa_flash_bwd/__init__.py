@@ -1,0 +1,1 @@
+"""sdpa_flash_bwd: see ``sdpa_flash_bwd.py``."""

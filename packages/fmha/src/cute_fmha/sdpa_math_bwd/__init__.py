@@ -1,0 +1,1 @@
+"""sdpa_math_bwd: see ``sdpa_math_bwd.py``."""
