@@ -1,9 +1,10 @@
 """mla_decode_sm90 on the 16-bit cache and on the FP8 latent cache, timed in ONE alternated run.
 
-``kernelplan.alternate`` alternates implementations of one problem; the 16-bit and the FP8 cache
-are two problems (``kv_dtype`` is a problem field), so this helper builds the entries itself and
-hands them to the same round-robin (:func:`kernelplan.alternate.alternate`): per shape (b, t, h)
-it times, rotated in every round,
+``python -m kernelplan.alternate`` alternates implementations of one problem; the 16-bit and the
+FP8 cache are two problems (``kv_dtype`` is a problem field), so this helper names the entries
+itself and hands them to the same round-robin (:func:`kernelplan.alternate.prepare_entry` and
+:func:`~kernelplan.alternate.time_entries`, which take entries of different problems): per
+shape (b, t, h) it times, rotated in every round,
 
 * ``mla_decode_sm90`` with the bf16 cache,
 * ``mla_decode_sm90`` with the FP8 cache, ``per_token`` and ``per_block`` (kv_block 128),
@@ -28,7 +29,6 @@ build them; nothing is compiled or run.
 from __future__ import annotations
 
 import argparse
-import secrets
 import sys
 from collections.abc import Sequence
 
@@ -72,11 +72,13 @@ def build(kernel: str, fields: dict):
     return plan, prob, cfg
 
 
-def run_shape(shape, peers, *, reps, warmup, cuda_graph, record, results_dir, log=print) -> int:
+def run_shape(shape, peers, *, log=print, **timing) -> int:
+    """One shape's alternated run; ``timing``: :func:`kernelplan.alternate.time_entries`'s
+    reps, warmup, cuda_graph, record, results_dir."""
     from kernelplan import device as devmod
-    from kernelplan.alternate import alternate
+    from kernelplan.alternate import prepare_entry, time_entries
     from kernelplan.errors import KernelPlanError
-    from kernelplan.records import write_record
+    from kernelplan.tables import markdown
 
     dev = devmod.current_device()
     built, failed = {}, 0
@@ -84,68 +86,33 @@ def run_shape(shape, peers, *, reps, warmup, cuda_graph, record, results_dir, lo
         try:
             plan, p, cfg = build(kernel, fields)
             devmod.require_runs_on(plan.name, plan.target_sm, dev)
-            tgt = plan.target()
-            ok, results, _info = plan.run_check(p, cfg, target=tgt)
-            if not ok:
-                failed += 1
-                log(f"FAIL {label} {p.label()}: " + "; ".join(r.line() for r in results))
-                continue
-            log(f"PASS {label} {p.label()}")
-            kernel_obj = plan.kernel(p, cfg, tgt)
-            n_ws = plan.cold_l2_workspaces(p, memory_share=0.3)
-            launchers = [kernel_obj.bind(plan.prepare_inputs(p, seed=i)) for i in range(n_ws)]
+            entry = prepare_entry(plan, p, cfg, label=label, log=log)
         except KernelPlanError as e:
             log(f"skip {label}: {e}")
             continue
-        built[label] = (plan, p, cfg, tgt, kernel_obj, launchers)
-    if not built:
+        if entry is None:
+            failed += 1
+            continue
+        log(f"PASS {label} {p.label()}")
+        built[label] = entry
+    # entries of different problems (the cache format is a problem field) in one round-robin
+    timed = time_entries(built, device_name=dev.name, log=log, **timing)
+    if not timed:
         return 1
-    before = devmod.clocks_now()
-    stats = alternate(
-        {lab: e[5] for lab, e in built.items()}, warmup=warmup, reps=reps, cuda_graph=cuda_graph
-    )
-    after = devmod.clocks_now()
-    for lab, st in list(stats.items()):
-        if isinstance(st, KernelPlanError):
-            log(f"skip {lab}: {st}")
-            del stats[lab], built[lab]
-    if not stats:
-        return 1
-    best = min(st.median_us for st in stats.values())
-    ours = stats.get(f"{OURS} bf16")
-    round_id = secrets.token_hex(4)
-    rows = []
-    for lab, (plan, p, cfg, tgt, kernel_obj, _l) in built.items():
-        st = stats[lab]
-        roof = plan.roofline_for(p, st.median_us, dev.name)
-        rec = plan.record_base("benchmark", p, cfg, tgt)
-        rec.update(
-            timing=st.to_dict(),
-            roofline=roof.to_dict(),
-            clocks={"before": before, "after": after},
-            kernel_meta=getattr(kernel_obj, "meta", None) or None,
-            alternated_with=[f"{x} ({built[x][1].label()})" for x in built if x != lab],
-            host_launch_hidden=cuda_graph,
-            round_id=round_id,
-            check={"passed": True},
-        )
-        path = write_record(rec, results_dir) if record else None
-        rows.append(
-            {
-                "problem": p.label(),
-                "entry": lab,
-                "KV B/token": str(p.kv_bytes_per_token()),
-                "median_us": f"{st.median_us:.1f}",
-                "p10-p90_us": f"{st.p10_us:.1f}-{st.p90_us:.1f}",
-                "TFLOP/s": f"{roof.tflops:.1f}",
-                "GB/s": f"{roof.gbps:.0f}",
-                "x ours bf16": f"{st.median_us / ours.median_us:.2f}" if ours else "-",
-                "x fastest": f"{st.median_us / best:.2f}",
-                "record": path.name if path else "-",
-            }
-        )
-    from kernelplan.tables import markdown
-
+    best = min(t.stats.median_us for t in timed)
+    ours = next((t.stats for t in timed if t.label == f"{OURS} bf16"), None)
+    rows = [
+        {
+            "problem": t.problem.label(),
+            "entry": t.label,
+            "KV B/token": str(t.problem.kv_bytes_per_token()),
+            **t.cells(),
+            "x ours bf16": f"{t.stats.median_us / ours.median_us:.2f}" if ours else "-",
+            "x fastest": f"{t.stats.median_us / best:.2f}",
+            "record": t.record_name,
+        }
+        for t in timed
+    ]
     log(markdown(rows))
     return 1 if failed else 0
 
@@ -176,17 +143,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if not a.no_record:
         ensure_writable(a.results_dir)
+    timing = {
+        "reps": a.reps,
+        "warmup": a.warmup,
+        "cuda_graph": a.cuda_graph,
+        "record": not a.no_record,
+        "results_dir": a.results_dir,
+    }
     rc = 0
     for shape in a.shape:
-        rc |= run_shape(
-            shape,
-            peers,
-            reps=a.reps,
-            warmup=a.warmup,
-            cuda_graph=a.cuda_graph,
-            record=not a.no_record,
-            results_dir=a.results_dir,
-        )
+        rc |= run_shape(shape, peers, **timing)
     return rc
 
 

@@ -24,6 +24,7 @@ import argparse
 import secrets
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from . import device as devmod
@@ -107,6 +108,113 @@ def alternate(
     return out
 
 
+#: one implementation ready to be timed: (plan, problem, config, target, kernel, launchers)
+Entry = tuple
+
+
+def prepare_entry(plan, problem, config, *, label: str, check: bool = True, log=print):
+    """Check ``plan`` on ``problem`` with ``config`` (unless ``check`` is false), build its
+    kernel and bind cold-L2 workspaces: the :data:`Entry` :func:`time_entries` takes, or
+    ``None`` when the check failed (the failure logged as one ``FAIL`` line).
+
+    Raises:
+        KernelPlanError: the implementation cannot build or run this problem.
+    """
+    tgt = plan.target()
+    if check:
+        ok, results, _info = plan.run_check(problem, config, target=tgt)
+        if not ok:
+            log(f"FAIL {label} {problem.label()}: " + "; ".join(r.line() for r in results))
+            return None
+    kernel = plan.kernel(problem, config, tgt)
+    # several implementations hold their copies at once: a smaller share of memory
+    n_ws = plan.cold_l2_workspaces(problem, memory_share=0.3)
+    launchers = [kernel.bind(plan.prepare_inputs(problem, seed=i)) for i in range(n_ws)]
+    return (plan, problem, config, tgt, kernel, launchers)
+
+
+@dataclass
+class Timed:
+    """One entry's result of :func:`time_entries`."""
+
+    label: str
+    plan: Any
+    problem: Any
+    stats: TimingStats
+    roofline: Any
+    record_path: Any  # the record written, or None
+
+    @property
+    def record_name(self) -> str:
+        return self.record_path.name if self.record_path else "-"
+
+    def cells(self) -> dict[str, str]:
+        """The table's timing columns: median, p10-p90, TFLOP/s, GB/s."""
+        st, roof = self.stats, self.roofline
+        return {
+            "median_us": f"{st.median_us:.1f}",
+            "p10-p90_us": f"{st.p10_us:.1f}-{st.p90_us:.1f}",
+            "TFLOP/s": f"{roof.tflops:.1f}",
+            "GB/s": f"{roof.gbps:.0f}",
+        }
+
+
+def time_entries(
+    entries: dict[str, Entry],
+    *,
+    device_name: str | None,
+    warmup: int = 5,
+    reps: int = 50,
+    cuda_graph: bool = False,
+    checked: bool = True,
+    record: bool = True,
+    results_dir=None,
+    log=print,
+) -> list[Timed]:
+    """Time ``entries`` (label -> :data:`Entry`) in ONE alternated run (:func:`alternate`) and
+    write one ``benchmark`` record each (unless ``record`` is false): ``alternated_with``
+    names the other entries, ``round_id`` ties them, ``check`` is ``{"passed": True}`` when
+    they were checked first. The entries may be of different problems (e.g. one kernel on
+    two cache formats): then each ``alternated_with`` name carries its problem,
+    ``"label (problem)"``. An entry that could not be captured in a CUDA graph is logged
+    (``skip``) and left out. Returns the timed entries in the order given."""
+    from .records import write_record
+
+    if not entries:
+        return []
+    before = devmod.clocks_now()
+    stats = alternate(
+        {lab: e[5] for lab, e in entries.items()}, warmup=warmup, reps=reps, cuda_graph=cuda_graph
+    )
+    after = devmod.clocks_now()
+    entries = dict(entries)
+    for lab, st in list(stats.items()):
+        if isinstance(st, KernelPlanError):
+            log(f"skip {lab} {entries[lab][1].label()}: {st}")
+            del stats[lab], entries[lab]
+    one_problem = len({e[1].label() for e in entries.values()}) <= 1
+    names = {lab: lab if one_problem else f"{lab} ({e[1].label()})" for lab, e in entries.items()}
+    round_id = secrets.token_hex(4)
+    out = []
+    for lab, (plan, p, cfg, tgt, kernel, _l) in entries.items():
+        st = stats[lab]
+        roof = plan.roofline_for(p, st.median_us, device_name)
+        rec = plan.record_base("benchmark", p, cfg, tgt)
+        rec.update(
+            timing=st.to_dict(),
+            roofline=roof.to_dict(),
+            clocks={"before": before, "after": after},
+            kernel_meta=getattr(kernel, "meta", None) or None,
+            alternated_with=[names[x] for x in entries if x != lab],
+            host_launch_hidden=cuda_graph,
+            round_id=round_id,
+            check={"passed": True} if checked else None,
+        )
+        path = write_record(rec, results_dir) if record else None
+        out.append(Timed(lab, plan, p, st, roof, path))
+    return out
+
+
 def parse_impl_spec(spec: str) -> tuple[str, dict[str, str]]:
     """``ref[:key=value[,key=value...]]`` -> (ref, config overrides). ``ref`` is what
     :func:`~kernelplan.report.resolve_implementation` takes (``package/kernel`` or a bare
@@ -159,7 +267,7 @@ def run_table(
 ) -> int:
     """The comparison table of ``workload`` on this GPU (see the module docstring). Returns
     the exit code: 1 when an implementation failed its check."""
-    from .records import ensure_writable, write_record
+    from .records import ensure_writable
     from .registry import implementations, load_plan_class
     from .report import resolve_implementation
     from .tables import markdown
@@ -204,64 +312,36 @@ def run_table(
             p = plan.problem(prob.to_dict())
             label = impl_label(plan.package, plan.name, ov)
             try:
-                cfg, tgt = plan.config(p, ov), plan.target()
-                if check:
-                    ok, results, _info = plan.run_check(p, cfg, target=tgt)
-                    if not ok:
-                        failed += 1
-                        log(f"FAIL {label} {p.label()}: " + "; ".join(r.line() for r in results))
-                        continue
-                kernel = plan.kernel(p, cfg, tgt)
-                # several implementations hold their copies at once: a smaller share of memory
-                n_ws = plan.cold_l2_workspaces(p, memory_share=0.3)
-                launchers = [kernel.bind(plan.prepare_inputs(p, seed=i)) for i in range(n_ws)]
+                entry = prepare_entry(
+                    plan, p, plan.config(p, ov), label=label, check=check, log=log
+                )
             except KernelPlanError as e:
                 log(f"skip {label} {p.label()}: {e}")
                 continue
-            entries[label] = (plan, p, cfg, tgt, kernel, launchers)
-        if not entries:
-            continue
-        before = devmod.clocks_now()
-        stats = alternate(
-            {lab: e[5] for lab, e in entries.items()},
+            if entry is None:
+                failed += 1
+                continue
+            entries[label] = entry
+        timed = time_entries(
+            entries,
+            device_name=dev.name,
             warmup=warmup,
             reps=reps,
             cuda_graph=cuda_graph,
+            checked=check,
+            record=record,
+            results_dir=results_dir,
+            log=log,
         )
-        after = devmod.clocks_now()
-        for lab, st in list(stats.items()):
-            if isinstance(st, KernelPlanError):
-                log(f"skip {lab} {prob.label()}: {st}")
-                del stats[lab], entries[lab]
-        if not stats:
-            continue
-        best = min(st.median_us for st in stats.values())
-        round_id = secrets.token_hex(4)
-        for lab, (plan, p, cfg, tgt, kernel, _l) in entries.items():
-            st = stats[lab]
-            roof = plan.roofline_for(p, st.median_us, dev.name)
-            rec = plan.record_base("benchmark", p, cfg, tgt)
-            rec.update(
-                timing=st.to_dict(),
-                roofline=roof.to_dict(),
-                clocks={"before": before, "after": after},
-                kernel_meta=getattr(kernel, "meta", None) or None,
-                alternated_with=[x for x in entries if x != lab],
-                host_launch_hidden=cuda_graph,
-                round_id=round_id,
-                check={"passed": True} if check else None,
-            )
-            path = write_record(rec, results_dir) if record else None
+        best = min((t.stats.median_us for t in timed), default=0.0)
+        for t in timed:
             rows.append(
                 {
-                    "problem": p.label(),
-                    "implementation": lab,
-                    "median_us": f"{st.median_us:.1f}",
-                    "p10-p90_us": f"{st.p10_us:.1f}-{st.p90_us:.1f}",
-                    "TFLOP/s": f"{roof.tflops:.1f}",
-                    "GB/s": f"{roof.gbps:.0f}",
-                    "x fastest": f"{st.median_us / best:.2f}",
-                    "record": path.name if path else "-",
+                    "problem": t.problem.label(),
+                    "implementation": t.label,
+                    **t.cells(),
+                    "x fastest": f"{t.stats.median_us / best:.2f}",
+                    "record": t.record_name,
                 }
             )
     log(markdown(rows))
