@@ -387,3 +387,33 @@ def test_planted_faults_fail_the_check(no_cuda_sync, plan_cls, p):
     assert first == ("dq" if plan.workload is B else "o")
     ok, res, _ = plan.run_check(p, NoConfig(), target=target, seed=1, fault="skip-launch")
     assert not ok and not any(r.passed for r in res)
+
+
+class _CpuStridedOutPlan(_CpuPlan):
+    """As _CpuPlan, with O a strided view (b, h, s, d storage seen as (b, s, h, d)), as the
+    SDPA peers hand it back."""
+
+    name: ClassVar[str] = "cpu_lowp_strided"
+
+    def prepare_inputs(self, problem, seed, device="cuda"):
+        t = super().prepare_inputs(problem, seed, device)
+        o = t["o"]
+        view = torch.empty(
+            (o.shape[0], o.shape[2], o.shape[1], o.shape[3]), dtype=o.dtype
+        ).transpose(1, 2)
+        view.copy_(o)
+        t["o"] = view
+        return t
+
+
+def test_planted_perturb_on_a_strided_output_fails_the_check(no_cuda_sync):
+    """``perturb`` moves one element of an output that is not contiguous (it used to call
+    ``view(-1)`` and crash): the check fails on that output instead."""
+    plan = _CpuStridedOutPlan()
+    p = FAULT_CASES[0]
+    target = Target.resolve("sm_90a")
+    assert not plan.prepare_inputs(p, 1)["o"].is_contiguous()
+    ok, res, _ = plan.run_check(p, NoConfig(), target=target, seed=1)
+    assert ok, [r.line() for r in res]
+    ok, res, _ = plan.run_check(p, NoConfig(), target=target, seed=1, fault="perturb")
+    assert not ok and [r.name for r in res if not r.passed] == ["o"]
