@@ -50,8 +50,15 @@ SMEM. S of those tokens is selected to -inf, and each warpgroup zeroes its own V
 tail rows before its first PV on that stage (stores, fence.proxy.async, a warpgroup barrier),
 so P = 0 meets V = 0. An odd page count: the last pair has no K1 (WG1 contributes no keys).
 
-Everything else is the base kernel's (:mod:`.kernel`): the query-row packing, split-KV and the
-PDL combine, the causal limits for s > 1, the epilogue.
+Everything else is the base kernel's (:mod:`.kernel`): the query-row packing, the SMEM
+layouts, the Q load, split-KV (equal parts or the balanced rule) and the PDL combine, the
+causal limits for s > 1, the epilogue.
+
+The schedule above is step 4; the compile-time ``step`` (:data:`STEPS`, ``--config step=N``)
+builds each later step for before/after runs in one process: 5 reads the next pair's page
+indices early, 6 stores P with stmatrix, 7 marks page loads evict-first, 8 batches the
+combine's reads (the default), 9 is 8 without 5. Each step's measured effect is in the devlog
+(knowledge/kernels/mla-decode-sm90.md).
 """
 
 from __future__ import annotations
