@@ -42,8 +42,13 @@ step 3; FlashMLA's "fine-grained TMA copy - GEMM pipelining"): a chunk of the ne
 loaded as soon as the last reader of that chunk of the stage is done, by that reader:
     stage 0, chunks 0-3 (V0L): WG0 after its PV0L;   chunks 4-8 (V0R, P0): WG1 after its PV0R;
     stage 1, chunks 4-7 (V1R): WG1 after its PV1R;   chunks 0-3, 8 (V1L, P1): WG0 after PV1L.
-A waiter is never a phase late: each chunk's next load is issued by a warpgroup that has
-itself passed (or waited for) the current phase. No CTA barrier inside the loop.
+A chunk is reloaded only after every wait on its current phase and every read of it: for the
+issuer's own reads by its PV wait and a warpgroup barrier, for the other warpgroup's (its QK
+on that stage) by BAR_P0 (stage 0) or BAR_P1 (stage 1), which each warpgroup arrives on only
+after its QK has completed. So no waiter is ever a phase late, and these two barriers carry that
+proof as well as the P hand-off: they must stay unconditional and after the QK waits (a review
+of the protocol: results/logs/2026-12-01-seesaw-sync-review.md). No CTA barrier inside the
+loop.
 
 NaN tails: the TMA brings whole pages, so slots past a sequence's end (NaN in the check) reach
 SMEM. S of those tokens is selected to -inf, and each warpgroup zeroes its own V half of the
@@ -408,6 +413,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         s_mn[i, j] = s_mn[i, j] * sc_b[i]
                 self.store_p(acc_s, tPsP[0], st_copy, tPsP_st[0])
                 cute.arch.fence_proxy("async.shared", space="cta")
+                # also proves WG0's QK on stage 0 is done (WG1 reloads chunks 4-8 after it)
                 cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
                 # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
                 # stage 0) is free for page pg0+2
@@ -423,6 +429,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
                         acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
                 # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk)
+                # unconditional: also proves WG1's QK on stage 1 is done before WG0 reloads it
                 cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
                 if has1:
                     for c in cutlass.range_constexpr(V_L[0], V_L[1]):
@@ -448,6 +455,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 if has1:
                     self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
                     cute.arch.fence_proxy("async.shared", space="cta")
+                # unconditional (see the module docstring: it also proves WG1's QK is done)
                 cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
                 # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
                 cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
