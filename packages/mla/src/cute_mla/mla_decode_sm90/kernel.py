@@ -154,6 +154,9 @@ class MlaDecodeSm90Kernel:
         #: the combine reads the partial O of this many splits per round (1: one split at a
         #: time, as measured in steps 1-7; the seesaw schedule's step 8 batches 4)
         self.combine_batch = 1
+        #: the L2 cache hint of the page TMA loads (None: none; the seesaw schedule's step 7
+        #: sets evict-first)
+        self.kv_cache_policy = None
 
     def problem_views(self, q, o, lse, o_acc, lse_acc):
         """Views with static inner strides of the problem's tensors (they arrive with dynamic
@@ -190,6 +193,25 @@ class MlaDecodeSm90Kernel:
             cute.make_layout((cap, b, mt, TILE_M), stride=(sp_l, rows, TILE_M, 1)),
         )
         return mQ, mO, mL, mOa, mLa
+
+    @cute.jit
+    def page_range(
+        self,
+        seqlen: cutlass.Int32,
+        sp: cutlass.Int32,
+        num_splits: cutlass.Int32,
+        pages_per_split: cutlass.Int32,
+        split: cutlass.Constexpr,
+    ):
+        """This CTA's pages [p0, p1) of a sequence of ``seqlen`` tokens: all of them without
+        ``split``; else split ``sp`` of them (:meth:`split_range`). An empty range leaves
+        O = 0 and LSE = -inf, which the combine weighs 0."""
+        n_pages = (seqlen + PAGE - 1) // PAGE
+        p0 = cutlass.Int32(0)
+        p1 = n_pages
+        if cutlass.const_expr(split):
+            p0, p1 = self.split_range(n_pages, sp, num_splits, pages_per_split)
+        return p0, p1
 
     @cute.jit
     def split_range(
@@ -436,13 +458,7 @@ class MlaDecodeSm90Kernel:
         sSum = storage.sSum.get_tensor(cute.make_layout((TILE_M, NUM_WG)))
 
         seqlen = mLens[bidx]
-        n_pages = (seqlen + PAGE - 1) // PAGE
-        # this CTA's pages [p0, p1): split sp of num_splits equal parts of the sequence's own
-        # pages (an empty range leaves O = 0 and LSE = -inf, which the combine weighs 0)
-        p0 = cutlass.Int32(0)
-        p1 = n_pages
-        if cutlass.const_expr(split):
-            p0, p1 = self.split_range(n_pages, sp, num_splits, pages_per_split)
+        p0, p1 = self.page_range(seqlen, sp, num_splits, pages_per_split, split)
         valid_rows = self.rows - m_blk * TILE_M  # query rows of this tile that exist (may be > 64)
 
         # ---- step 3 (loads="tma"): mbarriers, TMA partitions, the first page ---------------
@@ -462,22 +478,12 @@ class MlaDecodeSm90Kernel:
                 for st in cutlass.range_constexpr(KV_STAGES):
                     cute.arch.mbarrier_init(mbar + KV_STAGES * N_CHUNKS + st, RELEASE_ARRIVALS)
             cute.arch.mbarrier_init_fence()
-            # (64 tokens, 64 columns, page, chunk) boxes of the (tokens, 576) cache view, and
-            # the SMEM stages as (64, 64, chunk, stage) boxes
-            gKV = cute.local_tile(mKVt, (PAGE, CHUNK), (None, None))
-            sKc = cute.flat_divide(sK, (PAGE, CHUNK))[None, None, 0, None, None]
-            tKsKt, tKgK = cpasync.tma_partition(
-                tma_atom,
-                0,
-                cute.make_layout(1),
-                cute.group_modes(sKc, 0, 2),
-                cute.group_modes(gKV, 0, 2),
-            )  # tKsKt: (TMA, chunk, stage); tKgK: (TMA, page, chunk)
+            tKsKt, tKgK = self.page_tma_partitions(tma_atom, mKVt, sK)
             if warp == 0:
                 cute.arch.sync_warp()  # lane 0's inits before any lane arms a barrier
                 cpasync.prefetch_descriptor(tma_atom)
                 if p1 > p0:
-                    self.issue_page(tma_atom, tKgK, tKsKt, mbar, mPT[bidx, p0], 0)
+                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[bidx, p0], 0)
                     if p0 + 1 < p1:
                         pg_next = mPT[bidx, p0 + 1]
 
@@ -563,7 +569,7 @@ class MlaDecodeSm90Kernel:
                         cute.arch.mbarrier_wait(
                             mbar + KV_STAGES * N_CHUNKS + nxt, ((it - 1) // KV_STAGES) % 2
                         )
-                    self.issue_page(tma_atom, tKgK, tKsKt, mbar, pg_next, nxt)
+                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg_next, nxt)
                     if n + 2 < p1:
                         pg_next = mPT[bidx, n + 2]  # one page ahead: off the issue path
             else:
@@ -872,7 +878,7 @@ class MlaDecodeSm90Kernel:
                 vLse[row] = val
 
     @cute.jit
-    def issue_page(
+    def issue_chunks(
         self,
         tma_atom: cute.CopyAtom,
         tKgK: cute.Tensor,
@@ -880,27 +886,59 @@ class MlaDecodeSm90Kernel:
         mbar: cute.Pointer,
         page: cutlass.Int32,
         stage: cutlass.Int32,
+        c_lo: cutlass.Constexpr = 0,
+        c_hi: cutlass.Constexpr = N_CHUNKS,
     ):
-        """Step 3, executed by the whole producer warp: cache page ``page`` (an index from the
-        page table) into SMEM stage ``stage``, one TMA per 64-column chunk, each completing its
-        own mbarrier (8 KB expected). The elected lane arms the barrier; the TMA copy elects
-        its issuing lane itself."""
-        for c in cutlass.range_constexpr(N_CHUNKS):
+        """Executed by a whole warp: chunks c_lo..c_hi-1 (64 columns each; all 9 by default) of
+        cache page ``page`` (an index from the page table) into SMEM stage ``stage``, one TMA
+        per chunk, each completing its own mbarrier (8 KB expected). The elected lane arms the
+        barrier; the TMA copy elects its issuing lane itself. With ``self.kv_cache_policy``
+        set, the loads carry that L2 cache hint."""
+        for c in cutlass.range_constexpr(c_lo, c_hi):
             bar = mbar + stage * N_CHUNKS + c
             with cute.arch.elect_one():
                 cute.arch.mbarrier_arrive_and_expect_tx(bar, CHUNK_BYTES)
-            cute.copy(tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar)
+            if cutlass.const_expr(self.kv_cache_policy is not None):
+                cute.copy(
+                    tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar,
+                    cache_policy=cutlass.Int64(self.kv_cache_policy),
+                )  # fmt: skip
+            else:
+                cute.copy(tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar)
+
+    def page_tma_partitions(self, tma_atom: cute.CopyAtom, mKVt: cute.Tensor, sK: cute.Tensor):
+        """The TMA views of the page loads: (64 tokens, 64 columns, page, chunk) boxes of the
+        (tokens, 576) cache view and the SMEM stages as (64, 64, chunk, stage) boxes. Returns
+        (tKsKt: (TMA, chunk, stage), tKgK: (TMA, page, chunk)); both schedules."""
+        gKV = cute.local_tile(mKVt, (PAGE, CHUNK), (None, None))
+        sKc = cute.flat_divide(sK, (PAGE, CHUNK))[None, None, 0, None, None]
+        return cpasync.tma_partition(
+            tma_atom, 0, cute.make_layout(1), cute.group_modes(sKc, 0, 2),
+            cute.group_modes(gKV, 0, 2),
+        )  # fmt: skip
 
     @cute.jit
-    def zero_v_rows(self, sK: cute.Tensor, stage: cutlass.Int32, tail: cutlass.Int32, tidx):
-        """Step 3: zero columns 0..511 (V) of tokens ``tail`` .. 63 of SMEM stage ``stage``
-        (the slots past the sequence's end, NaN in the workload's check). 256 threads: thread
-        t takes 8 columns 8 (t % 64) .. +7 of rows tail + t // 64, +4, ... (16-byte units
-        stay contiguous under the 128-byte swizzle)."""
+    def zero_v_rows(
+        self,
+        sK: cute.Tensor,
+        stage: cutlass.Int32,
+        tail: cutlass.Int32,
+        tidx,
+        col0: cutlass.Int32 = 0,
+        n_cols: cutlass.Constexpr = D_V,
+        n_threads: cutlass.Constexpr = THREADS,
+    ):
+        """Zero V columns [col0, col0 + n_cols) of tokens ``tail`` .. 63 of SMEM stage
+        ``stage`` (the slots past the sequence's end, NaN in the workload's check), by
+        ``n_threads`` threads (``tidx`` in 0 .. n_threads-1): thread t takes the 8 columns of
+        vector t % (n_cols / 8) in rows tail + t // (n_cols / 8), then every n_threads /
+        (n_cols / 8) rows (16-byte units stay contiguous under the 128-byte swizzle). Step 3
+        zeroes all 512 columns with the CTA; the seesaw schedule each warpgroup its half."""
         zero = cute.make_rmem_tensor(cute.make_layout((1, 8)), self.dtype)
         zero.fill(0.0)
-        vec = tidx % (D_V // 8)
-        for r in cutlass.range(tail + tidx // (D_V // 8), PAGE, THREADS // (D_V // 8), unroll=1):
+        vecs = n_cols // 8
+        vec = col0 // 8 + tidx % vecs
+        for r in cutlass.range(tail + tidx // vecs, PAGE, n_threads // vecs, unroll=1):
             dst = cute.local_tile(sK[None, None, stage], (1, 8), (r, vec))
             cute.autovec_copy(zero, dst)
 

@@ -76,7 +76,6 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 
 from .kernel import (
     CHUNK,
-    CHUNK_BYTES,
     D_V,
     LOG2_E,
     N_CHUNKS,
@@ -126,6 +125,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
+        if step >= 7:
+            self.kv_cache_policy = EVICT_FIRST
         if step >= 8:
             self.combine_batch = 4
 
@@ -235,11 +236,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         mbar = storage.mbar.data_ptr()
 
         seqlen = mLens[bidx]
-        n_pages = (seqlen + PAGE - 1) // PAGE
-        p0 = cutlass.Int32(0)
-        p1 = n_pages
-        if cutlass.const_expr(split):
-            p0, p1 = self.split_range(n_pages, sp, num_splits, pages_per_split)
+        p0, p1 = self.page_range(seqlen, sp, num_splits, pages_per_split, split)
         valid_rows = self.rows - m_blk * TILE_M
 
         # ---- mbarriers, TMA partitions, the first two pages (warp 0) ------------------------
@@ -247,13 +244,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             for i in cutlass.range_constexpr(STAGES * N_CHUNKS):
                 cute.arch.mbarrier_init(mbar + i, 1)  # the issuer's arrive + 8 KB
         cute.arch.mbarrier_init_fence()
-        gKV = cute.local_tile(mKVt, (PAGE, CHUNK), (None, None))
-        sKc = cute.flat_divide(sK, (PAGE, CHUNK))[None, None, 0, None, None]
-        # (TMA, chunk, stage) and (TMA, page, chunk)
-        tKsKt, tKgK = cpasync.tma_partition(
-            tma_atom, 0, cute.make_layout(1), cute.group_modes(sKc, 0, 2),
-            cute.group_modes(gKV, 0, 2),
-        )  # fmt: skip
+        tKsKt, tKgK = self.page_tma_partitions(tma_atom, mKVt, sK)
         if warp == 0:
             cute.arch.sync_warp()
             cpasync.prefetch_descriptor(tma_atom)
@@ -528,32 +519,6 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 tPsP[e] = rP[e]
 
     @cute.jit
-    def issue_chunks(
-        self,
-        tma_atom: cute.CopyAtom,
-        tKgK: cute.Tensor,
-        tKsKt: cute.Tensor,
-        mbar: cute.Pointer,
-        page: cutlass.Int32,
-        stage: cutlass.Constexpr,
-        c_lo: cutlass.Constexpr,
-        c_hi: cutlass.Constexpr,
-    ):
-        """Chunks c_lo..c_hi-1 of cache page ``page`` into SMEM stage ``stage`` (executed by a
-        whole warp; the elected lane arms each chunk's mbarrier with 8 KB)."""
-        for c in cutlass.range_constexpr(c_lo, c_hi):
-            bar = mbar + stage * N_CHUNKS + c
-            with cute.arch.elect_one():
-                cute.arch.mbarrier_arrive_and_expect_tx(bar, CHUNK_BYTES)
-            if cutlass.const_expr(self.step >= 7):
-                cute.copy(
-                    tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar,
-                    cache_policy=cutlass.Int64(EVICT_FIRST),
-                )  # fmt: skip
-            else:
-                cute.copy(tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar)
-
-    @cute.jit
     def zero_tail_half(
         self,
         sK: cute.Tensor,
@@ -568,13 +533,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         sequence's end), by one warpgroup: thread t takes 8 columns of rows tail + t // 32,
         +4, ...; then fence.proxy.async and a warpgroup barrier before its WGMMAs read them."""
         if tail < PAGE:
-            zero = cute.make_rmem_tensor(cute.make_layout((1, 8)), self.dtype)
-            zero.fill(0.0)
-            vec = half * (HALF_V // 8) + wg_tidx % (HALF_V // 8)
-            step = WG_THREADS // (HALF_V // 8)
-            for r in cutlass.range(
-                cutlass.max(tail, 0) + wg_tidx // (HALF_V // 8), PAGE, step, unroll=1
-            ):
-                cute.autovec_copy(zero, cute.local_tile(sK[None, None, stage], (1, 8), (r, vec)))
+            self.zero_v_rows(
+                sK, stage, cutlass.max(tail, 0), wg_tidx, half * HALF_V, HALF_V, WG_THREADS
+            )
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=bar_id, number_of_threads=WG_THREADS)
