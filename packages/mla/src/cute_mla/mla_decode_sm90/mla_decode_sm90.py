@@ -80,20 +80,32 @@ def _unequal(problem: MlaDecodeProblem) -> bool:
     return len(set(problem.lengths())) > 1
 
 
+def _longest(problem: MlaDecodeProblem) -> int:
+    """The longest sequence's pages (at least 1)."""
+    return max(_pages(problem) + [1])
+
+
+def _ctas_per_split(problem: MlaDecodeProblem) -> int:
+    """CTAs of one split: one per 64 packed query rows and sequence."""
+    return _ceil(problem.s * problem.h, 64) * problem.b
+
+
+def _modelled_cost(busy_ctas: int, sm_count: int, per: int, splits: int) -> int:
+    """The split rules' time model, in pages: ceil(busy CTAs / SMs) waves x (the pages of one
+    CTA + its fixed cost), + the combine when there is more than one split."""
+    waves = _ceil(busy_ctas, max(1, sm_count))
+    return waves * (per + CTA_OVERHEAD_PAGES) + (COMBINE_PAGES if splits > 1 else 0)
+
+
 def balanced_cap(problem: MlaDecodeProblem) -> int:
     """The most splits the balanced rule may give the longest sequence: the grid (every
     sequence gets as many split slots as the longest) stays within :data:`GRID_BOUND` CTAs."""
-    p = problem
-    ctas = _ceil(p.s * p.h, 64) * p.b
-    return max(1, min(MAX_SPLITS, max(_pages(p) + [1]), GRID_BOUND // ctas))
+    return max(1, min(MAX_SPLITS, _longest(problem), GRID_BOUND // _ctas_per_split(problem)))
 
 
 def equal_cap(problem: MlaDecodeProblem) -> int:
     """The most splits of the equal rule (:func:`choose_splits`, ``--config splits=N``)."""
-    p = problem
-    ctas = _ceil(p.s * p.h, 64) * p.b
-    pages = max(_pages(p) + [1])
-    return max(1, min(MAX_SPLITS, pages, CTA_BOUND // ctas))
+    return max(1, min(MAX_SPLITS, _longest(problem), CTA_BOUND // _ctas_per_split(problem)))
 
 
 def split_cap(problem: MlaDecodeProblem) -> int:
@@ -115,7 +127,7 @@ def choose_balanced(problem: MlaDecodeProblem, sm_count: int) -> tuple[int, int]
     p = problem
     mt = _ceil(p.s * p.h, 64)
     pages = _pages(p)
-    longest = max(pages + [1])
+    longest = _longest(p)
     cap = balanced_cap(p)
     best, best_cost = (1, longest), None
     for per in range(longest, _ceil(longest, cap) - 1, -1):
@@ -123,8 +135,7 @@ def choose_balanced(problem: MlaDecodeProblem, sm_count: int) -> tuple[int, int]
         if splits > cap:
             break
         busy = mt * sum(max(1, _ceil(n, per)) for n in pages)
-        cost = _ceil(busy, max(1, sm_count)) * (per + CTA_OVERHEAD_PAGES)
-        cost += COMBINE_PAGES if splits > 1 else 0
+        cost = _modelled_cost(busy, sm_count, per, splits)
         if best_cost is None or cost < best_cost:
             best, best_cost = (splits, per), cost
     return best
@@ -136,12 +147,10 @@ def choose_splits(problem: MlaDecodeProblem, sm_count: int) -> int:
     s > 1), ties to the smaller s. One CTA per SM (221 KB of SMEM); pages = the longest
     sequence's (each sequence is cut into s parts of its own pages)."""
     p = problem
-    ctas = _ceil(p.s * p.h, 64) * p.b
-    pages = max([_ceil(n, 64) for n in p.lengths()] + [1])
+    ctas, pages = _ctas_per_split(p), _longest(p)
     best, best_cost = 1, None
     for s in range(1, equal_cap(p) + 1):
-        waves = _ceil(ctas * s, max(1, sm_count))
-        cost = waves * (_ceil(pages, s) + CTA_OVERHEAD_PAGES) + (COMBINE_PAGES if s > 1 else 0)
+        cost = _modelled_cost(ctas * s, sm_count, _ceil(pages, s), s)
         if best_cost is None or cost < best_cost:
             best, best_cost = s, cost
     return best
