@@ -32,12 +32,14 @@ from kernelplan.workloads.attention import ATTENTION_FWD, AttentionProblem
 DTYPES = ("float16", "bfloat16")
 
 
-def _flash_attn_func():
+def _flash_attn_func(who: str = "flash_attn4"):
+    """``flash_attn.cute.flash_attn_func``, or NotInstalled naming ``who`` (the forward and the
+    backward implementation) and what to install."""
     try:
         from flash_attn.cute import flash_attn_func
     except ImportError as e:
         raise NotInstalled(
-            f"flash_attn4: flash-attn-4 is not installed here ({e.msg}); on a GPU host: "
+            f"{who}: flash-attn-4 is not installed here ({e.msg}); on a GPU host: "
             "pip install flash-attn-4 quack-kernels apache-tvm-ffi torch-c-dlpack-ext"
         ) from None
     return flash_attn_func

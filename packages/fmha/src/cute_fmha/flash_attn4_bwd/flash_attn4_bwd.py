@@ -35,12 +35,11 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kernelplan import KernelPlan, KernelPlanError, NoConfig, ShapeError, Target, TorchKernel
-from kernelplan.errors import NotInstalled
 from kernelplan.workloads.attention import ATTENTION_BWD, AttentionProblem
 
+from ..flash_attn4.flash_attn4 import DTYPES, _flash_attn_func
 from ..sdpa_bwd_common import store
 
-DTYPES = ("float16", "bfloat16")
 #: compute capability majors its backward takes (``_flash_attn_bwd``'s assertion)
 MAJORS = (9, 10, 11)
 #: the keywords the direct call passes
@@ -49,13 +48,7 @@ DIRECT_KW = ("softmax_scale", "causal", "window_size_left", "window_size_right",
 
 def _import():
     """(``_flash_attn_bwd`` or None, ``flash_attn_func``)."""
-    try:
-        from flash_attn.cute import flash_attn_func
-    except ImportError as e:
-        raise NotInstalled(
-            f"flash_attn4_bwd: flash-attn-4 is not installed here ({e.msg}); on a GPU host: "
-            "pip install flash-attn-4 quack-kernels apache-tvm-ffi torch-c-dlpack-ext"
-        ) from None
+    flash_attn_func = _flash_attn_func("flash_attn4_bwd")
     try:
         from flash_attn.cute.interface import _flash_attn_bwd
     except ImportError:
