@@ -39,12 +39,13 @@ without one.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from kernelplan import KernelPlan, KernelPlanError, NoConfig, ShapeError, Target, TorchKernel
-from kernelplan.workloads.attention import ATTENTION_BWD, AttentionProblem, visible_mask
+from kernelplan.workloads.attention import ATTENTION_BWD, AttentionProblem
+
+from .sdpa_common import call_sdpa, sdpa_kwargs
 
 #: what one timed launch is, recorded with every run (``kernel_meta``)
 LAUNCH = (
@@ -67,24 +68,6 @@ def store(t: Any, dq: Any, dk: Any, dv: Any) -> None:
             t[n].copy_(g)
 
 
-def sdpa_kwargs(problem: AttentionProblem, device: Any) -> dict[str, Any]:
-    """``scaled_dot_product_attention`` keywords for the workload's problem (the forward
-    peers' mapping: see :mod:`cute_fmha.sdpa_common`)."""
-    p = problem
-    kw: dict[str, Any] = {"scale": p.scale()}
-    if p.h_q != p.h_kv:
-        kw["enable_gqa"] = True
-    if p.left() is not None or (not p.causal and p.right() is not None):
-        kw["attn_mask"] = visible_mask(p, device=device)
-    elif p.causal and p.sq != p.sk:
-        from torch.nn.attention.bias import causal_lower_right
-
-        kw["attn_mask"] = causal_lower_right(p.sq, p.sk)
-    else:
-        kw["is_causal"] = p.causal
-    return kw
-
-
 class SdpaBwdPeer(KernelPlan):
     """Base of the four SDPA backward backends (see the module docstring)."""
 
@@ -99,8 +82,6 @@ class SdpaBwdPeer(KernelPlan):
 
     def plan(self, problem: AttentionProblem, config: NoConfig, target: Target) -> TorchKernel:
         import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
 
         name, bname = self.name, self.backend
         if not self.cpu_ok and not torch.cuda.is_available():
@@ -108,7 +89,6 @@ class SdpaBwdPeer(KernelPlan):
                 f"{name}: needs a CUDA GPU (SDPA's {bname} backend has no CPU kernel)"
             )
         p = problem
-        backend = getattr(SDPBackend, bname)
 
         def setup(t: Mapping[str, Any]):
             q, k, v = (t[n].detach().requires_grad_(True) for n in ("q", "k", "v"))
@@ -121,23 +101,10 @@ class SdpaBwdPeer(KernelPlan):
             else:
                 side, ctx = None, torch.enable_grad()
             kw = sdpa_kwargs(p, q.device)
-            with (
-                warnings.catch_warnings(record=True) as seen,
-                ctx,
-                torch.enable_grad(),
-                sdpa_kernel([backend]),
-            ):
-                warnings.simplefilter("always")
-                try:
-                    out = F.scaled_dot_product_attention(
-                        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), **kw
-                    )
-                except RuntimeError as e:
-                    why = (
-                        "; ".join(" ".join(str(w.message).split())[:160] for w in seen[:3])
-                        or " ".join(str(e).split())[:200]
-                    )
-                    raise ShapeError(f"{name}: SDPA's {bname} backend refuses: {why}") from None
+            with ctx, torch.enable_grad():
+                out = call_sdpa(
+                    name, bname, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), kw
+                )
             if side is not None:
                 torch.cuda.current_stream(q.device).wait_stream(side)
             return out, (q, k, v), t["do"].transpose(1, 2)

@@ -35,6 +35,46 @@ from kernelplan import KernelPlan, NoConfig, ShapeError, Target, TensorSpec, Tor
 from kernelplan.workloads.attention import ATTENTION_FWD, AttentionProblem, visible_mask
 
 
+def sdpa_kwargs(problem: AttentionProblem, device: Any) -> dict[str, Any]:
+    """``scaled_dot_product_attention`` keywords for the workload's problem (the mapping in
+    the module docstring): ``scale``, ``enable_gqa`` for GQA, and the mask: a sliding window
+    as a boolean ``attn_mask`` on ``device``, causal with ``sq != sk`` as the bottom-right
+    causal bias, else ``is_causal``. Forward and backward peers (:mod:`.sdpa_bwd_common`)."""
+    p = problem
+    kw: dict[str, Any] = {"scale": p.scale()}
+    if p.h_q != p.h_kv:
+        kw["enable_gqa"] = True
+    if p.left() is not None or (not p.causal and p.right() is not None):
+        kw["attn_mask"] = visible_mask(p, device=device)
+    elif p.causal and p.sq != p.sk:
+        from torch.nn.attention.bias import causal_lower_right
+
+        kw["attn_mask"] = causal_lower_right(p.sq, p.sk)
+    else:
+        kw["is_causal"] = p.causal
+    return kw
+
+
+def call_sdpa(name: str, backend_name: str, q: Any, k: Any, v: Any, kw: Mapping[str, Any]):
+    """``scaled_dot_product_attention(q, k, v, **kw)`` (BHSD views) under SDPA's
+    ``backend_name`` backend only; a refusal is one ShapeError line with the backend's own
+    warnings (why it refused) or its error."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = getattr(SDPBackend, backend_name)
+    with warnings.catch_warnings(record=True) as seen, sdpa_kernel([backend]):
+        warnings.simplefilter("always")
+        try:
+            return F.scaled_dot_product_attention(q, k, v, **kw)
+        except RuntimeError as e:
+            why = (
+                "; ".join(" ".join(str(w.message).split())[:160] for w in seen[:3])
+                or " ".join(str(e).split())[:200]
+            )
+            raise ShapeError(f"{name}: SDPA's {backend_name} backend refuses: {why}") from None
+
+
 class SdpaPeer(KernelPlan):
     """Base of the four SDPA backends (see the module docstring)."""
 
@@ -52,42 +92,15 @@ class SdpaPeer(KernelPlan):
         return specs
 
     def plan(self, problem: AttentionProblem, config: NoConfig, target: Target) -> TorchKernel:
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
         p = problem
-        backend = getattr(SDPBackend, self.backend)
-        kw: dict[str, Any] = {"scale": p.scale()}
-        if p.h_q != p.h_kv:
-            kw["enable_gqa"] = True
-        window = p.left() is not None or (not p.causal and p.right() is not None)
-        mask_cache: dict[str, Any] = {}
-
-        def mask(device):
-            if window:
-                if "m" not in mask_cache:
-                    mask_cache["m"] = visible_mask(p, device=device)
-                return {"attn_mask": mask_cache["m"]}
-            if p.causal and p.sq != p.sk:
-                from torch.nn.attention.bias import causal_lower_right
-
-                return {"attn_mask": causal_lower_right(p.sq, p.sk)}
-            return {"is_causal": p.causal}
-
         name, bname = self.name, self.backend
+        kw_cache: dict[Any, dict[str, Any]] = {}  # per device: the window mask built once
 
         def run(t: Mapping[str, Any]) -> None:
             q, k, v = (t[n].transpose(1, 2) for n in ("q", "k", "v"))
-            with warnings.catch_warnings(record=True) as seen, sdpa_kernel([backend]):
-                warnings.simplefilter("always")
-                try:
-                    out = F.scaled_dot_product_attention(q, k, v, **mask(q.device), **kw)
-                except RuntimeError as e:
-                    why = (
-                        "; ".join(" ".join(str(w.message).split())[:160] for w in seen[:3])
-                        or " ".join(str(e).split())[:200]
-                    )
-                    raise ShapeError(f"{name}: SDPA's {bname} backend refuses: {why}") from None
+            if q.device not in kw_cache:
+                kw_cache[q.device] = sdpa_kwargs(p, q.device)
+            out = call_sdpa(name, bname, q, k, v, kw_cache[q.device])
             t["o"] = out.transpose(1, 2)  # type: ignore[index]
 
         return TorchKernel(self.name, run)
