@@ -53,10 +53,10 @@ nothing after the load changes (same MMAs, same SMEM). Per page, each of the 256
 one token (tidx // 4) and 8 16-byte vectors of its e4m3 values (columns 64 i + 16 (tidx % 4)),
 plus the scales they need (one per token, or one per scale block: G at most, 8 when a block is
 narrower than 64 columns), into registers (:meth:`load_latent`); the 64 rope columns come by
-cp.async into columns 512..575 of the stage as before (:meth:`load_rope`). Page n+1's loads are
-issued right after the loop's barrier of page n (the other stage is free then) and converted
-(e4m3 -> fp32, times the scale, -> dtype; exact with the workload's power-of-two scales) and
-stored into the other stage with 16-byte stores at their swizzled places
+cp.async into columns 512..575 of the stage as before (:meth:`load_page`, width 64). Page
+n+1's loads are issued right after the loop's barrier of page n (the other stage is free then)
+and converted (e4m3 -> fp32, times the scale, -> dtype; exact with the workload's power-of-two
+scales) and stored into the other stage with 16-byte stores at their swizzled places
 (:meth:`store_latent`) while page n's PV WGMMAs run (they read this stage and P only); the
 loop's next fence + barrier publishes the stage to the WGMMAs. So the global loads are in flight
 during page n's QK, softmax and PV. Tokens past the sequence's end take token 0 of the page
@@ -511,7 +511,9 @@ class MlaDecodeSm90Kernel:
             rK8 = cute.make_rmem_tensor(cute.make_layout((FP8_VEC, FP8_VECS)), cutlass.Float8E4M3FN)
             rSc = cute.make_rmem_tensor(cute.make_layout(self.n_scales), cutlass.Float32)
             if p1 > p0:
-                self.load_rope(mRope, mPT, bidx, seqlen, p0, 0, thr_copy, tiled_copy, tXcR, tRsR)
+                self.load_page(
+                    mRope, mPT, bidx, seqlen, p0, 0, thr_copy, tiled_copy, tXcR, tRsR, D_ROPE
+                )
                 self.load_latent(mKV, mSc, mPT, bidx, seqlen, p0, tidx, rK8, rSc)
             cute.arch.cp_async_commit_group()  # group: Q (+ page 0's rope)
             if p1 > p0:
@@ -583,9 +585,9 @@ class MlaDecodeSm90Kernel:
                     # page n's QK, softmax and PV, and dequantised into the other stage after
                     # page n's PV (below)
                     if n + 1 < p1:
-                        self.load_rope(
+                        self.load_page(
                             mRope, mPT, bidx, seqlen, n + 1, (it + 1) % KV_STAGES, thr_copy,
-                            tiled_copy, tXcR, tRsR,
+                            tiled_copy, tXcR, tRsR, D_ROPE,
                         )  # fmt: skip
                         self.load_latent(mKV, mSc, mPT, bidx, seqlen, n + 1, tidx, rK8, rSc)
                 else:  # noqa: PLR5501 (compile-time, then run-time)
@@ -955,38 +957,18 @@ class MlaDecodeSm90Kernel:
         tiled_copy: cute.TiledCopy,
         tXcT: cute.Tensor,
         tKsK: cute.Tensor,
+        width: cutlass.Constexpr = D_QK,
     ):
         """Page ``n`` of sequence ``bidx`` into SMEM stage ``stage`` with cp.async (one group
-        is committed by the caller). The page index is read from the page table here; tokens
-        past the sequence's end are copied from token 0 of the same page (a valid, finite
-        token) instead of their NaN slots, so the SMEM page only ever holds finite values."""
+        is committed by the caller): all 576 columns of a 16-bit cache page, or (``width`` 64,
+        ``mKV`` the FP8 cache's ``kv_rope``, ``tKsK`` its SMEM columns 512..575) the rope
+        part. The page index is read from the page table here; tokens past the sequence's end
+        are copied from token 0 of the same page (a valid, finite token) instead of their NaN
+        slots, so the SMEM page only ever holds finite values."""
         page = mPT[bidx, n]
         self.copy_rows(
             tiled_copy, thr_copy, mKV[page, None, None], tKsK[None, None, None, stage], tXcT,
-            seqlen - n * PAGE, D_QK,
-        )  # fmt: skip
-
-    @cute.jit
-    def load_rope(
-        self,
-        mRope: cute.Tensor,
-        mPT: cute.Tensor,
-        bidx: cutlass.Int32,
-        seqlen: cutlass.Int32,
-        n: cutlass.Int32,
-        stage: cutlass.Int32,
-        thr_copy: cute.TiledCopy,
-        tiled_copy: cute.TiledCopy,
-        tXcR: cute.Tensor,
-        tRsR: cute.Tensor,
-    ):
-        """FP8 latent cache: the 64 rope columns (16-bit, not quantised) of page ``n`` into
-        columns 512..575 of SMEM stage ``stage`` with cp.async, as :meth:`load_page` does for a
-        whole 16-bit page (tokens past the end copied from token 0 of the page)."""
-        page = mPT[bidx, n]
-        self.copy_rows(
-            tiled_copy, thr_copy, mRope[page, None, None], tRsR[None, None, None, stage], tXcR,
-            seqlen - n * PAGE, D_ROPE,
+            seqlen - n * PAGE, width,
         )  # fmt: skip
 
     @cute.jit
