@@ -637,12 +637,37 @@ def test_report_focus_adds_the_section_and_the_plot(rounds, capsys):
     assert rc == 0
     out = rounds / "workloads" / "gemm" / "report"
     md = (out / "report.md").read_text()
-    assert "### Alternated runs (newest run per setting)" in md
+    assert "### Alternated runs (per setting: the newest run of the most implementations)" in md
     assert "hopper_dense_gemm / fastest peer" in md and "| 1.25 | r4k |" in md
     assert "old1" not in md
     assert (out / "alternated.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rc = report.main(["report", "gemm", "--results-dir", str(rounds), "--focus", "nope"])
     assert rc == 2 and "unknown gemm kernel 'nope'" in capsys.readouterr().err
+
+
+def test_a_later_narrower_run_keeps_the_table_and_gets_its_own(rounds, capsys):
+    """A floor run made after the table (the focus against a slow peer the table lacks) must
+    not replace the table's row at that setting: the row stays the widest round and the
+    floor is listed in a table of its own; a later single-implementation round (the floor
+    refused that setting) and the older subset round stay out."""
+    T3 = "2026-11-30T11:00:00+00:00"
+    for r in (
+        _alt("hopper_dense_gemm", 4096, 210.0, "floor4k", T3),
+        _alt("torch_naive", 4096, 9000.0, "floor4k", T3),
+        _alt("hopper_dense_gemm", 8192, 1500.0, "floor8k", T3),  # torch_naive refused 8192
+    ):
+        write_record(r, rounds)
+    recs = report._load(rounds)
+    assert [m[0][1]["round_id"] for m in report.alternated_rounds(recs)] == ["r4k", "r8k"]
+    others = report.other_alternated_rounds(recs)
+    assert [m[0][1]["round_id"] for m in others] == ["floor4k"]  # not old1, not floor8k
+    rc = report.main(["report", "gemm", "--results-dir", str(rounds)])
+    assert rc == 0, capsys.readouterr()
+    md = (rounds / "workloads" / "gemm" / "report" / "report.md").read_text()
+    main, _, other = md.partition("### Other alternated runs")
+    assert "| r4k |" in main and "| r8k |" in main and "floor4k" not in main
+    assert "| floor4k |" in other and "9000.0 (42.86x)" in other
+    assert "old1" not in md and "floor8k" not in md
 
 
 def test_a_config_field_added_since_a_record_is_not_given_todays_default():

@@ -1172,30 +1172,76 @@ def _round_label(rec: Mapping[str, Any], same_kernel: int) -> str:
     return f"{k}[{_config_label(rec.get('config') or {})}]" if same_kernel > 1 else k
 
 
-def alternated_rounds(records: Sequence[Rec]) -> list[list[Rec]]:
+def _rounds_by_id(records: Sequence[Rec]) -> list[list[Rec]]:
     """The benchmark records written by ``kernelplan.alternate`` (those with a ``round_id``),
-    grouped by round; per (workload, problem) only the newest round. Rounds are ordered by
-    the workload's size order of their problem (FLOPs)."""
+    grouped by round."""
     rounds: dict[str, list[Rec]] = {}
     for p, r in records:
         if r.get("kind") == "benchmark" and r.get("round_id") and (r.get("timing") or {}):
             rounds.setdefault(str(r["round_id"]), []).append((p, r))
-    newest_round: dict[tuple[str, str], list[Rec]] = {}
-    for members in rounds.values():
-        r0 = members[0][1]
-        key = (r0.get("workload") or "?", _canon(r0.get("problem")))
-        when = max(_created(r) for _p, r in members)
-        old = newest_round.get(key)
-        if old is None or when >= max(_created(r) for _p, r in old):
-            newest_round[key] = members
+    return list(rounds.values())
+
+
+def _round_key(members: Sequence[Rec]) -> tuple[str, str]:
+    r0 = members[0][1]
+    return (r0.get("workload") or "?", _canon(r0.get("problem")))
+
+
+def _round_impls(members: Sequence[Rec]) -> frozenset[str]:
+    return frozenset(f"{r.get('package')}/{_round_label(r, 2)}" for _p, r in members)
+
+
+def _round_when(members: Sequence[Rec]) -> _dt.datetime:
+    return max(_created(r) for _p, r in members)
+
+
+def _by_size(rounds: Sequence[Sequence[Rec]]) -> list[list[Rec]]:
     return sorted(
-        newest_round.values(),
+        (list(m) for m in rounds),
         key=lambda m: (
             m[0][1].get("workload") or "",
             _size(m[0][1]),
             _canon(m[0][1].get("problem")),
+            sorted(_round_impls(m)),
         ),
     )
+
+
+def alternated_rounds(records: Sequence[Rec]) -> list[list[Rec]]:
+    """The rounds of ``kernelplan.alternate`` (records with a ``round_id``): per (workload,
+    problem) the round with the most implementations, the newest among equals, so that a
+    narrower run made later at the same problem (a floor against one peer, a pair) does not
+    replace the table's row (:func:`other_alternated_rounds` lists those). Rounds are
+    ordered by the workload's size order of their problem (FLOPs)."""
+    main: dict[tuple[str, str], list[Rec]] = {}
+    for members in _rounds_by_id(records):
+        key = _round_key(members)
+        old = main.get(key)
+        if old is None or (len(members), _round_when(members)) >= (len(old), _round_when(old)):
+            main[key] = members
+    return _by_size(main.values())
+
+
+def other_alternated_rounds(records: Sequence[Rec]) -> list[list[Rec]]:
+    """The alternated rounds :func:`alternated_rounds` leaves out that still say something:
+    per (workload, problem, set of implementations) the newest round of two or more
+    implementations that has an implementation the main round at that problem lacks (a
+    floor) or is newer than it. Older rounds of a subset of the main round's implementations
+    are superseded by it and left out; a round of one implementation compares nothing."""
+    main = {_round_key(m): m for m in alternated_rounds(records)}
+    newest: dict[tuple[str, str, frozenset[str]], list[Rec]] = {}
+    for members in _rounds_by_id(records):
+        impls = _round_impls(members)
+        key = _round_key(members)
+        ref = main[key]
+        if len(impls) < 2 or members[0][1].get("round_id") == ref[0][1].get("round_id"):
+            continue
+        if impls <= _round_impls(ref) and _round_when(members) <= _round_when(ref):
+            continue
+        old = newest.get((*key, impls))
+        if old is None or _round_when(members) >= _round_when(old):
+            newest[(*key, impls)] = members
+    return _by_size(newest.values())
 
 
 def _is_focus(rec: Mapping[str, Any], focus: Impl | None) -> bool:
@@ -1353,7 +1399,9 @@ def render_report(
     markdown has one section per workload; a workload's section covers its implementations
     in every package. Records of ``kernelplan.alternate`` runs (with a ``round_id``) get a
     table of their own, one row per setting with every implementation, and a plot
-    (``alternated.png``); ``focus`` (an implementation: ``package/kernel`` or a name unique
+    (``alternated.png``); narrower runs at the same settings (a floor, a pair) a second
+    table (:func:`other_alternated_rounds`), no plot; ``focus`` (an implementation:
+    ``package/kernel`` or a name unique
     in the scope) adds the ratio of it to the fastest other implementation per row.
     Returns the files written.
 
@@ -1381,6 +1429,7 @@ def render_report(
     ncus = _newest_per_key(records, "ncu")
     statics = _newest_per_key(records, "static")
     rounds = alternated_rounds(records)
+    other_rounds = other_alternated_rounds(records)
     devices = sorted({(r.get("device") or {}).get("name") or "?" for _p, r in benches + ncus})
     written: list[Path] = []
     md = [
@@ -1421,8 +1470,22 @@ def render_report(
         md += [f"## Workload {wl}", "", f"Implementations with records: {', '.join(impls)}.", ""]
         wr = [m for m in rounds if (m[0][1].get("workload") or "?") == wl]
         if wr:
-            md += ["### Alternated runs (newest run per setting)", ""]
+            md += [
+                "### Alternated runs (per setting: the newest run of the most implementations)",
+                "",
+            ]
             md += [alternated_table(wr, focus_impl), ""]
+        wo = [m for m in other_rounds if (m[0][1].get("workload") or "?") == wl]
+        if wo:
+            md += [
+                "### Other alternated runs (narrower runs: a floor, a pair)",
+                "",
+                "Runs of fewer implementations at the same settings, newest per setting and "
+                "set of implementations, where they time one the table above lacks or came "
+                "after it; ratios are within each run only.",
+                "",
+            ]
+            md += [alternated_table(wo, focus_impl), ""]
         if wb:
             md += ["### Harness timings (newest per kernel and problem)", ""]
             md += [benchmark_table(wb), ""]
