@@ -56,7 +56,8 @@ class _Plan:
     def target(self):
         return "sm_90a"
 
-    def run_check(self, problem, config, target):
+    def run_check(self, problem, config, target, launches=1):
+        self.launches = launches
         return self.ok, [_Check()], None
 
     def kernel(self, problem, config, target):
@@ -79,8 +80,10 @@ def test_prepare_entry_checks_and_binds_workspaces():
     lines = []
     bad = alternate.prepare_entry(_Plan(ok=False), _Problem("b=1"), {}, label="x", log=lines.append)
     assert bad is None and lines == ["FAIL x b=1: max abs err 1"]
-    entry = alternate.prepare_entry(_Plan(), _Problem("b=1"), {}, label="x", log=lines.append)
+    plan = _Plan()
+    entry = alternate.prepare_entry(plan, _Problem("b=1"), {}, label="x", log=lines.append)
     assert [f() for f in entry[5]] == [0, 1, 2]  # one launcher per cold-L2 workspace
+    assert plan.launches == 2  # the check relaunches: what a kernel keeps between launches
 
 
 def test_time_entries_of_different_problems_in_one_round(monkeypatch):

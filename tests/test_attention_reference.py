@@ -389,6 +389,42 @@ def test_planted_faults_fail_the_check(no_cuda_sync, plan_cls, p):
     assert not ok and not any(r.passed for r in res)
 
 
+class _CpuFirstLaunchOnlyPlan(_CpuPlan):
+    """A kernel that keeps state between launches and gets it wrong: only its first launch
+    writes the outputs (as a split kernel whose arrival counter is never reset would)."""
+
+    name: ClassVar[str] = "cpu_first_launch_only"
+
+    def plan(self, problem, config, target):
+        inner = super().plan(problem, config, target).fn
+        done = []
+
+        def fn(t):
+            if not done:
+                inner(t)
+                done.append(1)
+
+        return TorchKernel(self.name, fn)
+
+
+def test_check_launches_catches_state_kept_between_launches(no_cuda_sync):
+    """``launches=2`` poisons the outputs again before the second launch: a kernel that
+    writes only on its first launch passes one launch and fails two; a correct kernel passes
+    both ways; the info names the launches; 0 launches is refused."""
+    p = FAULT_CASES[1]
+    target = Target.resolve("sm_90a")
+    ok, res, info = _CpuFirstLaunchOnlyPlan().run_check(p, NoConfig(), target=target, seed=1)
+    assert ok and info["launches"] == 1
+    ok, res, info = _CpuFirstLaunchOnlyPlan().run_check(
+        p, NoConfig(), target=target, seed=1, launches=2
+    )
+    assert not ok and not any(r.passed for r in res) and info["launches"] == 2
+    ok, res, _ = _CpuPlan().run_check(p, NoConfig(), target=target, seed=1, launches=3)
+    assert ok, [r.line() for r in res]
+    with pytest.raises(ValueError, match="launches must be at least 1"):
+        _CpuPlan().run_check(p, NoConfig(), target=target, seed=1, launches=0)
+
+
 class _CpuStridedOutPlan(_CpuPlan):
     """As _CpuPlan, with O a strided view (b, h, s, d storage seen as (b, s, h, d)), as the
     SDPA peers hand it back."""

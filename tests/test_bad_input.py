@@ -352,6 +352,17 @@ def test_an_abbreviated_option_is_one_line_not_a_jsonargparse_deprecation(capsys
     assert _only_line(capsys.readouterr().err) == "error: unrecognized arguments: --no-rec"
 
 
+def test_zero_check_launches_is_one_line_and_exit_2(capsys):
+    """``--check-launches 0`` is refused in one line before anything is built."""
+    from kernelplan.cli import run_argv
+
+    rc = run_argv(AxpbyPlan(), ["--check", "--check-launches", "0", "--no-record"])
+    assert rc == 2
+    assert _only_line(capsys.readouterr().err) == (
+        "error: --check-launches 0: give 1 or more launches"
+    )
+
+
 # -- unknown packages -----------------------------------------------------------------------
 def test_nox_check_of_an_unknown_package_lists_the_packages():
     proc = subprocess.run(

@@ -1,39 +1,43 @@
 #!/bin/bash
-# Steps 5-8 of mla_decode_sm90's seesaw schedule on the H200, each against the one before, in
-# ONE alternated run (after host-setup.sh, `source .device/b/env.sh`, and the FlashInfer
-# bundles staged as in mla-table.sh):
+# Steps of mla_decode_sm90's seesaw schedule on the H200, each against the one before, in ONE
+# alternated run (after host-setup.sh, `source .device/b/env.sh`, and the FlashInfer bundles
+# staged as in mla-table.sh):
 #
-#   OUT=$OUT bash scripts/device/mla-sm90-steps.sh check   # -> $OUT/step8-check.tgz
-#   OUT=$OUT bash scripts/device/mla-sm90-steps.sh table   # -> $OUT/steps-table.tgz
-#   OUT=$OUT bash scripts/device/mla-sm90-steps.sh ncu     # -> $OUT/step8-ncu.tgz
+#   OUT=$OUT [STEP=N] bash scripts/device/mla-sm90-steps.sh check   # -> $OUT/stepN-check.tgz
+#   OUT=$OUT [SPECS=...] bash scripts/device/mla-sm90-steps.sh table # -> $OUT/steps-table.tgz
+#   OUT=$OUT [STEP=N] [NCU_LARGE=0] bash scripts/device/mla-sm90-steps.sh ncu  # stepN-ncu.tgz
 #
-# check: mla-sm90-variant.sh's check jobs with the newest seesaw step (8) (the default lockstep
-#   path's package check included: it now takes the balanced split rule on unequal lengths).
-# table: python -m kernelplan.alternate over the workload's profile problems: seesaw step 4
-#   (as first measured), 5 (page indices read a pair ahead), 6 (+ P by stmatrix), 7 (+ evict-
-#   first page loads), 8 (+ the combine reads 4 splits per round), all with the equal split
-#   rule, then step 8 with the balanced rule (step 5b: differs on unequal lengths only),
-#   step 9 (8 without step 5; added after the 2026-12-01 run, not yet measured), and PEERS
-#   (default flashinfer_mla). The 2026-12-01 run had steps 4-8 only.
-# ncu: the newest step and PEERS at (128, 16384), and the newest step at (32, 4096).
+# check: mla-sm90-variant.sh's check jobs with seesaw step STEP (default 8), each check job
+#   launching CHECK_LAUNCHES times (default 3; the outputs poisoned again before the last),
+#   the default path's package check included.
+# table: python -m kernelplan.alternate over the workload's profile problems with SPECS
+#   (default: seesaw step 4 as first measured, 5 (page indices read a pair ahead), 6 (+ P by
+#   stmatrix), 7 (+ evict-first page loads), 8 (+ the combine reads 4 splits per round), all
+#   with the equal split rule, then step 8 and step 9 (8 without step 5) with the balanced
+#   rule) and PEERS (default flashinfer_mla); each build checked first (two launches).
+#   E.g. SPECS="mla_decode_sm90:schedule=seesaw,step=9 mla_decode_sm90:schedule=seesaw,step=10".
+# ncu: step STEP and PEERS at (32, 4096) and, unless NCU_LARGE=0, at (128, 16384).
 # Each step's logs and records in its tgz; here: unpack, `cp -rn results/. results/`, logs under
-# results/logs/<date>-h200-mla-sm90-steps/. REPS (default 20) timed rounds. DRYRUN=1 parses
-# everything on a CPU host. Clocks are never changed.
+# results/logs/<date>-h200-*/. REPS (default 20) timed rounds. DRYRUN=1 parses everything on a
+# CPU host. Clocks are never changed.
 set -uo pipefail
 cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
 py=${PY:-python3}
 PEERS=${PEERS:-flashinfer_mla}
 REPS=${REPS:-20}
 S="mla_decode_sm90:schedule=seesaw"
-SPECS="$S,step=4,split_rule=equal $S,step=5,split_rule=equal $S,step=6,split_rule=equal"
-SPECS="$SPECS $S,step=7,split_rule=equal $S,step=8,split_rule=equal $S,step=8,split_rule=balanced"
-# the next session's question: step 9 (step 8 without step 5's early page-index reads)
-SPECS="$SPECS $S,step=9,split_rule=balanced"
+if [ -z "${SPECS:-}" ]; then
+    SPECS="$S,step=4,split_rule=equal $S,step=5,split_rule=equal $S,step=6,split_rule=equal"
+    SPECS="$SPECS $S,step=7,split_rule=equal $S,step=8,split_rule=equal"
+    SPECS="$SPECS $S,step=8,split_rule=balanced $S,step=9,split_rule=balanced"
+fi
+STEP=${STEP:-8}  # the step `check` and `ncu` build
 
 step=${1:?check, table or ncu}
 case $step in
 check)
-    exec env VARIANT=schedule=seesaw TAG=step8 bash scripts/device/mla-sm90-variant.sh check ;;
+    exec env VARIANT="schedule=seesaw step=$STEP" TAG="step$STEP" \
+        CHECK_LAUNCHES="${CHECK_LAUNCHES:-3}" bash scripts/device/mla-sm90-variant.sh check ;;
 table)
     logdir="$OUT/logs/steps-table"; mkdir -p "$logdir"
     if [ "${DRYRUN:-0}" = 1 ]; then
@@ -52,18 +56,24 @@ table)
     tar czf "$OUT/steps-table.tgz" -C "$OUT" logs/steps-table results
     grep "^|" "$logdir/table.log" | cut -c1-160 ;;
 ncu)
-    logdir="$OUT/logs/step8-ncu"; mkdir -p "$logdir"
+    logdir="$OUT/logs/step$STEP-ncu"; mkdir -p "$logdir"
     export KERNELPLAN_RESULTS="$OUT/results"
     common=(--prof_type ncu --ncu-set full)
     [ "${DRYRUN:-0}" = 1 ] && common=(--prof_type static --help)
-    "$py" -m cute_mla mla_decode_sm90 --b 128 --t 16384 --config schedule=seesaw "${common[@]}" \
-        > "$logdir/ncu-seesaw-b128-t16384.log" 2>&1
+    if [ "${NCU_LARGE:-1}" != 0 ]; then
+        "$py" -m cute_mla mla_decode_sm90 --b 128 --t 16384 --config schedule=seesaw step=$STEP \
+            "${common[@]}" > "$logdir/ncu-seesaw-b128-t16384.log" 2>&1
+        for peer in $PEERS; do
+            "$py" -m cute_mla "$peer" --b 128 --t 16384 "${common[@]}" \
+                > "$logdir/ncu-$peer-b128-t16384.log" 2>&1
+        done
+    fi
+    "$py" -m cute_mla mla_decode_sm90 --b 32 --t 4096 --config schedule=seesaw step=$STEP \
+        "${common[@]}" > "$logdir/ncu-seesaw-b32-t4096.log" 2>&1
     for peer in $PEERS; do
-        "$py" -m cute_mla "$peer" --b 128 --t 16384 "${common[@]}" > "$logdir/ncu-$peer-b128-t16384.log" 2>&1
+        "$py" -m cute_mla "$peer" --b 32 --t 4096 "${common[@]}" > "$logdir/ncu-$peer-b32-t4096.log" 2>&1
     done
-    "$py" -m cute_mla mla_decode_sm90 --b 32 --t 4096 --config schedule=seesaw "${common[@]}" \
-        > "$logdir/ncu-seesaw-b32-t4096.log" 2>&1
-    tar czf "$OUT/step8-ncu.tgz" -C "$OUT" logs/step8-ncu results 2>/dev/null
+    tar czf "$OUT/step$STEP-ncu.tgz" -C "$OUT" logs/step$STEP-ncu results 2>/dev/null
     grep -h "record:" "$logdir"/*.log ;;
 *) echo "unknown step $step (check, table, ncu)" >&2; exit 2 ;;
 esac

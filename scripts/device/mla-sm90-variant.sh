@@ -35,25 +35,28 @@ py=${PY:-python3}
 VARIANT=${VARIANT:-loads=tma schedule=lockstep}
 TAG=${TAG:-step3}
 v="--config $VARIANT"
+# CHECK_LAUNCHES=N: each check job launches N times, the outputs poisoned again before the
+# last (a kernel's state kept between launches, such as step 10's arrival counters)
+cl="--check-launches ${CHECK_LAUNCHES:-1}"
 
 jobs_check() {
     cat <<JOBS
 v-check-pkg-default session check mla mla_decode_sm90
-v-b4-t1024 kernel --b 4 --t 1024 $v --check --prof_type disabled
-v-b3-t1000 kernel --b 3 --t 1000 $v --check --prof_type disabled
-v-b8-t777-varlen kernel --b 8 --t 777 --varlen true $v --check --prof_type disabled
-v-b4-s2-t1000 kernel --b 4 --s 2 --t 1000 $v --check --prof_type disabled
-v-h64-t513 kernel --b 4 --t 513 --h 64 $v --check --prof_type disabled
-v-h16-t300-varlen kernel --b 4 --t 300 --h 16 --varlen true $v --check --prof_type disabled
-v-h16-s3 kernel --b 4 --t 1000 --h 16 --s 3 $v --check --prof_type disabled
-v-h64-varlen kernel --b 8 --t 777 --h 64 --varlen true $v --check --prof_type disabled
-v-t1-empty kernel --b 2 --seqlens [1,0] $v --check --prof_type disabled
-v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check --prof_type disabled
-v-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $v --check --prof_type disabled
-v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check --prof_type disabled
-v-nosplit-varlen kernel --b 8 --t 777 --varlen true --config $VARIANT splits=1 --check --prof_type disabled
-v-nosplit-t16384 kernel --b 2 --t 16384 --config $VARIANT splits=1 --check --prof_type disabled
-v-splits64 kernel --b 2 --t 8192 --config $VARIANT splits=64 --check --prof_type disabled
+v-b4-t1024 kernel --b 4 --t 1024 $v --check $cl --prof_type disabled
+v-b3-t1000 kernel --b 3 --t 1000 $v --check $cl --prof_type disabled
+v-b8-t777-varlen kernel --b 8 --t 777 --varlen true $v --check $cl --prof_type disabled
+v-b4-s2-t1000 kernel --b 4 --s 2 --t 1000 $v --check $cl --prof_type disabled
+v-h64-t513 kernel --b 4 --t 513 --h 64 $v --check $cl --prof_type disabled
+v-h16-t300-varlen kernel --b 4 --t 300 --h 16 --varlen true $v --check $cl --prof_type disabled
+v-h16-s3 kernel --b 4 --t 1000 --h 16 --s 3 $v --check $cl --prof_type disabled
+v-h64-varlen kernel --b 8 --t 777 --h 64 --varlen true $v --check $cl --prof_type disabled
+v-t1-empty kernel --b 2 --seqlens [1,0] $v --check $cl --prof_type disabled
+v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check $cl --prof_type disabled
+v-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $v --check $cl --prof_type disabled
+v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check $cl --prof_type disabled
+v-nosplit-varlen kernel --b 8 --t 777 --varlen true --config $VARIANT splits=1 --check $cl --prof_type disabled
+v-nosplit-t16384 kernel --b 2 --t 16384 --config $VARIANT splits=1 --check $cl --prof_type disabled
+v-splits64 kernel --b 2 --t 8192 --config $VARIANT splits=64 --check $cl --prof_type disabled
 v-fault-wrong-page kernel --b 4 --t 1024 $v --inject-fault wrong-page --prof_type disabled
 JOBS
 }

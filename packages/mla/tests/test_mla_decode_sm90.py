@@ -237,6 +237,45 @@ def test_mla_decode_sm90_seesaw_compiles_for_sm90a(shape, tmp_path, monkeypatch)
         assert f["spill_store_bytes"] == 0 and f["spill_load_bytes"] == 0
 
 
+@pytest.mark.parametrize(
+    ("shape", "split"),
+    [({"b": 32, "t": 4096}, True), ({"b": 4, "s": 3, "h": 16, "t": 1000, "splits": 1}, False)],
+)
+def test_mla_decode_sm90_seesaw_step10_merges_in_the_last_cta(shape, split, tmp_path, monkeypatch):
+    """Step 10 (``--config step=10``): split-KV without the combine kernel. The cubin holds one
+    kernel (step 9 also holds the combine); a split build takes one ticket per CTA (one
+    ATOMG), whose acquire fence invalidates L1 (CCTL) before the last CTA reads the other
+    splits' partials; the MMAs and TMAs are step 9's; 0 spills. The counters are a zeroed
+    (b, m_tiles) int32 tensor after the FP8 slots of the argument list. Without a split
+    there is no ticket."""
+    from kernelplan.registry import load_plan_class
+
+    monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    overrides = {"step": "10"}
+    if "splits" in shape:
+        overrides["splits"] = str(shape.pop("splits"))
+    prob = plan.problem(**shape)
+    cfg = plan.config(prob, overrides)
+    spec = plan.tensor_specs(prob)["split_count"]
+    m_tiles = -(-prob.s * prob.h // 64)
+    assert (spec.shape, spec.dtype, spec.init) == ((prob.b, m_tiles), "int32", "zeros")
+    tgt = plan.target("sm_90a", 132)
+    k = plan.plan(prob, cfg, tgt)
+    assert k.args_fn({n: n for n in plan.tensor_specs(prob)})[10] == "split_count"
+    assert k.fn.fused_combine and not k.fn.early_pages
+    st = plan.run_static(prob, cfg)
+    assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+    assert st["functions"] == []  # no combine kernel beside the split kernel
+    ops = st["opcodes"]
+    assert ops.get("ATOMG", 0) == (1 if split else 0)
+    if split:
+        assert ops.get("CCTL", 0) >= 1
+    assert st["meta"]["combine"] == ("last CTA" if split else None)
+    assert st["opcodes"].get("UTMALDG") == 36
+    assert sum(v for k2, v in st["mma_mnemonics"].items() if k2.startswith("HGMMA.64x256x16")) == 12
+
+
 # -- FP8 (e4m3) latent cache (issue 11, "Beyond: FP8 KV cache") ------------------------------
 
 FP8 = "float8_e4m3fn"

@@ -69,6 +69,14 @@ def _run_options(p) -> None:
     g.add_argument("--cuda-graph", action="store_true", help="time CUDA-graph replays")
     g.add_argument("--seed", type=int, default=None, help="input seed for --check")
     g.add_argument(
+        "--check-launches",
+        "--check_launches",
+        type=int,
+        default=1,
+        help="--check: launch this many times on the same inputs, outputs poisoned again "
+        "before the last (state kept between launches is checked too)",
+    )
+    g.add_argument(
         "--inject-fault",
         default="none",
         help="plant a defect, --check must fail: skip-launch, perturb, or one of the "
@@ -204,6 +212,8 @@ def run(
             f"--reps must be >= 1 and --warmup >= 0 (got {opts.reps}, {opts.warmup})"
         )
     faults = (*FAULTS, *plan.workload.input_faults)
+    if opts.check_launches < 1:
+        raise KernelPlanError(f"--check-launches {opts.check_launches}: give 1 or more launches")
     if opts.inject_fault not in faults:
         raise KernelPlanError(f"--inject-fault {opts.inject_fault}: one of {', '.join(faults)}")
     config = plan.config(problem, items)
@@ -248,8 +258,9 @@ def run(
     check_part = None
     if opts.check or opts.inject_fault != "none":
         ok, results, info = plan.run_check(
-            problem, config, target=target, seed=opts.seed, fault=opts.inject_fault
-        )
+            problem, config, target=target, seed=opts.seed, fault=opts.inject_fault,
+            launches=opts.check_launches,
+        )  # fmt: skip
         for r in results:
             log(f"{plan.name} {config.label()}: {r.line()}")
         if info.get("not_produced"):

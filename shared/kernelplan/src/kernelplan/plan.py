@@ -220,8 +220,14 @@ class KernelPlan(abc.ABC):
         target: Target | None = None,
         seed: int | None = None,
         fault: str = "none",
+        launches: int = 1,
     ) -> tuple[bool, list[CheckResult], dict[str, Any]]:
         """One checked run: fresh random inputs, outputs poisoned, one launch, compare.
+
+        ``launches`` > 1 launches the kernel that many times on the same inputs and poisons
+        the outputs again before the last launch, so that state a kernel keeps between
+        launches (arrival counters it must reset, semaphores, a workspace) is checked too:
+        only what the last launch wrote is compared.
 
         ``fault`` plants a defect to show the check can fail: "skip-launch" (the kernel never
         runs; the poison must be caught), "perturb" (one output element moved by four times
@@ -230,9 +236,15 @@ class KernelPlan(abc.ABC):
         ones).
 
         Returns:
-            (passed, per-output results, info with the seed used).
+            (passed, per-output results, info with the seed used and the launches).
+
+        Raises:
+            ValueError: ``launches`` < 1.
         """
         import torch
+
+        if launches < 1:
+            raise ValueError(f"launches must be at least 1 (got {launches})")
 
         target = target or self.target()
         seed = secrets.randbelow(2**31) if seed is None else seed
@@ -249,7 +261,12 @@ class KernelPlan(abc.ABC):
         kernel = self.kernel(problem, config, target)
         launch = kernel.bind(seen)
         if fault != "skip-launch":
-            launch()
+            for i in range(launches):
+                if i and i == launches - 1:
+                    torch.cuda.synchronize()
+                    for n in outs:
+                        poison(seen[n])
+                launch()
         torch.cuda.synchronize()
         ref = self.reference(problem, inputs)
         lowp = self.reference_lowp(problem, inputs)
@@ -284,6 +301,7 @@ class KernelPlan(abc.ABC):
             "not_produced": not_produced,
             "seed": seed,
             "fault": fault,
+            "launches": launches,
             "compile_seconds": kernel.compile_seconds,
             "compile_cache": getattr(kernel, "compile_cache", None),
         }
@@ -384,16 +402,20 @@ class KernelPlan(abc.ABC):
         # Fail before planning and compiling: an SM the DSL does not know, a missing tool.
         arch = static._normalize_arch(arch)
         static.find_tool("cuobjdump")
-        kernel = self.kernel(problem, config, target)
-        if not isinstance(kernel, CuteKernel):
-            raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
+        # planned under the arch it is compiled for: an upstream constructor may read the
+        # DSL's arch, which is otherwise the GPU's (an sm_100a kernel on an sm_90 host)
+        with static.target_arch(arch):
+            kernel = self.kernel(problem, config, target)
+            if not isinstance(kernel, CuteKernel):
+                raise KernelPlanError(f"{self.name} is not a CuTe DSL kernel: nothing to analyse")
+            fake_args = kernel.fake_args()
         from .cutlass_src import repo_root
 
         dump_root = repo_root() / ".cache" / "static"
         try:
             reports = static.compile_and_analyze(
                 kernel.fn,
-                kernel.fake_args(),
+                fake_args,
                 arch=arch,
                 options=kernel.options,
                 dump_dir=dump_root,

@@ -157,6 +157,9 @@ class MlaDecodeSm90Kernel:
         #: the L2 cache hint of the page TMA loads (None: none; the seesaw schedule's step 7
         #: sets evict-first)
         self.kv_cache_policy = None
+        #: split-KV without a combine kernel (the seesaw schedule's step 10): the last CTA of a
+        #: (sequence, m-tile) to finish merges every split's partial O (:meth:`merge_splits`)
+        self.fused_combine = False
 
     def problem_views(self, q, o, lse, o_acc, lse_acc):
         """Views with static inner strides of the problem's tensors (they arrive with dynamic
@@ -317,6 +320,7 @@ class MlaDecodeSm90Kernel:
         lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace: partial LSE (log2) per split
         kv_scales: cute.Tensor,  # kv_fp8: (num_pages, 64, G) float32; else unused (kv_cache)
         kv_rope: cute.Tensor,  # kv_fp8: (num_pages, 64, 64) dtype; else unused (kv_cache)
+        split_count: cute.Tensor,  # (b, m_tiles) int32, zero: fused_combine only; else unused
         softmax_scale: cutlass.Float32,
         num_splits: cutlass.Int32,
         pages_per_split: cutlass.Int32,  # 0: equal parts per sequence; > 0: fixed (balanced)
@@ -706,11 +710,19 @@ class MlaDecodeSm90Kernel:
         lane: cutlass.Int32,
         valid_rows: cutlass.Int32,
         split: cutlass.Constexpr,
+        mCnt: Optional[cute.Tensor] = None,  # noqa: UP045 (fused_combine: (b, m_tiles) int32)
+        sFlag: Optional[cute.Tensor] = None,  # noqa: UP045 (fused_combine: 1 int32 of SMEM)
+        num_splits: Optional[cutlass.Int32] = None,  # noqa: UP045 (fused_combine)
+        tidx: Optional[cutlass.Int32] = None,  # noqa: UP045 (fused_combine)
     ):
         """Both schedules' epilogue: each warpgroup's row sums (its threads' columns; ``row_sum``
         per thread and row) meet in SMEM (``sSum``, one CTA barrier), O_half / sum, then either
         the split's fp32 partial O and log2-domain LSE into the workspace (``split``: the
         combine may start its prologue first) or O in the dtype and the natural-log LSE.
+        With ``self.fused_combine`` (and ``split``) there is no combine kernel: after its
+        partials, the CTA takes a ticket (:meth:`split_ticket`) and the last of the
+        (sequence, m-tile)'s ``num_splits`` CTAs merges them (:meth:`merge_splits`) and stores
+        O and LSE as an unsplit CTA does.
         ``m_log2``: each row's running max in the log2 domain, already times the softmax scale;
         ``thr_pv``: the PV MMA's thread slice (O's 64 x 256 partition)."""
         n_rows = cute.size(tScS, mode=[0])
@@ -731,7 +743,8 @@ class MlaDecodeSm90Kernel:
 
         tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
         if cutlass.const_expr(split):
-            cute.arch.griddepcontrol_launch_dependents()
+            if cutlass.const_expr(not self.fused_combine):
+                cute.arch.griddepcontrol_launch_dependents()
             gOa = cute.local_tile(
                 mOa[sp, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg)
             )
@@ -748,23 +761,157 @@ class MlaDecodeSm90Kernel:
                         if row_sum[i] > 0.0:
                             val = m_log2[i] + cute.math.log2(row_sum[i])
                         gLa[row] = val
+            if cutlass.const_expr(self.fused_combine):  # noqa: SIM102 (compile time, then run time)
+                if self.split_ticket(mCnt, sFlag, bidx, m_blk, num_splits, tidx):
+                    self.merge_splits(
+                        acc_o, row_sum, m_log2, tScS, thr_pv, mOa, mLa, bidx, m_blk, sp, wg,
+                        num_splits, valid_rows,
+                    )  # fmt: skip
+                    self.store_o(
+                        acc_o, row_sum, m_log2, tScS, tOcO, thr_pv, mO, mL, bidx, m_blk, wg,
+                        lane, valid_rows,
+                    )  # fmt: skip
         else:
-            rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
-            rO.store(acc_o.load().to(self.dtype))
-            gO = cute.local_tile(mO[bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
-            tOgO = thr_pv.partition_C(gO)
-            for e in cutlass.range_constexpr(cute.size(rO)):
-                if tOcO[e][0] < valid_rows:
-                    tOgO[e] = rO[e]
-            if wg == 0 and lane % 4 == 0:
-                gL = mL[bidx, m_blk, None]
+            self.store_o(
+                acc_o, row_sum, m_log2, tScS, tOcO, thr_pv, mO, mL, bidx, m_blk, wg, lane,
+                valid_rows,
+            )  # fmt: skip
+
+    @cute.jit
+    def store_o(
+        self,
+        acc_o: cute.Tensor,
+        row_sum: cute.Tensor,
+        m_log2: cute.Tensor,
+        tScS: cute.Tensor,
+        tOcO: cute.Tensor,
+        thr_pv,
+        mO: cute.Tensor,
+        mL: cute.Tensor,
+        bidx: cutlass.Int32,
+        m_blk: cutlass.Int32,
+        wg: cutlass.Int32,
+        lane: cutlass.Int32,
+        valid_rows: cutlass.Int32,
+    ):
+        """O (already divided by the row sums) in the dtype and the natural-log LSE,
+        (m_log2 + log2 row_sum) ln 2 (-inf for a row without keys), for the valid rows."""
+        n_rows = cute.size(tScS, mode=[0])
+        rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
+        rO.store(acc_o.load().to(self.dtype))
+        gO = cute.local_tile(mO[bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
+        tOgO = thr_pv.partition_C(gO)
+        for e in cutlass.range_constexpr(cute.size(rO)):
+            if tOcO[e][0] < valid_rows:
+                tOgO[e] = rO[e]
+        if wg == 0 and lane % 4 == 0:
+            gL = mL[bidx, m_blk, None]
+            for i in cutlass.range_constexpr(n_rows):
+                row = tScS[i, 0][0]
+                if row < valid_rows:
+                    val = -cutlass.Float32.inf
+                    if row_sum[i] > 0.0:
+                        val = (m_log2[i] + cute.math.log2(row_sum[i])) * LN_2
+                    gL[row] = val
+
+    @cute.jit
+    def split_ticket(
+        self,
+        mCnt: cute.Tensor,
+        sFlag: cute.Tensor,
+        bidx: cutlass.Int32,
+        m_blk: cutlass.Int32,
+        num_splits: cutlass.Int32,
+        tidx: cutlass.Int32,
+    ) -> cutlass.Boolean:
+        """Count this CTA's partials for (sequence ``bidx``, m-tile ``m_blk``) and say whether
+        it is the last of the ``num_splits`` CTAs to finish (CTA-uniform). The pattern of
+        the CUDA C++ Programming Guide's last-block reduction (memory fence functions): every
+        thread fences its stores at GPU scope, one CTA barrier, thread 0 adds 1 to the
+        counter; the last CTA resets it to 0 for the next launch (as the per-tile arrival
+        count of examples/python/CuTeDSL/cute/blackwell/kernel/distributed/
+        distributed_gemm_reduce_scatter_blackwell.py:L1330-L1346 does) and fences again
+        before reading the other splits' partials. ``mCnt``: (b, m_tiles) int32, zero before
+        the first launch; ``sFlag``: one int32 of SMEM."""
+        cute.arch.fence_acq_rel_gpu()  # this thread's partial O / LSE, before the count
+        cute.arch.barrier()
+        if tidx == 0:
+            ptr = (mCnt.iterator + (bidx * self.m_tiles + m_blk)).llvm_ptr
+            old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
+            last = cutlass.Int32(0)
+            if old == num_splits - 1:
+                last = cutlass.Int32(1)
+                cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+            sFlag[0] = last
+        cute.arch.barrier()
+        is_last = sFlag[0] != 0
+        if is_last:
+            cute.arch.fence_acq_rel_gpu()  # every split's partials, before this CTA reads them
+        return is_last
+
+    @cute.jit
+    def merge_splits(
+        self,
+        acc_o: cute.Tensor,
+        row_sum: cute.Tensor,
+        m_log2: cute.Tensor,
+        tScS: cute.Tensor,
+        thr_pv,
+        mOa: cute.Tensor,
+        mLa: cute.Tensor,
+        bidx: cutlass.Int32,
+        m_blk: cutlass.Int32,
+        sp: cutlass.Int32,
+        wg: cutlass.Int32,
+        num_splits: cutlass.Int32,
+        valid_rows: cutlass.Int32,
+    ):
+        """The combine in the CTA that finished last, in O's register layout: per row, the
+        max m of the splits' log2 LSEs, w_i = 2^(lse_i - m) / sum_i 2^(lse_i - m), O =
+        w_sp O_sp (this CTA's own, still in ``acc_o``) + sum over the other splits of w_i O_i
+        (read from the workspace, this thread's elements only); then ``m_log2`` = m and
+        ``row_sum`` = sum_i 2^(lse_i - m), so :meth:`store_o` writes LSE = (m + log2 sum) ln 2
+        as :meth:`combine` does. A row past ``valid_rows`` reads a valid row's LSE and no O
+        (never stored). Empty splits (lse -inf) weigh 0 and are not read."""
+        n_rows = cute.size(tScS, mode=[0])
+        acc_mn = _mn_view(acc_o)
+        n_cols = cute.size(acc_mn, mode=[1])
+        base = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+        winv = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+        for i in cutlass.range_constexpr(n_rows):
+            row = tScS[i, 0][0]
+            r = cutlass.min(row, valid_rows - 1)
+            mx = -cutlass.Float32.inf
+            for j in cutlass.range(num_splits, unroll=1):
+                mx = cute.arch.fmax(mx, mLa[j, bidx, m_blk, r])
+            b0 = mx
+            if mx == -cutlass.Float32.inf:
+                b0 = cutlass.Float32(0.0)  # no split saw a key: every weight is 0
+            ws = cutlass.Float32(0.0)
+            for j in cutlass.range(num_splits, unroll=1):
+                ws += cute.math.exp2(mLa[j, bidx, m_blk, r] - b0, fastmath=True)
+            inv = cutlass.Float32(0.0)
+            if ws > 0.0 and row < valid_rows:
+                inv = 1.0 / ws
+            w_own = cute.math.exp2(mLa[sp, bidx, m_blk, r] - b0, fastmath=True) * inv
+            for c in cutlass.range_constexpr(n_cols):
+                acc_mn[i, c] = acc_mn[i, c] * w_own
+            base[i] = b0
+            winv[i] = inv
+            m_log2[i] = mx
+            row_sum[i] = ws
+        for j in cutlass.range(num_splits, unroll=1):
+            if j != sp:
+                gOa = cute.local_tile(
+                    mOa[j, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg)
+                )
+                g_mn = _mn_view(thr_pv.partition_C(gOa))
                 for i in cutlass.range_constexpr(n_rows):
-                    row = tScS[i, 0][0]
-                    if row < valid_rows:
-                        val = -cutlass.Float32.inf
-                        if row_sum[i] > 0.0:
-                            val = (m_log2[i] + cute.math.log2(row_sum[i])) * LN_2
-                        gL[row] = val
+                    r = cutlass.min(tScS[i, 0][0], valid_rows - 1)
+                    w = cute.math.exp2(mLa[j, bidx, m_blk, r] - base[i], fastmath=True) * winv[i]
+                    if w > 0.0:
+                        for c in cutlass.range_constexpr(n_cols):
+                            acc_mn[i, c] = acc_mn[i, c] + w * g_mn[i, c]
 
     @cute.jit
     def load_q(self, q_copy, mQ, sQ, bidx, m_blk, valid_rows, tidx):

@@ -167,13 +167,13 @@ class MlaSm90Config(Config):
     ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
-    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 9, see
-    :data:`.seesaw.STEPS`; for before/after runs; 8, the newest measured, is the default).
+    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 10, see
+    :data:`.seesaw.STEPS`; for before/after runs; 9, measured fastest, is the default).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
     every setting of the workload's table, and ``lockstep`` for the FP8 cache, which only it
     takes), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-9, :mod:`.seesaw`: each warpgroup owns every other page and the
+    ``seesaw`` (steps 4-10, :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; its pages always come by TMA;
     16-bit caches only). ``step`` applies to the seesaw schedule only."""
 
@@ -181,14 +181,14 @@ class MlaSm90Config(Config):
     loads: Literal["auto", "cpasync", "tma"] = "auto"
     schedule: Literal["auto", "lockstep", "seesaw"] = "auto"
     split_rule: Literal["equal", "balanced"] = "balanced"
-    step: int = 8
+    step: int = 9
 
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (4, 5, 6, 7, 8, 9):
+        if self.step not in (4, 5, 6, 7, 8, 9, 10):
             raise ShapeError(
-                f"step must be 4 to 9 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to 10 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -291,6 +291,9 @@ class MlaDecodeSm90(KernelPlan):
         cap = split_cap(p)
         specs["o_acc"] = TensorSpec((cap, p.b, p.s, p.h, p.d_latent), "float32", init="empty")
         specs["lse_acc"] = TensorSpec((cap, p.b, p.s, p.h), "float32", init="empty")
+        # the seesaw step 10's arrival counters per (sequence, m-tile): zero once, and the
+        # last CTA of each resets its counter, so every launch finds them zero
+        specs["split_count"] = TensorSpec((p.b, _ceil(p.s * p.h, 64)), "int32", init="zeros")
         for n, s in specs.items():
             specs[n] = TensorSpec(
                 s.shape, s.dtype, perm=s.perm, role=s.role, init=s.init, scale=s.scale,
@@ -363,6 +366,7 @@ class MlaDecodeSm90(KernelPlan):
                 t["lse_acc"],
                 t[extra[0]],
                 t[extra[1]],
+                t["split_count"],
                 cutlass.Float32(p.scale()),
                 cutlass.Int32(splits),
                 cutlass.Int32(per),
@@ -381,7 +385,11 @@ class MlaDecodeSm90(KernelPlan):
                 else "cp.async",
                 "schedule": schedule,
                 "math_warpgroups": 2,
-                "combine": "pdl" if splits > 1 else None,
+                "combine": (
+                    None
+                    if splits == 1
+                    else ("last CTA" if schedule == "seesaw" and config.step >= 10 else "pdl")
+                ),
                 "kv_cache": kv,
             },
         )

@@ -62,7 +62,8 @@ causal limits for s > 1, the epilogue.
 The schedule above is step 4; the compile-time ``step`` (:data:`STEPS`, ``--config step=N``)
 builds each later step for before/after runs in one process: 5 reads the next pair's page
 indices early, 6 stores P with stmatrix, 7 marks page loads evict-first, 8 batches the
-combine's reads (the default), 9 is 8 without 5. Each step's measured effect is in the devlog
+combine's reads, 9 is 8 without 5 (the default), 10 is 9 with the combine merged into the
+split kernel's last CTA per (sequence, m-tile). Each step's measured effect is in the devlog
 (knowledge/kernels/mla-decode-sm90.md).
 """
 
@@ -104,10 +105,14 @@ P_CHUNK = 8
 #: 7 also marks the page loads evict-first in L2 (each page is read by at most the CTAs of one
 #: (sequence, split), close together in time; Q and the split workspace should stay)
 #: 8 also lets the combine read 4 splits' partial O per round (loads in flight together);
-#: 9 is 8 without step 5's early page-index reads (step 5 measured 0-3% slower on the H200:
-#: knowledge/kernels/mla-decode-sm90.md); built, not yet measured, so the default stays 8
-STEPS = (4, 5, 6, 7, 8, 9)
-STEP = 8
+#: 9 is 8 without step 5's early page-index reads (step 5 measured 0-3% slower on the H200):
+#: the default, measured 0-3% faster than 8 on the H200 in one alternated run
+#: (results/logs/2026-12-01-h200-session4/mla-sm90-steps/table.log; devlog
+#: knowledge/kernels/mla-decode-sm90.md)
+#: 10 is 9 without the combine kernel: the last CTA of a (sequence, m-tile) to finish merges
+#: the splits in registers (MlaDecodeSm90Kernel.merge_splits); built, not yet measured
+STEPS = (4, 5, 6, 7, 8, 9, 10)
+STEP = 9
 #: the L2 cache hint "evict first" as the 64-bit policy a TMA load takes (CUTLASS
 #: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
 #: KV loads use it: docs/20250422-new-kernel-deep-dive.md, "Cache hints")
@@ -129,6 +134,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             self.kv_cache_policy = EVICT_FIRST
         if step >= 8:
             self.combine_batch = 4
+        if step >= 10:
+            self.fused_combine = True
 
     @cute.jit
     def __call__(
@@ -143,6 +150,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace (log2)
         kv_scales: cute.Tensor,  # unused (the 16-bit cache only)
         kv_rope: cute.Tensor,  # unused
+        split_count: cute.Tensor,  # (b, m_tiles) int32, zero: step 10's counters; else unused
         softmax_scale: cutlass.Float32,
         num_splits: cutlass.Int32,
         pages_per_split: cutlass.Int32,
@@ -180,17 +188,24 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             sM1: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M], 16]
             sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
             mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, STAGES * N_CHUNKS], 8]
+            # step 10: "this CTA merges the splits", from thread 0 to all
+            sFlag: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 4], 16]
 
         self.shared_storage = SharedStorage
 
+        # step 10's arrival counters, one per (sequence, m-tile)
+        mCnt = cute.make_tensor(
+            split_count.iterator,
+            cute.make_layout((q.shape[0], self.m_tiles), stride=(self.m_tiles, 1)),
+        )
         scale_log2 = softmax_scale * LOG2_E
         self.kernel_seesaw(
-            mQ, page_table, seqlens, mO, mL, mOa, mLa, scale_log2, num_splits, pages_per_split,
-            qk_mma, pv_rs, pv_ss, q_copy, tma_atom, mKVt, sQ_layout, sK_layout, sVt_outer,
-            split,
+            mQ, page_table, seqlens, mO, mL, mOa, mLa, mCnt, scale_log2, num_splits,
+            pages_per_split, qk_mma, pv_rs, pv_ss, q_copy, tma_atom, mKVt, sQ_layout, sK_layout,
+            sVt_outer, split,
         ).launch(grid=[self.m_tiles, q.shape[0], num_splits], block=[THREADS, 1, 1],
                  stream=stream)  # fmt: skip
-        if cutlass.const_expr(split):
+        if cutlass.const_expr(split and not self.fused_combine):
             self.launch_combine(o, lse, o_acc, lse_acc, num_splits, q.shape[0], stream)
 
     @cute.kernel
@@ -203,6 +218,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         mL: cute.Tensor,
         mOa: cute.Tensor,
         mLa: cute.Tensor,
+        mCnt: cute.Tensor,
         scale_log2: cutlass.Float32,
         num_splits: cutlass.Int32,
         pages_per_split: cutlass.Int32,
@@ -233,6 +249,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         sM0 = storage.sM0.get_tensor(cute.make_layout(TILE_M))
         sM1 = storage.sM1.get_tensor(cute.make_layout(TILE_M))
         sSum = storage.sSum.get_tensor(cute.make_layout((TILE_M, NUM_WG)))
+        sFlag = storage.sFlag.get_tensor(cute.make_layout(4))
         mbar = storage.mbar.data_ptr()
 
         seqlen = mLens[bidx]
@@ -476,7 +493,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         # ---- epilogue (the base kernel's): row sums, O / sum, O and LSE ---------------------
         self.epilogue(
             acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, bidx, m_blk, sp, wg,
-            lane, valid_rows, split,
+            lane, valid_rows, split, mCnt, sFlag, num_splits, tidx,
         )  # fmt: skip
 
     # ---- helpers ------------------------------------------------------------------------------
