@@ -132,7 +132,15 @@ def tma_partition_ab(tma_a, tma_b, sA, sB, gA, gB):
 
 
 def issue_async_mmas(tiled_mma, acc, tCrA, tCrB, slot):
-    """WGMMA over the k-blocks of one slot, asynchronously: fence, gemms, commit_group."""
+    """WGMMA over the k-blocks of one slot, asynchronously: fence, gemms, commit_group.
+
+    The first gemm uses tiled_mma's ACCUMULATE flag as the caller left it; the others set it
+    to True. That set() is invisible to a dynamic loop (cutlass.range) calling this: the loop
+    carries the flag from one iteration to the next only if its own body assigns the name or
+    calls a method on it (the DSL's region analysis reads the body's names). So a K loop
+    either sets the flag in its body (tiled_mma.set(ACCUMULATE, k != 0)) or issues the first
+    batch before the loop; a False set once before the loop zeroes C on every k-tile
+    (tests/test_kb_snippets.py reads the PTX of the TmaGemm snippets for that)."""
     warpgroup.fence()
     for kb in range(cute.size(tCrA, mode=[2])):  # unrolled at trace time
         cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, slot)], tCrB[(None, None, kb, slot)], acc)

@@ -35,14 +35,21 @@ class SerialTmaGemm(hop.TmaGemm):
         cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
         epi = self.epilogue_setup(g)
-        g.tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+        tiled_mma = g.tiled_mma
         for k in cutlass.range(cute.size(g.gA, mode=[2]), unroll=1):
             if g.warp == 0:
                 with cute.arch.elect_one():
                     cute.arch.mbarrier_arrive_and_expect_tx(full, g.slot_bytes)
                 self.load_k(g, k, tAgA, tAsA, tBgB, tBsB, full)
             cute.arch.mbarrier_wait(full, k % 2)
-            hop.issue_async_mmas(g.tiled_mma, acc, tCrA, tCrB, 0)
+            # Zero the accumulator on the first k-tile only, and say so HERE, in the loop body:
+            # the MMA atom's ACCUMULATE flag is an SSA value, and this dynamic loop carries it
+            # from one iteration to the next only when the loop body itself calls tiled_mma.set
+            # (the DSL's region analysis sees names, not the set() inside issue_async_mmas).
+            # Set once to False before the loop, every k-tile's first WGMMA zeroed C (PTX:
+            # scale-d a constant 0 in the loop), so C = the last k-tile's product alone.
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
+            hop.issue_async_mmas(tiled_mma, acc, tCrA, tCrB, 0)
             warpgroup.wait_group(0)
             cute.arch.sync_threads()  # no warp still reads the slot when it is refilled
         self.epilogue(g, acc, tCgC, epi)
