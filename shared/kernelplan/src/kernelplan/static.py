@@ -67,6 +67,7 @@ __all__ = [
     "tool_versions",
     "ptxas_version",
     "compile_to_cubin",
+    "target_arch",
     "analyze_cubin",
     "parse_res_usage",
     "parse_ptxas_log",
@@ -297,23 +298,9 @@ def _dsl_instances() -> list[Any]:
 
 
 @contextlib.contextmanager
-def _dsl_settings(arch: str, dump_dir: Path, keep: frozenset[str]) -> Iterator[None]:
-    """Point the DSL at ``arch``/``dump_dir``/``keep`` for the block, then restore."""
-    env = {
-        "CUTE_DSL_ARCH": arch,
-        "CUTE_DSL_KEEP": ",".join(sorted(keep)),
-        "CUTE_DSL_DUMP_DIR": str(dump_dir),
-    }
-    attrs = {
-        "_arch": arch,
-        "dump_dir": str(dump_dir),
-        "keep_tokens": keep,
-        "keep_ptx": "ptx" in keep,
-        "keep_cubin": "cubin" in keep,
-        "keep_ir_clean": "ir" in keep,
-        "keep_ir": "ir-debug" in keep,
-        "keep_sass": "sass" in keep,
-    }
+def _dsl_overrides(env: dict[str, str], attrs: dict[str, Any]) -> Iterator[None]:
+    """``env`` in the process environment and ``attrs`` on every live DSL singleton's
+    settings (``dsl.envar``) for the block, then both restored."""
     saved_env = {k: os.environ.get(k) for k in env}
     saved_attrs: list[tuple[Any, dict[str, Any]]] = []
     try:
@@ -339,6 +326,43 @@ def _dsl_settings(arch: str, dump_dir: Path, keep: frozenset[str]) -> Iterator[N
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextlib.contextmanager
+def target_arch(arch: str) -> Iterator[None]:
+    """The DSL's arch is ``arch`` for the block (``get_arch_enum()``, ``envar.arch``,
+    ``$CUTE_DSL_ARCH``), then restored. For what runs before ``cute.compile`` and reads the
+    arch: an upstream kernel class may in its constructor (``fmha.py`` L286), and unset the
+    DSL answers the GPU's arch (no GPU: sm_100a), not the one compiled for.
+
+    Raises:
+        UnknownArchError: ``arch`` is not a target the DSL knows.
+    """
+    arch = _normalize_arch(arch)
+    with _dsl_overrides({"CUTE_DSL_ARCH": arch}, {"_arch": arch}):
+        yield
+
+
+@contextlib.contextmanager
+def _dsl_settings(arch: str, dump_dir: Path, keep: frozenset[str]) -> Iterator[None]:
+    """Point the DSL at ``arch``/``dump_dir``/``keep`` for the block, then restore."""
+    env = {
+        "CUTE_DSL_ARCH": arch,
+        "CUTE_DSL_KEEP": ",".join(sorted(keep)),
+        "CUTE_DSL_DUMP_DIR": str(dump_dir),
+    }
+    attrs = {
+        "_arch": arch,
+        "dump_dir": str(dump_dir),
+        "keep_tokens": keep,
+        "keep_ptx": "ptx" in keep,
+        "keep_cubin": "cubin" in keep,
+        "keep_ir_clean": "ir" in keep,
+        "keep_ir": "ir-debug" in keep,
+        "keep_sass": "sass" in keep,
+    }
+    with _dsl_overrides(env, attrs):
+        yield
 
 
 @dataclass
