@@ -53,6 +53,37 @@ def test_reference_is_per_group_dequantised_product(a_dtype, gran):
         assert ref[0, i, j].item() == pytest.approx(want, rel=1e-6, abs=1e-6)
 
 
+def test_check_and_profile_problems_build():
+    """What ``analyze`` and gpu-ci take first (check_problems()[0]); they were refused in one
+    line (gpu-ci on the H200, 2026-12-01): replace(groups=4) on the default kept its drawn
+    one-entry group_sizes."""
+    plan = adapter.GroupedMixedInputGemm()
+    checks, profiles = plan.check_problems(), plan.profile_problems()
+    assert [p.groups for p in checks] == [1, 4, 3, 3]
+    assert [p.groups for p in profiles] == [16]
+    for p in checks + profiles:
+        assert sum(p.group_sizes) == p.n
+        plan.tensor_specs(p)
+
+
+def test_replace_draws_derived_group_sizes_again():
+    p = P(groups=1)  # (128,) drawn
+    q = p.replace(n=512, groups=4)
+    assert q.groups == 4 and q == P(n=512, groups=4)
+    assert p.replace(n=256).group_sizes == (256,)
+    assert p.replace(group_seed=5) == P(groups=1, group_seed=5)
+    # groups derived from a stated vector: derived again from the new vector
+    v = P(n=392, group_sizes=(136, 0, 256))
+    assert v.replace(n=256, group_sizes=(128, 128)).groups == 2
+    # what was stated stays stated: a stated vector that no longer fits is refused
+    with refused_in_one_line("sums to 392, not --n 512"):
+        v.replace(n=512)
+    with refused_in_one_line("--groups 4 but --group_sizes has 3 entries"):
+        v.replace(n=512, groups=4)
+    with refused_in_one_line("--groups 2 but --group_sizes has 3 entries"):
+        P(n=392, groups=3, group_sizes=(136, 0, 256)).replace(groups=2)
+
+
 @pytest.mark.parametrize(
     "kw, needle",
     [

@@ -306,8 +306,17 @@ class GroupedMixedInputGemmProblem(MixedInputGemmProblem):
             raise ShapeError(
                 f"--l {self.l}: the grouped GEMM's B and C have L=1; the groups are --groups"
             )
+        derived = frozenset(f for f in ("groups", "group_sizes") if getattr(self, f) is None)
         note = f"16 bytes of {self.dtype}"
         resolve_group_sizes(self, "n", self.group_align, "columns", note)
+        object.__setattr__(self, "_derived", derived)
+
+    def replace(self, **changes: Any):
+        """A copy with ``changes``; ``groups`` and ``group_sizes``, where validation derived
+        them (a drawn vector, a count from a stated vector), are derived again unless given:
+        ``replace(n=512, groups=4)`` on one drawn group draws four over 512 columns."""
+        derived = {f: None for f in getattr(self, "_derived", ())}
+        return super().replace(**{**derived, **changes})
 
     def a_problem(self) -> MixedInputGemmProblem:
         """A and its scales as the batched problem's with L = groups (what
