@@ -199,6 +199,21 @@ def test_variant_device_script_dry_run(variant, expect):
     assert f"ok b=2 s=1 t=16384 h=128 {expect}" in r.stdout
 
 
+def _seesaw_case(shape, overrides, tmp_path, monkeypatch):
+    """(plan, problem, config) of mla_decode_sm90 for a test's ``shape`` (its ``splits``, if
+    any, moved into the config overrides), compiled into a cache of the test's own."""
+    from kernelplan.registry import load_plan_class
+
+    monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    overrides = dict(overrides)
+    shape = dict(shape)
+    if "splits" in shape:
+        overrides["splits"] = str(shape.pop("splits"))
+    prob = plan.problem(**shape)
+    return plan, prob, plan.config(prob, overrides)
+
+
 @pytest.mark.parametrize(
     "shape",
     [
@@ -215,15 +230,7 @@ def test_mla_decode_sm90_seesaw_compiles_for_sm90a(shape, tmp_path, monkeypatch)
     chunks before the loop, then 4 (WG0, stage 0) + 5 (WG0, stage 1) + 5 + 4 (WG1) inside it
     = 36 UTMALDG; 0 spills; Q + 2 pages + 3 x 64 fp32 exchange rows + 18 mbarriers, within the
     227 KB a CTA may have."""
-    from kernelplan.registry import load_plan_class
-
-    monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
-    plan = load_plan_class("mla", "mla_decode_sm90")()
-    overrides = {"schedule": "seesaw"}
-    if "splits" in shape:
-        overrides["splits"] = str(shape.pop("splits"))
-    prob = plan.problem(**shape)
-    cfg = plan.config(prob, overrides)
+    plan, prob, cfg = _seesaw_case(shape, {"schedule": "seesaw"}, tmp_path, monkeypatch)
     st = plan.run_static(prob, cfg)
     assert st["registers"] <= 255
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
@@ -248,15 +255,7 @@ def test_mla_decode_sm90_seesaw_step10_merges_in_the_last_cta(shape, split, tmp_
     splits' partials; the MMAs and TMAs are step 9's; 0 spills. The counters are a zeroed
     (b, m_tiles) int32 tensor after the FP8 slots of the argument list. Without a split
     there is no ticket."""
-    from kernelplan.registry import load_plan_class
-
-    monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
-    plan = load_plan_class("mla", "mla_decode_sm90")()
-    overrides = {"step": "10"}
-    if "splits" in shape:
-        overrides["splits"] = str(shape.pop("splits"))
-    prob = plan.problem(**shape)
-    cfg = plan.config(prob, overrides)
+    plan, prob, cfg = _seesaw_case(shape, {"step": "10"}, tmp_path, monkeypatch)
     spec = plan.tensor_specs(prob)["split_count"]
     m_tiles = -(-prob.s * prob.h // 64)
     assert (spec.shape, spec.dtype, spec.init) == ((prob.b, m_tiles), "int32", "zeros")
