@@ -96,3 +96,23 @@ def test_a_runtime_field_shares_the_compiled_function(monkeypatch, tmp_path):
         k = plan.kernel(prob, plan.default_config(prob), plan.target())
         assert k.compile(k.fake_args()) == "compiled"
     assert len(calls) == 1
+
+
+def test_setup_fills_inputs_before_bind_converts_them(monkeypatch):
+    """``setup`` runs once per bind, on the inputs, before the CuTe arguments are made: what
+    it writes (a host-planned work list) is what the kernel receives."""
+    seen = []
+    spec = TensorSpec((4,), "int32", init="zeros")
+
+    def setup(inputs):
+        inputs["w"][:] = 3
+        seen.append("setup")
+
+    k = CuteKernel("t", axpby, lambda t: (t["w"], STREAM), {"w": spec}, setup=setup)
+    monkeypatch.setattr(k, "cute_args", lambda inputs: (seen.append(int(inputs["w"].sum())), ())[1])
+    monkeypatch.setattr(k, "compile", lambda args: None)
+    monkeypatch.setattr(k, "current_stream", lambda: None)  # no GPU here
+    import torch
+
+    k.bind({"w": torch.zeros(4, dtype=torch.int32)})
+    assert seen == ["setup", 12]

@@ -495,3 +495,172 @@ def test_mla_decode_sm90_config_combinations_not_built_are_refused(overrides, ne
     taken = ({"schedule": "lockstep", "loads": "tma"}, {"schedule": "seesaw", "loads": "tma"}, {})
     for ok in taken:
         plan.supports_config(prob, plan.config(prob, ok))
+
+
+# -- step 11: the host-planned work list (FlashMLA's tile scheduler idea) --------------------
+
+
+def _check_work_list(pages, work):
+    """Every page of every sequence in exactly one segment; a part's segments are contiguous
+    and within its range; slots run 0..pieces-1 per sequence; an empty sequence has one empty
+    segment."""
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import PARTS_CAP, work_rows
+
+    seen = [[0] * n for n in pages]
+    slots = [[] for _ in pages]
+    assert len(work.part_segs) == work.parts
+    for c, (lo, hi) in enumerate(work.part_segs):
+        assert 0 <= lo <= hi <= len(work.segments)
+        if c:
+            assert lo == work.part_segs[c - 1][1]  # parts' segments are consecutive
+        taken = sum(p1 - p0 for _, p0, p1, _ in work.segments[lo:hi])
+        assert taken <= work.per
+    for b, p0, p1, slot in work.segments:
+        assert 0 <= p0 <= p1 <= pages[b]
+        for i in range(p0, p1):
+            seen[b][i] += 1
+        slots[b].append(slot)
+    assert all(x == 1 for row in seen for x in row)
+    for b, n in enumerate(pages):
+        assert sorted(slots[b]) == list(range(work.pieces[b]))
+        if n == 0:
+            assert work.pieces[b] == 1 and len(slots[b]) == 1
+    rows = work.rows()
+    assert len(rows) == work_rows(len(pages))
+    first = PARTS_CAP + len(pages)
+    assert [rows[PARTS_CAP + b][0] for b in range(len(pages))] == list(work.pieces)
+    for c, (lo, hi) in enumerate(work.part_segs):
+        assert rows[c][:2] == [first + lo, first + hi]
+        assert [tuple(r) for r in rows[first + lo : first + hi]] == list(work.segments[lo:hi])
+    assert rows[work.parts : PARTS_CAP] == [[0, 0, 0, 0]] * (PARTS_CAP - work.parts)
+
+
+@pytest.mark.parametrize(
+    ("shape", "parts", "per", "split_seqs"),
+    [
+        ({"b": 128, "t": 4096}, 66, 128, 0),  # 128 x 64 pages: cuts only between sequences
+        ({"b": 32, "t": 4096}, 66, 32, 32),  # every sequence in two pieces
+        ({"b": 128, "t": 4096, "h": 64}, 132, 64, 0),  # one m-tile: 132 parts
+        ({"b": 32, "s": 2, "t": 4096}, 33, 64, 0),  # s=2: 4 m-tiles
+    ],
+)
+def test_work_list_for_fixed_lengths(shape, parts, per, split_seqs):
+    """Step 11's plan for the fixed-length table rows on 132 SMs: the parts per m-tile, the
+    pages per part (a multiple of the sequence length whenever that costs nothing: no
+    sequence is cut) and how many sequences the combine must merge."""
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import _pages, _work_parts, work_list
+
+    from kernelplan.registry import load_plan_class
+
+    prob = load_plan_class("mla", "mla_decode_sm90")().problem(**shape)
+    pages = _pages(prob)
+    work = work_list(pages, _work_parts(prob, 132))
+    assert (work.parts, work.per) == (parts, per)
+    assert sum(n > 1 for n in work.pieces) == split_seqs
+    _check_work_list(pages, work)
+
+
+@pytest.mark.parametrize(
+    "pages",
+    [
+        [64, 0, 17, 1, 130, 0, 0, 64, 3],  # empty sequences among others, a long one
+        [0, 0, 5],  # leading empty sequences
+        [7, 0, 0],  # trailing empty sequences
+        [1] * 40,  # more sequences than parts
+        [500],  # one long sequence in many pieces
+    ],
+)
+@pytest.mark.parametrize("parts", [1, 3, 16, 132])
+def test_work_list_covers_every_page_once(pages, parts):
+    """Whatever the lengths and parts: each page once, slots 0..pieces-1, an empty sequence in
+    one empty segment, no more rows than the work tensor has and no more pieces than the
+    workspace holds (work_cap)."""
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import work_list
+
+    work = work_list(pages, parts)
+    assert -(-sum(pages) // work.per) <= parts
+    _check_work_list(pages, work)
+
+
+def test_work_cap_bounds_every_plan():
+    """The workspace (split_cap, which includes work_cap) holds every slot for any SM count."""
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
+        _pages,
+        _work_parts,
+        split_cap,
+        work_cap,
+        work_list,
+    )
+
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    for shape in ({"b": 32, "t": 4096, "varlen": True}, {"b": 3, "seqlens": (9000, 0, 64)},
+                  {"b": 1, "t": 65536}, {"b": 16, "s": 4, "h": 64, "t": 3000}):  # fmt: skip
+        prob = plan.problem(**shape)
+        for sms in (1, 7, 78, 114, 132):
+            work = work_list(_pages(prob), _work_parts(prob, sms))
+            assert max(work.pieces) <= work_cap(prob) <= split_cap(prob), (shape, sms)
+            assert plan.tensor_specs(prob)["o_acc"].shape[0] >= max(work.pieces)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (([4, 4], 0), "parts must be in 1..132"),
+        (([4, 4], 133), "parts must be in 1..132"),
+        (([4, 4], 2, 3), "3 pages per part need more than 2 parts"),
+    ],  # fmt: skip
+)
+def test_work_list_refusals_in_one_line(args, needle):
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import work_list
+
+    from kernelplan import ShapeError
+
+    with pytest.raises(ShapeError) as e:
+        work_list(*args)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_step11_refuses_a_split_count_in_one_line():
+    from kernelplan import ShapeError
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    prob = plan.problem(b=32, t=4096)
+    with pytest.raises(ShapeError) as e:
+        plan.plan(
+            prob, plan.config(prob, {"step": "11", "splits": "2"}), plan.target("sm_90a", 132)
+        )
+    assert "step 11 plans its own parts" in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("shape", "split"),
+    [({"b": 32, "t": 4096, "varlen": True}, True), ({"b": 128, "t": 4096, "h": 64}, False)],
+)
+def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(shape, split, tmp_path, monkeypatch):
+    """Step 11 (``--config step=11``): a grid of (m-tiles, parts, 1), each CTA walking its
+    part's segments; the work list is filled at bind by the plan's setup (the ``work`` tensor,
+    after step 10's counters in the argument list); the MMAs per segment are step 9's (the
+    segment loop keeps one copy of the body); 0 spills; the combine kernel only where a
+    sequence is cut."""
+    import torch
+
+    plan, prob, cfg = _seesaw_case(shape, {"step": "11"}, tmp_path, monkeypatch)
+    tgt = plan.target("sm_90a", 132)
+    k = plan.plan(prob, cfg, tgt)
+    specs = plan.tensor_specs(prob)
+    assert k.args_fn({n: n for n in specs})[11] == "work"
+    assert k.fn.work_list and not k.fn.fused_combine
+    wl = k.meta["work_list"]
+    assert k.meta["split_rule"] == "work list" and k.meta["split_kv"] == wl["parts"]
+    assert (wl["sequences_split"] > 0) == split
+    work = torch.zeros(specs["work"].shape, dtype=torch.int32)
+    k.setup({"work": work})
+    assert work[: wl["parts"], 1].max().item() == wl["segments"] + prob.b + 132
+    st = plan.run_static(prob, cfg)
+    assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+    assert st["opcodes"].get("UTMALDG") == 36
+    assert sum(v for k2, v in st["mma_mnemonics"].items() if k2.startswith("HGMMA.64x256x16")) == 12
+    assert (len(st["functions"]) == 1) == split  # the combine kernel beside the main one

@@ -204,6 +204,11 @@ class CuteKernel:
             one compile for every shape) and launch with the torch tensors themselves, the
             DSL's TVM-FFI calling path (a TVM-FFI function rejects ``from_dlpack`` CuTe
             tensors made without ``enable_tvm_ffi=True``).
+        setup: per input set, once at :meth:`bind`, outside the timed launches:
+            ``setup(inputs)`` fills tensors the kernel reads as data that the host plans from
+            the problem and the target (a work list of the sequences' pages, as a peer's
+            planner does in :class:`TorchKernel`'s ``setup``); it writes into ``inputs`` (torch
+            tensors, by spec name) in place and returns nothing.
 
     The compile key is set by :meth:`kernelplan.KernelPlan.kernel` from (implementation,
     config, the problem fields the code specialises on, target SM, every tensor's
@@ -224,9 +229,11 @@ class CuteKernel:
         meta: Mapping[str, Any] | None = None,
         *,
         tvm_ffi: bool = False,
+        setup: Callable[[Mapping[str, Any]], None] | None = None,
     ):
         self.name, self.fn, self.args_fn, self.specs = name, fn, args, dict(specs)
         self.tvm_ffi = tvm_ffi
+        self.setup = setup
         if tvm_ffi:
             options = " ".join(o for o in (options, "--enable-tvm-ffi") if o)
         self.options = options
@@ -293,7 +300,10 @@ class CuteKernel:
     def bind(self, inputs: Mapping[str, Any]) -> Callable[[], Any]:
         """A zero-argument launcher of the compiled kernel over ``inputs`` (torch tensors on
         the GPU, by spec name). Compiles on first use; conversions happen here, not per launch.
+        Runs ``setup`` on ``inputs`` first, if there is one.
         """
+        if self.setup is not None:
+            self.setup(inputs)
         if self.tvm_ffi:
             compiled = self.compile(self.fake_args())
             views = {n: s.kernel_view(inputs[n]) for n, s in self.specs.items()}

@@ -75,6 +75,8 @@ import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import cpasync, warpgroup
 
+from .mla_decode_sm90 import PARTS_CAP
+
 LOG2_E = math.log2(math.e)
 LN_2 = math.log(2.0)
 
@@ -160,6 +162,10 @@ class MlaDecodeSm90Kernel:
         #: split-KV without a combine kernel (the seesaw schedule's step 10): the last CTA of a
         #: (sequence, m-tile) to finish merges every split's partial O (:meth:`merge_splits`)
         self.fused_combine = False
+        #: the seesaw schedule's step 11: each CTA walks a list of (sequence, page range)
+        #: segments from the ``work`` tensor, and the combine merges each sequence's own number
+        #: of pieces (rows of sequences in one piece are skipped: their CTA stored O)
+        self.work_list = False
 
     def problem_views(self, q, o, lse, o_acc, lse_acc):
         """Views with static inner strides of the problem's tensors (they arrive with dynamic
@@ -278,8 +284,9 @@ class MlaDecodeSm90Kernel:
             cpasync.CopyBulkTensorTileG2SOp(), mKV_rows, chunk_layout, (PAGE, CHUNK)
         )
 
-    def launch_combine(self, o, lse, o_acc, lse_acc, num_splits, b, stream):
-        """Launch :meth:`combine` over every packed row (trace time, after the split kernel)."""
+    def launch_combine(self, o, lse, o_acc, lse_acc, num_splits, b, stream, work=None):
+        """Launch :meth:`combine` over every packed row (trace time, after the split kernel);
+        with ``self.work_list``, each sequence's piece count is row PARTS_CAP + b of ``work``."""
         rows = self.rows
         cap = o_acc.shape[0]
         # the combine: one warp per packed row of every sequence (b*s*h rows, a multiple of
@@ -300,7 +307,12 @@ class MlaDecodeSm90Kernel:
             o.iterator, cute.make_layout((total, D_V // 128, 32, 4), stride=(D_V, 128, 4, 1))
         )
         vLse = cute.make_tensor(lse.iterator, cute.make_layout((total,), stride=(1,)))
-        self.combine(vO, vL, vOut, vLse, num_splits, total).launch(
+        vPieces = vLse  # unused without the work list
+        if cutlass.const_expr(self.work_list):
+            vPieces = cute.make_tensor(
+                work.iterator + PARTS_CAP * 4, cute.make_layout((b,), stride=(4,))
+            )
+        self.combine(vO, vL, vOut, vLse, num_splits, total, vPieces).launch(
             grid=[(total + COMBINE_ROWS - 1) // COMBINE_ROWS, 1, 1],
             block=[32 * COMBINE_ROWS, 1, 1],
             stream=stream,
@@ -321,6 +333,7 @@ class MlaDecodeSm90Kernel:
         kv_scales: cute.Tensor,  # kv_fp8: (num_pages, 64, G) float32; else unused (kv_cache)
         kv_rope: cute.Tensor,  # kv_fp8: (num_pages, 64, 64) dtype; else unused (kv_cache)
         split_count: cute.Tensor,  # (b, m_tiles) int32, zero: fused_combine only; else unused
+        work: cute.Tensor,  # (rows, 4) int32 work list: the seesaw step 11 only; else unused
         softmax_scale: cutlass.Float32,
         num_splits: cutlass.Int32,
         pages_per_split: cutlass.Int32,  # 0: equal parts per sequence; > 0: fixed (balanced)
@@ -958,16 +971,24 @@ class MlaDecodeSm90Kernel:
         vLse: cute.Tensor,  # (rows_total,) fp32 natural-log LSE
         num_splits: cutlass.Int32,
         total: cutlass.Int32,
+        vPieces: cute.Tensor,  # work_list: (b,) int32 pieces per sequence; else unused
     ):
         """Merge the splits of one packed row per warp: m = max_i lse_i, w_i = 2^(lse_i - m),
         O = sum_i w_i O_i / sum_i w_i, LSE = (m + log2 sum_i w_i) ln 2. Lane l owns columns
-        128 k + 4 l .. +3 (k < 4): 16-byte loads, a warp reads 512 contiguous bytes each."""
+        128 k + 4 l .. +3 (k < 4): 16-byte loads, a warp reads 512 contiguous bytes each.
+        With the work list, a row merges its sequence's pieces, and a sequence in one piece
+        (stored by its CTA) is skipped."""
         tidx, _, _ = cute.arch.thread_idx()
         blk, _, _ = cute.arch.block_idx()
         lane = tidx % 32
         row = blk * COMBINE_ROWS + tidx // 32
+        busy = row < total
+        if cutlass.const_expr(self.work_list):  # noqa: SIM102 (compile-time, then run-time)
+            if busy:
+                num_splits = vPieces[row // self.rows]
+                busy = num_splits > 1
         cute.arch.griddepcontrol_wait()  # the split kernel's workspace is complete
-        if row < total:
+        if busy:
             # the max and the weight sum over the splits (lane i holds splits i, i + 32, ...)
             mx = -cutlass.Float32.inf
             for i in cutlass.range(lane, num_splits, 32, unroll=1):

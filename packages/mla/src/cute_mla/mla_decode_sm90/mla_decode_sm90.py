@@ -66,6 +66,9 @@ COMBINE_PAGES = 1
 #: the balanced split rule (sequences of different lengths): at most this many CTAs in the
 #: grid, empty ones included (four waves of the largest sm_90 part), which bounds the workspace
 GRID_BOUND = 4 * 132
+#: the work list (seesaw step 11): at most this many parts, one CTA each per m-tile (one wave
+#: of the largest sm_90 part); the rows of the ``work`` tensor are laid out from it
+PARTS_CAP = 132
 
 
 def _ceil(a: int, b: int) -> int:
@@ -110,9 +113,9 @@ def equal_cap(problem: MlaDecodeProblem) -> int:
 
 def split_cap(problem: MlaDecodeProblem) -> int:
     """The most splits any call of ``problem`` may use: sizes the workspace (independent of the
-    target and the config, as the tensor specs must be): the equal rule's cap and, with
-    sequences of different lengths, the balanced rule's."""
-    cap = equal_cap(problem)
+    target and the config, as the tensor specs must be): the equal rule's cap, the work list's
+    (:func:`work_cap`) and, with sequences of different lengths, the balanced rule's."""
+    cap = max(equal_cap(problem), work_cap(problem))
     return max(cap, balanced_cap(problem)) if _unequal(problem) else cap
 
 
@@ -141,6 +144,152 @@ def choose_balanced(problem: MlaDecodeProblem, sm_count: int) -> tuple[int, int]
     return best
 
 
+@dataclass(frozen=True)
+class WorkList:
+    """The work list of seesaw step 11 (FlashMLA's tile-scheduler idea,
+    deepseek-ai/FlashMLA ``docs/20250422-new-kernel-deep-dive.md`` "Tile Scheduler": cut the
+    work, not each sequence, into equal parts): the pages of all sequences, end to end, are cut
+    into ``parts`` ranges of ``per`` pages (the last may be shorter); part ``c`` is one CTA per
+    m-tile, which walks its range sequence by sequence. Each (sequence, range) overlap is a
+    segment; the segments of a sequence cut in several pieces write a partial O and LSE into
+    workspace slot ``slot`` (the piece's index), which the combine merges.
+
+    Attributes:
+        parts: CTAs per m-tile (the grid's second dimension).
+        per: pages per part.
+        part_segs: for each part, its segments as [first, end) indices into ``segments``.
+        segments: (sequence, first page, end page, slot) of each segment, pages of that
+            sequence.
+        pieces: segments (= partial slots) per sequence; 1 for a sequence in one piece (its
+            CTA stores O: no slot, no combine) and for an empty one.
+    """
+
+    parts: int
+    per: int
+    part_segs: tuple[tuple[int, int], ...]
+    segments: tuple[tuple[int, int, int, int], ...]
+    pieces: tuple[int, ...]
+
+    def rows(self) -> list[list[int]]:
+        """The ``work`` tensor's rows (int32, 4 columns; :func:`work_rows` of them): rows
+        0..PARTS_CAP-1 the parts as [first row, end row) of their segments; rows PARTS_CAP..
+        PARTS_CAP+b-1 each sequence's piece count; then the segments, (b, p0, p1, slot)."""
+        b = len(self.pieces)
+        first = PARTS_CAP + b
+        out = [[0, 0, 0, 0] for _ in range(work_rows(b))]
+        for c, (lo, hi) in enumerate(self.part_segs):
+            out[c][:2] = [first + lo, first + hi]
+        for i, n in enumerate(self.pieces):
+            out[PARTS_CAP + i][0] = n
+        for j, seg in enumerate(self.segments):
+            out[first + j] = list(seg)
+        return out
+
+
+def work_rows(b: int) -> int:
+    """Rows of the ``work`` tensor for ``b`` sequences: the parts, the piece counts and at most
+    PARTS_CAP + b segments (each part adds one segment per sequence boundary it crosses)."""
+    return 2 * (PARTS_CAP + b)
+
+
+def _work_parts(problem: MlaDecodeProblem, sm_count: int) -> int:
+    """Parts of the work list: one CTA per SM for every m-tile (at most :data:`PARTS_CAP`)."""
+    mt = _ceil(problem.s * problem.h, 64)
+    return max(1, min(sm_count, PARTS_CAP) // mt)
+
+
+def work_list(pages: list[int] | tuple[int, ...], parts: int, per: int | None = None) -> WorkList:
+    """Cut the sequences' pages (``pages[b]``, end to end) into ranges of ``per`` pages (by
+    default :func:`choose_per`), at most ``parts`` of them (:class:`WorkList`). An empty
+    sequence gets a segment of no pages in the part where it would start (its CTA stores O = 0
+    and LSE = -inf). Raises ShapeError for parts < 1 or > :data:`PARTS_CAP`, or a ``per`` that
+    needs more than ``parts`` ranges."""
+    if not 1 <= parts <= PARTS_CAP:
+        raise ShapeError(f"work list: parts must be in 1..{PARTS_CAP} (got {parts})")
+    total = sum(pages)
+    per = per or choose_per(pages, parts)
+    if _ceil(total, per) > parts:
+        raise ShapeError(f"work list: {per} pages per part need more than {parts} parts")
+    offs = [0]
+    for n in pages:
+        offs.append(offs[-1] + n)
+    segments: list[tuple[int, int, int, int]] = []
+    part_segs = []
+    for c in range(parts):
+        lo, hi = c * per, min((c + 1) * per, total)
+        first = len(segments)
+        for b, n in enumerate(pages):
+            a, e = max(lo, offs[b]), min(hi, offs[b + 1])
+            if n and a < e:
+                segments.append((b, a - offs[b], e - offs[b], a // per - offs[b] // per))
+            elif not n and min(offs[b] // per, parts - 1) == c:
+                segments.append((b, 0, 0, 0))
+        part_segs.append((first, len(segments)))
+    pieces = tuple((offs[b + 1] - 1) // per - offs[b] // per + 1 if n else 1
+                   for b, n in enumerate(pages))  # fmt: skip
+    return WorkList(parts, per, tuple(part_segs), tuple(segments), pieces)
+
+
+def _work_cost(offs: list[int], per: int) -> int:
+    """The work list's time model, in pages: the busiest part's pages + the fixed cost of each
+    of its segments (:data:`CTA_OVERHEAD_PAGES`: Q load, pipeline fill, epilogue), + the
+    combine when a cut crosses a sequence."""
+    total = offs[-1]
+    parts = _ceil(total, per)
+    segs = [0] * parts
+    crossed = False
+    for b in range(len(offs) - 1):
+        a, e = offs[b], offs[b + 1]
+        if a == e:
+            continue
+        first, last = a // per, (e - 1) // per
+        crossed = crossed or last > first
+        for c in range(first, last + 1):
+            segs[c] += 1
+    busiest = max(
+        (min((c + 1) * per, total) - c * per + CTA_OVERHEAD_PAGES * n for c, n in enumerate(segs)),
+        default=0,
+    )
+    return busiest + (COMBINE_PAGES if crossed else 0)
+
+
+def choose_per(pages: list[int] | tuple[int, ...], parts: int) -> int:
+    """Pages per part of the work list: of the smallest ``per`` that fits ``parts`` ranges and
+    the next 64, and the smallest multiple of the longest sequence above them (cuts that fall
+    between sequences of one length), the one that minimises :func:`_work_cost`; ties to the
+    larger (fewer cuts)."""
+    offs = [0]
+    for n in pages:
+        offs.append(offs[-1] + n)
+    total = offs[-1]
+    if total == 0:
+        return 1
+    low = _ceil(total, parts)
+    longest = max(pages)
+    cands = set(range(low, low + 65)) | {_ceil(low, longest) * longest}
+    return min(sorted(cands), key=lambda per: (_work_cost(offs, per), -per))
+
+
+def work_cap(problem: MlaDecodeProblem) -> int:
+    """The most pieces a sequence can have in any work list of ``problem``: with the most
+    parts (PARTS_CAP // m-tiles, the shortest ranges), ceil(longest / per) + 1."""
+    pages = _pages(problem)
+    per = max(1, _ceil(sum(pages), _work_parts(problem, PARTS_CAP)))
+    return _ceil(_longest(problem), per) + 1
+
+
+def _fill_work(work: WorkList):
+    """The kernel's setup: the work list into the ``work`` tensor (at bind, outside timing)."""
+
+    def setup(inputs) -> None:
+        import torch
+
+        t = inputs["work"]
+        t.copy_(torch.tensor(work.rows(), dtype=torch.int32, device=t.device))
+
+    return setup
+
+
 def choose_splits(problem: MlaDecodeProblem, sm_count: int) -> int:
     """The number of splits for one call: the s in 1..cap that minimises the modelled time
     ceil(CTAs * s / SMs) waves x (ceil(pages / s) + the CTA's fixed cost) (+ the combine when
@@ -167,13 +316,15 @@ class MlaSm90Config(Config):
     ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
-    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 10, see
-    :data:`.seesaw.STEPS`; for before/after runs; 9, measured fastest, is the default).
+    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 11, see
+    :data:`.seesaw.STEPS`; for before/after runs; 9, measured fastest, is the default; 11
+    plans its own parts, a work list of the pages of all sequences end to end, and refuses
+    ``splits``).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
     every setting of the workload's table, and ``lockstep`` for the FP8 cache, which only it
     takes), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-10, :mod:`.seesaw`: each warpgroup owns every other page and the
+    ``seesaw`` (steps 4-11, :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; its pages always come by TMA;
     16-bit caches only). ``step`` applies to the seesaw schedule only."""
 
@@ -186,9 +337,9 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (4, 5, 6, 7, 8, 9, 10):
+        if self.step not in (4, 5, 6, 7, 8, 9, 10, 11):
             raise ShapeError(
-                f"step must be 4 to 10 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to 11 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -273,6 +424,11 @@ class MlaDecodeSm90(KernelPlan):
                 f"{self.name}: --config step applies to the seesaw schedule (got step="
                 f"{config.step} with schedule={schedule}: use --config schedule=seesaw)"
             )
+        if config.step >= 11 and config.splits:
+            raise ShapeError(
+                f"{self.name}: step 11 plans its own parts (the work list); drop --config "
+                f"splits={config.splits} or use step 9"
+            )
         cap = split_cap(problem)
         if config.splits > cap:
             raise ShapeError(
@@ -285,7 +441,7 @@ class MlaDecodeSm90(KernelPlan):
         kv_scales fp32 (pages, 64, G), kv_rope (pages, 64, 64)), each with a dynamic layout
         (leading_dim = last mode): one compile per (s, h, causal, dtype, kv format, split or
         not); plus the split workspace (fp32 partial O and LSE for :func:`split_cap` splits;
-        zeroed once, written before read)."""
+        zeroed once, written before read), step 10's counters and step 11's work list."""
         p = problem
         specs = dict(self.workload.tensor_specs(p))
         cap = split_cap(p)
@@ -294,6 +450,8 @@ class MlaDecodeSm90(KernelPlan):
         # the seesaw step 10's arrival counters per (sequence, m-tile): zero once, and the
         # last CTA of each resets its counter, so every launch finds them zero
         specs["split_count"] = TensorSpec((p.b, _ceil(p.s * p.h, 64)), "int32", init="zeros")
+        # the seesaw step 11's work list (WorkList.rows), filled at bind by the plan's setup
+        specs["work"] = TensorSpec((work_rows(p.b), 4), "int32", init="zeros")
         for n, s in specs.items():
             specs[n] = TensorSpec(
                 s.shape, s.dtype, perm=s.perm, role=s.role, init=s.init, scale=s.scale,
@@ -346,6 +504,10 @@ class MlaDecodeSm90(KernelPlan):
                 scale_block=p.scale_block() if p.kv_fp8 else p.d_latent,
             )  # fmt: skip
         splits, per = self.split_plan(p, config, target)
+        work = None
+        if schedule == "seesaw" and config.step >= 11:
+            work = work_list(_pages(p), _work_parts(p, target.sm_count or PARTS_CAP))
+            splits, per = work.parts, work.per
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
         extra = ("kv_scales", "kv_rope") if p.kv_fp8 else ("kv_cache", "kv_cache")
@@ -367,18 +529,30 @@ class MlaDecodeSm90(KernelPlan):
                 t[extra[0]],
                 t[extra[1]],
                 t["split_count"],
+                t["work"],
                 cutlass.Float32(p.scale()),
                 cutlass.Int32(splits),
                 cutlass.Int32(per),
-                Const(splits > 1),
+                # with the work list: whether any sequence is in more than one piece
+                Const(max(work.pieces, default=0) > 1 if work else splits > 1),
                 STREAM,
             ),  # fmt: skip
             self.tensor_specs(p),
+            setup=None if work is None else _fill_work(work),
             meta={
                 "split_kv": splits,
-                "split_rule": "config"
-                if config.splits
-                else ("balanced" if per else "choose_splits"),
+                "split_rule": "work list"
+                if work
+                else ("config" if config.splits else ("balanced" if per else "choose_splits")),
+                "work_list": None
+                if work is None
+                else {
+                    "parts": work.parts,
+                    "pages_per_part": work.per,
+                    "segments": len(work.segments),
+                    "sequences_split": sum(n > 1 for n in work.pieces),
+                    "max_pieces": max(work.pieces, default=0),
+                },
                 "pages_per_split": per or None,
                 "kv_load": "tma"
                 if schedule == "seesaw" or self.loads_for(config) == "tma"
@@ -387,7 +561,7 @@ class MlaDecodeSm90(KernelPlan):
                 "math_warpgroups": 2,
                 "combine": (
                     None
-                    if splits == 1
+                    if (work and max(work.pieces, default=0) <= 1) or (not work and splits == 1)
                     else ("last CTA" if schedule == "seesaw" and config.step >= 10 else "pdl")
                 ),
                 "kv_cache": kv,

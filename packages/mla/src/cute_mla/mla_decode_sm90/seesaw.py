@@ -63,8 +63,10 @@ The schedule above is step 4; the compile-time ``step`` (:data:`STEPS`, ``--conf
 builds each later step for before/after runs in one process: 5 reads the next pair's page
 indices early, 6 stores P with stmatrix, 7 marks page loads evict-first, 8 batches the
 combine's reads, 9 is 8 without 5 (the default), 10 is 9 with the combine merged into the
-split kernel's last CTA per (sequence, m-tile). Each step's measured effect is in the devlog
-(knowledge/kernels/mla-decode-sm90.md).
+split kernel's last CTA per (sequence, m-tile), 11 is 9 with a host-planned work list (the
+pages of all sequences end to end cut into one part per SM and m-tile; each CTA walks its
+part's segments, FlashMLA's tile scheduler idea; :class:`.mla_decode_sm90.WorkList`). Each
+step's measured effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ from .kernel import (
     MlaDecodeSm90Kernel,
     _mn_view,
 )
+from .mla_decode_sm90 import PARTS_CAP
 
 STAGES = 2  # K0 and K1
 WG_THREADS = 128
@@ -111,7 +114,11 @@ P_CHUNK = 8
 #: knowledge/kernels/mla-decode-sm90.md)
 #: 10 is 9 without the combine kernel: the last CTA of a (sequence, m-tile) to finish merges
 #: the splits in registers (MlaDecodeSm90Kernel.merge_splits); built, not yet measured
-STEPS = (4, 5, 6, 7, 8, 9, 10)
+#: 11 is 9 with a work list (mla_decode_sm90.WorkList, planned on the host): the pages of all
+#: sequences end to end cut into one equal range per CTA and m-tile, so a CTA may walk the end
+#: of one sequence and the start of the next (FlashMLA's tile scheduler); only the sequences
+#: that a cut crosses go through the combine
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11)
 STEP = 9
 #: the L2 cache hint "evict first" as the 64-bit policy a TMA load takes (CUTLASS
 #: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
@@ -134,8 +141,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             self.kv_cache_policy = EVICT_FIRST
         if step >= 8:
             self.combine_batch = 4
-        if step >= 10:
-            self.fused_combine = True
+        #: step 10 only (step 11 builds on 9)
+        self.fused_combine = step == 10
+        #: step 11: the CTA's segments come from the ``work`` tensor
+        self.work_list = step >= 11
 
     @cute.jit
     def __call__(
@@ -151,6 +160,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         kv_scales: cute.Tensor,  # unused (the 16-bit cache only)
         kv_rope: cute.Tensor,  # unused
         split_count: cute.Tensor,  # (b, m_tiles) int32, zero: step 10's counters; else unused
+        work: cute.Tensor,  # (rows, 4) int32: step 11's work list (WorkList.rows); else unused
         softmax_scale: cutlass.Float32,
         num_splits: cutlass.Int32,
         pages_per_split: cutlass.Int32,
@@ -198,15 +208,18 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             split_count.iterator,
             cute.make_layout((q.shape[0], self.m_tiles), stride=(self.m_tiles, 1)),
         )
+        # step 11's work list, (rows, 4) with static inner strides
+        mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
         scale_log2 = softmax_scale * LOG2_E
         self.kernel_seesaw(
-            mQ, page_table, seqlens, mO, mL, mOa, mLa, mCnt, scale_log2, num_splits,
+            mQ, page_table, seqlens, mO, mL, mOa, mLa, mCnt, mWork, scale_log2, num_splits,
             pages_per_split, qk_mma, pv_rs, pv_ss, q_copy, tma_atom, mKVt, sQ_layout, sK_layout,
             sVt_outer, split,
-        ).launch(grid=[self.m_tiles, q.shape[0], num_splits], block=[THREADS, 1, 1],
+        ).launch(grid=[self.m_tiles, 1 if self.work_list else q.shape[0], num_splits],
+                 block=[THREADS, 1, 1],
                  stream=stream)  # fmt: skip
         if cutlass.const_expr(split and not self.fused_combine):
-            self.launch_combine(o, lse, o_acc, lse_acc, num_splits, q.shape[0], stream)
+            self.launch_combine(o, lse, o_acc, lse_acc, num_splits, q.shape[0], stream, work)
 
     @cute.kernel
     def kernel_seesaw(
@@ -219,6 +232,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         mOa: cute.Tensor,
         mLa: cute.Tensor,
         mCnt: cute.Tensor,
+        mWork: cute.Tensor,
         scale_log2: cutlass.Float32,
         num_splits: cutlass.Int32,
         pages_per_split: cutlass.Int32,
@@ -252,11 +266,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         sFlag = storage.sFlag.get_tensor(cute.make_layout(4))
         mbar = storage.mbar.data_ptr()
 
-        seqlen = mLens[bidx]
-        p0, p1 = self.page_range(seqlen, sp, num_splits, pages_per_split, split)
         valid_rows = self.rows - m_blk * TILE_M
 
-        # ---- mbarriers, TMA partitions, the first two pages (warp 0) ------------------------
+        # ---- mbarriers and TMA partitions (once per CTA) -----------------------------------
         if tidx == 0:
             for i in cutlass.range_constexpr(STAGES * N_CHUNKS):
                 cute.arch.mbarrier_init(mbar + i, 1)  # the issuer's arrive + 8 KB
@@ -265,19 +277,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         if warp == 0:
             cute.arch.sync_warp()
             cpasync.prefetch_descriptor(tma_atom)
-            if p1 > p0:
-                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[bidx, p0], 0, 0, N_CHUNKS)
-            if p0 + 1 < p1:
-                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[bidx, p0 + 1], 1, 0, N_CHUNKS)
 
-        # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop --------------
-        self.load_q(q_copy, mQ, sQ, bidx, m_blk, valid_rows, tidx)
-        cute.arch.cp_async_commit_group()
-        cute.arch.cp_async_wait_group(0)
-        cute.arch.fence_proxy("async.shared", space="cta")
-        cute.arch.barrier()
-
-        # ---- MMA partitions ------------------------------------------------------------------
+        # ---- MMA partitions (once per CTA) ---------------------------------------------------
         thr_qk = qk_mma.get_slice(wg_tidx)
         tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ))  # (MMA, 1, 36)
         tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK))  # (MMA, 1, 36, 2)
@@ -301,7 +302,6 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         tOrVs = thr_ss.make_fragment_B(thr_ss.partition_B(sVt_wg))
         tOrPs = [thr_ss.make_fragment_A(thr_ss.partition_A(sP[st])) for st in range(STAGES)]
         acc_o = thr_rs.make_fragment_C(thr_rs.partition_shape_C((TILE_M, HALF_V)))
-        acc_o.fill(0.0)
         acc_o_mn = _mn_view(acc_o)
 
         n_rows = cute.size(tScS, mode=[0])  # 2 rows per thread
@@ -311,190 +311,263 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         limit = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Int32)
         sc_a = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
         sc_b = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
-        for i in cutlass.range_constexpr(n_rows):
-            row_max[i] = NEG_INF
-            row_sum[i] = 0.0
-            lim = seqlen
-            if cutlass.const_expr(self.causal and self.s > 1):
-                r = (m_blk * TILE_M + tScS[i, 0][0]) // self.h
-                lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
-            limit[i] = lim
         bar_me = BAR_WG[0] + wg
 
-        # ---- main loop over pairs of pages -------------------------------------------------
-        n_pairs = (p1 - p0 + 1) // 2
-        for it in cutlass.range(n_pairs, unroll=1):
-            pg0 = p0 + 2 * it
-            has1 = pg0 + 1 < p1
-            phase = it % 2
-            # step 5: the next pair's page indices, read by the two issuing warps now (their
-            # global loads overlap this pair's QK) instead of right before each TMA issue
-            nx0 = cutlass.Int32(0)
-            nx1 = cutlass.Int32(0)
-            if cutlass.const_expr(self.early_pages):  # noqa: SIM102 (compile-time, then run-time)
-                if warp % 4 == 0:
-                    nx0 = mPT[bidx, cutlass.min(pg0 + 2, p1 - 1)]
-                    nx1 = mPT[bidx, cutlass.min(pg0 + 3, p1 - 1)]
-            # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in stage 1
-            own = wg
-            pg_own = pg0 + wg
-            acc_s = thr_qk.make_fragment_C(acc_s_shape)
-            s_mn = _mn_view(acc_s)
-            if wg == 0 or has1:
-                warpgroup.fence()
-                for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
-                    if cutlass.const_expr(k % (CHUNK // 16) == 0):
-                        cute.arch.mbarrier_wait(mbar + own * N_CHUNKS + k // (CHUNK // 16), phase)
-                    qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
-                    cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, own], acc_s)
-                warpgroup.commit_group()
-                warpgroup.wait_group(0)
-                # mask: keys past the row's limit (the sequence's end, or causal)
-                for i in cutlass.range_constexpr(n_rows):
-                    for j in cutlass.range_constexpr(n_cols):
-                        if pg_own * PAGE + tScS[i, j][1] >= limit[i]:
-                            s_mn[i, j] = NEG_INF
+        # ---- the CTA's segments: one (sequence, page range), or step 11's work list ----------
+        # (a part of the pages of all sequences end to end: one segment per sequence it
+        # crosses, each with its own Q, pages and epilogue; the mbarriers' phases run on)
+        seg_lo, seg_hi = 0, 1
+        if cutlass.const_expr(self.work_list):
+            seg_lo = mWork[sp, 0]
+            seg_hi = mWork[sp, 1]
+        ph0 = cutlass.Int32(0)  # the parity of stage 0's mbarrier phases so far
+        ph1 = cutlass.Int32(0)  # and of stage 1's
+        # (without the work list the one-trip loop is unrolled: step 9's code)
+        for seg in cutlass.range(seg_lo, seg_hi, unroll=1, unroll_full=not self.work_list):
+            seq = bidx
+            slot = sp
+            pieces = cutlass.Int32(0)
+            if cutlass.const_expr(self.work_list):
+                seq = mWork[seg, 0]
+                slot = mWork[seg, 3]  # the workspace slot of this piece of the sequence
+                pieces = mWork[PARTS_CAP + seq, 0]
+            seqlen = mLens[seq]
+            p0 = cutlass.Int32(0)
+            p1 = cutlass.Int32(0)
+            if cutlass.const_expr(self.work_list):
+                p0 = mWork[seg, 1]
+                p1 = mWork[seg, 2]
             else:
-                acc_s.fill(NEG_INF)  # no K1 in this (last, odd) pair: no keys
+                p0, p1 = self.page_range(seqlen, slot, num_splits, pages_per_split, split)
 
-            # this page's row max (log2 domain, scaled)
-            mloc = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+            # the first two pages (warp 0)
+            if warp == 0:
+                if p1 > p0:
+                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0], 0, 0, N_CHUNKS)
+                if p0 + 1 < p1:
+                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0 + 1], 1, 0, N_CHUNKS)
+
+            # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop ----------
+            self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier()
+
+            # this segment's accumulators and row state
+            acc_o.fill(0.0)
             for i in cutlass.range_constexpr(n_rows):
-                mx = NEG_INF
-                for j in cutlass.range_constexpr(n_cols):
-                    mx = cute.arch.fmax(mx, s_mn[i, j])
-                mloc[i] = cute.arch.warp_reduction_max(mx, threads_in_group=4) * scale_log2
+                row_max[i] = NEG_INF
+                row_sum[i] = 0.0
+                lim = seqlen
+                if cutlass.const_expr(self.causal and self.s > 1):
+                    r = (m_blk * TILE_M + tScS[i, 0][0]) // self.h
+                    lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
+                limit[i] = lim
 
-            if wg == 0:
-                # m0 = max(m, rowmax S0); publish it; sc_a = exp2(m - m0)
+            # ---- main loop over pairs of pages -------------------------------------------------
+            n_pairs = (p1 - p0 + 1) // 2
+            for it in cutlass.range(n_pairs, unroll=1):
+                pg0 = p0 + 2 * it
+                has1 = pg0 + 1 < p1
+                phase0 = (it % 2) ^ ph0  # stage 0's mbarrier phase for this pair
+                phase1 = (it % 2) ^ ph1
+                phase = phase0
+                if wg == 1:
+                    phase = phase1  # this warpgroup's own stage
+                # step 5: the next pair's page indices, read by the two issuing warps now (their
+                # global loads overlap this pair's QK) instead of right before each TMA issue
+                nx0 = cutlass.Int32(0)
+                nx1 = cutlass.Int32(0)
+                if cutlass.const_expr(self.early_pages):  # noqa: SIM102 (compile-time, then run-time)
+                    if warp % 4 == 0:
+                        nx0 = mPT[seq, cutlass.min(pg0 + 2, p1 - 1)]
+                        nx1 = mPT[seq, cutlass.min(pg0 + 3, p1 - 1)]
+                # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in stage 1
+                own = wg
+                pg_own = pg0 + wg
+                acc_s = thr_qk.make_fragment_C(acc_s_shape)
+                s_mn = _mn_view(acc_s)
+                if wg == 0 or has1:
+                    warpgroup.fence()
+                    for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
+                        if cutlass.const_expr(k % (CHUNK // 16) == 0):
+                            cute.arch.mbarrier_wait(
+                                mbar + own * N_CHUNKS + k // (CHUNK // 16), phase
+                            )
+                        qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
+                        cute.gemm(
+                            qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, own], acc_s
+                        )
+                    warpgroup.commit_group()
+                    warpgroup.wait_group(0)
+                    # mask: keys past the row's limit (the sequence's end, or causal)
+                    for i in cutlass.range_constexpr(n_rows):
+                        for j in cutlass.range_constexpr(n_cols):
+                            if pg_own * PAGE + tScS[i, j][1] >= limit[i]:
+                                s_mn[i, j] = NEG_INF
+                else:
+                    acc_s.fill(NEG_INF)  # no K1 in this (last, odd) pair: no keys
+
+                # this page's row max (log2 domain, scaled)
+                mloc = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
                 for i in cutlass.range_constexpr(n_rows):
-                    m_new = cute.arch.fmax(row_max[i], mloc[i])
-                    sc_a[i] = self.rescale(row_max[i], m_new)
-                    row_max[i] = m_new
-                    if lane % 4 == 0:
-                        sM0[tScS[i, 0][0]] = m_new
-                cute.arch.barrier_arrive(barrier_id=BAR_M0, number_of_threads=THREADS)
-            else:
-                # wait for m0; m1 = max(m0, rowmax S1); publish it; sc_a = exp2(m - m1)
-                cute.arch.barrier(barrier_id=BAR_M0, number_of_threads=THREADS)
-                for i in cutlass.range_constexpr(n_rows):
-                    m0 = sM0[tScS[i, 0][0]]
-                    m_new = cute.arch.fmax(m0, mloc[i])
-                    sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
-                    row_max[i] = m_new
-                    if lane % 4 == 0:
-                        sM1[tScS[i, 0][0]] = m_new
-                cute.arch.barrier_arrive(barrier_id=BAR_M1, number_of_threads=THREADS)
-
-            # P = exp2(S - m_new) of this warpgroup's page; O_half and the row sum rescaled
-            for i in cutlass.range_constexpr(n_rows):
-                base = row_max[i]
-                if base == NEG_INF:
-                    base = cutlass.Float32(0.0)  # nothing seen yet: exp2(-inf) = 0, never NaN
-                part = cutlass.Float32(0.0)
-                for j in cutlass.range_constexpr(n_cols):
-                    p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
-                    s_mn[i, j] = p
-                    part += p
-                row_sum[i] = row_sum[i] * sc_a[i] + part
-                for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                    acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
-            rP = self.acc_to_a(acc_s)
-
-            # O_half += P V_half of the own page, P from registers
-            if wg == 0 or has1:
-                self.zero_tail_half(sK, own, seqlen - pg_own * PAGE, wg, wg_tidx, bar_me)
-                warpgroup.fence()
-                for k in cutlass.range_constexpr(PAGE // 16):
-                    pv_rs.set(warpgroup.Field.ACCUMULATE, True)
-                    cute.gemm(pv_rs, acc_o, rP[None, None, k], tOrV[None, None, k, own], acc_o)
-                warpgroup.commit_group()
-
-            if wg == 0:
-                # wait for m1; P0 * exp2(m0 - m1) over the rope chunk of stage 0; publish it
-                cute.arch.barrier(barrier_id=BAR_M1, number_of_threads=THREADS)
-                for i in cutlass.range_constexpr(n_rows):
-                    m1 = sM1[tScS[i, 0][0]]
-                    sc_b[i] = self.rescale(row_max[i], m1)
-                    row_max[i] = m1
+                    mx = NEG_INF
                     for j in cutlass.range_constexpr(n_cols):
-                        s_mn[i, j] = s_mn[i, j] * sc_b[i]
-                self.store_p(acc_s, tPsP[0], st_copy, tPsP_st[0])
-                cute.arch.fence_proxy("async.shared", space="cta")
-                # also proves WG0's QK on stage 0 is done (WG1 reloads chunks 4-8 after it)
-                cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
-                # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
-                # stage 0) is free for page pg0+2
-                warpgroup.wait_group(0)
-                cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                if warp == 0 and pg0 + 2 < p1:
-                    pg = nx0
-                    if cutlass.const_expr(not self.early_pages):
-                        pg = mPT[bidx, pg0 + 2]
-                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1])
+                        mx = cute.arch.fmax(mx, s_mn[i, j])
+                    mloc[i] = cute.arch.warp_reduction_max(mx, threads_in_group=4) * scale_log2
+
+                if wg == 0:
+                    # m0 = max(m, rowmax S0); publish it; sc_a = exp2(m - m0)
+                    for i in cutlass.range_constexpr(n_rows):
+                        m_new = cute.arch.fmax(row_max[i], mloc[i])
+                        sc_a[i] = self.rescale(row_max[i], m_new)
+                        row_max[i] = m_new
+                        if lane % 4 == 0:
+                            sM0[tScS[i, 0][0]] = m_new
+                    cute.arch.barrier_arrive(barrier_id=BAR_M0, number_of_threads=THREADS)
+                else:
+                    # wait for m0; m1 = max(m0, rowmax S1); publish it; sc_a = exp2(m - m1)
+                    cute.arch.barrier(barrier_id=BAR_M0, number_of_threads=THREADS)
+                    for i in cutlass.range_constexpr(n_rows):
+                        m0 = sM0[tScS[i, 0][0]]
+                        m_new = cute.arch.fmax(m0, mloc[i])
+                        sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
+                        row_max[i] = m_new
+                        if lane % 4 == 0:
+                            sM1[tScS[i, 0][0]] = m_new
+                    cute.arch.barrier_arrive(barrier_id=BAR_M1, number_of_threads=THREADS)
+
+                # P = exp2(S - m_new) of this warpgroup's page; O_half and the row sum rescaled
                 for i in cutlass.range_constexpr(n_rows):
-                    row_sum[i] = row_sum[i] * sc_b[i]
+                    base = row_max[i]
+                    if base == NEG_INF:
+                        base = cutlass.Float32(0.0)  # nothing seen yet: exp2(-inf) = 0, never NaN
+                    part = cutlass.Float32(0.0)
+                    for j in cutlass.range_constexpr(n_cols):
+                        p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
+                        s_mn[i, j] = p
+                        part += p
+                    row_sum[i] = row_sum[i] * sc_a[i] + part
                     for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                        acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
-                # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk)
-                # unconditional: also proves WG1's QK on stage 1 is done before WG0 reloads it
-                cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
-                if has1:
-                    for c in cutlass.range_constexpr(V_L[0], V_L[1]):
-                        cute.arch.mbarrier_wait(mbar + N_CHUNKS + c, phase)  # V1L landed (seen)
-                    self.zero_tail_half(sK, 1, seqlen - (pg0 + 1) * PAGE, 0, wg_tidx, bar_me)
+                        acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
+                rP = self.acc_to_a(acc_s)
+
+                # O_half += P V_half of the own page, P from registers
+                if wg == 0 or has1:
+                    self.zero_tail_half(sK, own, seqlen - pg_own * PAGE, wg, wg_tidx, bar_me)
+                    warpgroup.fence()
+                    for k in cutlass.range_constexpr(PAGE // 16):
+                        pv_rs.set(warpgroup.Field.ACCUMULATE, True)
+                        cute.gemm(pv_rs, acc_o, rP[None, None, k], tOrV[None, None, k, own], acc_o)
+                    warpgroup.commit_group()
+
+                if wg == 0:
+                    # wait for m1; P0 * exp2(m0 - m1) over the rope chunk of stage 0; publish it
+                    cute.arch.barrier(barrier_id=BAR_M1, number_of_threads=THREADS)
+                    for i in cutlass.range_constexpr(n_rows):
+                        m1 = sM1[tScS[i, 0][0]]
+                        sc_b[i] = self.rescale(row_max[i], m1)
+                        row_max[i] = m1
+                        for j in cutlass.range_constexpr(n_cols):
+                            s_mn[i, j] = s_mn[i, j] * sc_b[i]
+                    self.store_p(acc_s, tPsP[0], st_copy, tPsP_st[0])
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    # also proves WG0's QK on stage 0 is done (WG1 reloads chunks 4-8 after it)
+                    cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
+                    # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
+                    # stage 0) is free for page pg0+2
+                    warpgroup.wait_group(0)
+                    cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                    if warp == 0 and pg0 + 2 < p1:
+                        pg = nx0
+                        if cutlass.const_expr(not self.early_pages):
+                            pg = mPT[seq, pg0 + 2]
+                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1])
+                    for i in cutlass.range_constexpr(n_rows):
+                        row_sum[i] = row_sum[i] * sc_b[i]
+                        for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                            acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
+                    # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk)
+                    # unconditional: also proves WG1's QK on stage 1 is done before WG0 reloads it
+                    cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
+                    if has1:
+                        for c in cutlass.range_constexpr(V_L[0], V_L[1]):
+                            cute.arch.mbarrier_wait(
+                                mbar + N_CHUNKS + c, phase1
+                            )  # V1L landed (seen)
+                        self.zero_tail_half(sK, 1, seqlen - (pg0 + 1) * PAGE, 0, wg_tidx, bar_me)
+                        warpgroup.fence()
+                        for k in cutlass.range_constexpr(PAGE // 16):
+                            pv_ss.set(warpgroup.Field.ACCUMULATE, True)
+                            a_k, b_k = tOrPs[1][None, None, k], tOrVs[None, None, k, 1]
+                            cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
+                        warpgroup.commit_group()
+                        warpgroup.wait_group(0)
+                        # stage 1's V1L and P1 (chunks 0-3, 8) are free for page pg0+3
+                        cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                        if warp == 0 and pg0 + 3 < p1:
+                            pg = nx1
+                            if cutlass.const_expr(not self.early_pages):
+                                pg = mPT[seq, pg0 + 3]
+                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1])
+                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS)
+                else:
+                    # P1 over the rope chunk of stage 1; publish it
+                    if has1:
+                        self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                    # unconditional (see the module docstring: it also proves WG1's QK is done)
+                    cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
+                    # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
+                    cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
+                    for c in cutlass.range_constexpr(V_R[0], V_R[1]):
+                        cute.arch.mbarrier_wait(mbar + c, phase0)  # V0R landed (seen by this WG)
+                    self.zero_tail_half(sK, 0, seqlen - pg0 * PAGE, 1, wg_tidx, bar_me)
                     warpgroup.fence()
                     for k in cutlass.range_constexpr(PAGE // 16):
                         pv_ss.set(warpgroup.Field.ACCUMULATE, True)
-                        cute.gemm(pv_ss, acc_o, tOrPs[1][None, None, k], tOrVs[None, None, k, 1],
+                        cute.gemm(pv_ss, acc_o, tOrPs[0][None, None, k], tOrVs[None, None, k, 0],
                                   acc_o)  # fmt: skip
                     warpgroup.commit_group()
-                    warpgroup.wait_group(0)
-                    # stage 1's V1L and P1 (chunks 0-3, 8) are free for page pg0+3
+                    warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
                     cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                    if warp == 0 and pg0 + 3 < p1:
-                        pg = nx1
-                        if cutlass.const_expr(not self.early_pages):
-                            pg = mPT[bidx, pg0 + 3]
-                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1])
-                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS)
-            else:
-                # P1 over the rope chunk of stage 1; publish it
-                if has1:
-                    self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                # unconditional (see the module docstring: it also proves WG1's QK is done)
-                cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
-                # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
-                cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
-                for c in cutlass.range_constexpr(V_R[0], V_R[1]):
-                    cute.arch.mbarrier_wait(mbar + c, phase)  # V0R landed (seen by this WG)
-                self.zero_tail_half(sK, 0, seqlen - pg0 * PAGE, 1, wg_tidx, bar_me)
-                warpgroup.fence()
-                for k in cutlass.range_constexpr(PAGE // 16):
-                    pv_ss.set(warpgroup.Field.ACCUMULATE, True)
-                    cute.gemm(pv_ss, acc_o, tOrPs[0][None, None, k], tOrVs[None, None, k, 0],
-                              acc_o)  # fmt: skip
-                warpgroup.commit_group()
-                warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
-                cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                if warp == NUM_WG * 2:  # warp 4, WG1's first warp
-                    if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
-                        pg = nx0
-                        if cutlass.const_expr(not self.early_pages):
-                            pg = mPT[bidx, pg0 + 2]
-                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS)
-                    if pg0 + 3 < p1:  # V1R (chunks 4-7 of stage 1)
-                        pg = nx1
-                        if cutlass.const_expr(not self.early_pages):
-                            pg = mPT[bidx, pg0 + 3]
-                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1])
+                    if warp == NUM_WG * 2:  # warp 4, WG1's first warp
+                        if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
+                            pg = nx0
+                            if cutlass.const_expr(not self.early_pages):
+                                pg = mPT[seq, pg0 + 2]
+                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS)
+                        if pg0 + 3 < p1:  # V1R (chunks 4-7 of stage 1)
+                            pg = nx1
+                            if cutlass.const_expr(not self.early_pages):
+                                pg = mPT[seq, pg0 + 3]
+                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1])
 
-        # ---- epilogue (the base kernel's): row sums, O / sum, O and LSE ---------------------
-        self.epilogue(
-            acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, bidx, m_blk, sp, wg,
-            lane, valid_rows, split, mCnt, sFlag, num_splits, tidx,
-        )  # fmt: skip
+            # ---- epilogue (the base kernel's): row sums, O / sum, O and LSE -----------------
+            if cutlass.const_expr(self.work_list):
+                # a sequence in one piece stores O itself; the pieces of a longer one go to
+                # their workspace slots for the combine
+                if pieces > 1:
+                    self.epilogue(
+                        acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk,
+                        slot, wg, lane, valid_rows, True,
+                    )  # fmt: skip
+                else:
+                    self.epilogue(
+                        acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk,
+                        slot, wg, lane, valid_rows, False,
+                    )  # fmt: skip
+                # every thread is past its last WGMMA and its reads of sQ and sSum before the
+                # next segment's TMA and Q overwrite them
+                cute.arch.barrier()
+                ph0 = ph0 ^ (n_pairs % 2)
+                ph1 = ph1 ^ (((p1 - p0) // 2) % 2)
+            else:
+                self.epilogue(
+                    acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk, sp,
+                    wg, lane, valid_rows, split, mCnt, sFlag, num_splits, tidx,
+                )  # fmt: skip
 
     # ---- helpers ------------------------------------------------------------------------------
     @cute.jit
