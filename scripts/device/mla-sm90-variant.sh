@@ -11,7 +11,9 @@
 #   check problems (NaN in every slot past a sequence's end and in the spare pages the table
 #   points at past a sequence's pages), the odd shapes of steps 0-2, tails of 1/63/64/65/127
 #   tokens, s = 4, fp16, the unsplit path (`splits=1`) on a 256-page sequence (the mbarrier
-#   phases wrap 128 times in one CTA), 64 splits of 2 pages, and a planted wrong-page fault
+#   phases wrap 128 times in one CTA), 64 splits of 2 pages (step 11, which plans its own
+#   parts: one sequence in 66 pieces, 132 parts of 2 pages, varlen B=32, empty sequences
+#   between long ones), and a planted wrong-page fault
 #   that must FAIL (rc=1; every other job rc=0).
 # table: the default path and the variant alternated in one run at the workload's profile
 #   problems (python -m kernelplan.alternate ... mla_decode_sm90 mla_decode_sm90:$VARIANT
@@ -54,9 +56,25 @@ v-t1-empty kernel --b 2 --seqlens [1,0] $v --check $cl --prof_type disabled
 v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check $cl --prof_type disabled
 v-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $v --check $cl --prof_type disabled
 v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check $cl --prof_type disabled
+JOBS
+    if [[ " $VARIANT " == *" step=11 "* ]]; then
+        # step 11 plans its own parts (splits= is refused): one sequence in 66 pieces (the
+        # combine merges them all), 132 parts of 2 pages at h=16, the table's varlen draw,
+        # empty sequences between long ones (some parts walk several sequences)
+        cat <<JOBS
+v-wl-b1-t16384 kernel --b 1 --t 16384 $v --check $cl --prof_type disabled
+v-wl-h16-b2-t8192 kernel --b 2 --t 8192 --h 16 $v --check $cl --prof_type disabled
+v-wl-b32-varlen kernel --b 32 --t 4096 --varlen true $v --check $cl --prof_type disabled
+v-wl-empty kernel --b 6 --seqlens [0,3000,0,0,129,5000] $v --check $cl --prof_type disabled
+JOBS
+    else
+        cat <<JOBS
 v-nosplit-varlen kernel --b 8 --t 777 --varlen true --config $VARIANT splits=1 --check $cl --prof_type disabled
 v-nosplit-t16384 kernel --b 2 --t 16384 --config $VARIANT splits=1 --check $cl --prof_type disabled
 v-splits64 kernel --b 2 --t 8192 --config $VARIANT splits=64 --check $cl --prof_type disabled
+JOBS
+    fi
+    cat <<JOBS
 v-fault-wrong-page kernel --b 4 --t 1024 $v --inject-fault wrong-page --prof_type disabled
 JOBS
 }
