@@ -31,19 +31,75 @@ def _sync(session: nox.Session) -> None:
     session.run("uv", "sync", "--all-packages", "--frozen", external=True)
 
 
-def _need_sources(session: nox.Session) -> None:
-    """Init the CUTLASS submodule when it is empty and CUTLASS_DIR is not set."""
-    if os.environ.get("CUTLASS_DIR"):
-        return
-    if not (ROOT / "third_party/cutlass/examples/python/CuTeDSL").is_dir():
-        r = subprocess.run(
-            ["git", "submodule", "update", "--init", "third_party/cutlass"], cwd=ROOT
-        )
-        if r.returncode:
-            session.error(
-                "CUTLASS sources missing and `git submodule update --init "
-                "third_party/cutlass` failed: set CUTLASS_DIR to a CUTLASS checkout"
-            )
+EXAMPLES = Path("examples/python/CuTeDSL")
+GET_SOURCES = (
+    "`git submodule update --init third_party/cutlass`, or set CUTLASS_DIR to a CUTLASS checkout"
+)
+
+
+def _has_examples(base: Path) -> bool:
+    """``base`` is a CUTLASS checkout or its CuTeDSL examples folder (as kernelplan looks)."""
+    return any((c / "cute").is_dir() for c in (base / EXAMPLES, base))
+
+
+def _need_sources(session: nox.Session, *, required: bool = False) -> None:
+    """Make the CUTLASS sources available where they can be: ``CUTLASS_DIR`` when set, else
+    ``third_party/cutlass``, initialised when empty (git's output captured, not shown).
+
+    Where they cannot be had (no network, or ``CUTLASS_DIR`` names a folder without them),
+    a session that needs them (``required``: ``new``, ``kb-manifest``) ends with one line
+    saying how to get them. The others go on: kernelplan skips the implementations that
+    import a CUTLASS example, with one line, and runs the rest (our own kernels, the
+    references, the peers)."""
+    env = os.environ.get("CUTLASS_DIR")
+    if env:
+        if _has_examples(Path(env).expanduser()):
+            return
+        why = f"CUTLASS_DIR={env} holds no CUTLASS CuTe DSL examples"
+    else:
+        if _has_examples(ROOT / "third_party/cutlass"):
+            return
+        cmd = ["git", "submodule", "update", "--init", "third_party/cutlass"]
+        try:
+            r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+            lines = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
+            detail = lines[-1] if lines else f"exit {r.returncode}"
+            ok = r.returncode == 0
+        except (OSError, subprocess.SubprocessError) as e:
+            ok, detail = False, f"{type(e).__name__}: {e}"
+        if ok and _has_examples(ROOT / "third_party/cutlass"):
+            session.log("CUTLASS sources: initialised third_party/cutlass")
+            return
+        why = f"CUTLASS sources absent (`{' '.join(cmd)}` failed: {detail[:160]})"
+    if required:
+        session.error(f"{why}: this session needs them: {GET_SOURCES}")
+    session.log(f"{why}: what needs them is skipped")
+
+
+def _known_packages(session: nox.Session, names: list[str]) -> None:
+    """End the session with one line listing the packages when ``names`` holds another name
+    (before any CUTLASS handling: an unknown package is the error to report)."""
+    for name in names:
+        if name not in PACKAGES:
+            session.error(f"unknown package {name!r} (known: {', '.join(PACKAGES)})")
+
+
+def _positionals(args: list[str], takes_value: set[str]) -> list[str]:
+    """The positional arguments of ``args``, less the values of the options ``takes_value``."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in takes_value:
+            skip = True
+        elif not arg.startswith("-"):
+            out.append(arg)
+    return out
+
+
+_PROFILE_VALUES = {"--reps", "--warmup", "--gpus", "--shard", "--results-dir", "--ncu-set",
+                   "--ncu-clock-control", "--ncu-range", "--ncu-kernel", "--ncu-launches",
+                   "--ncu-metrics", "--ncu-timeout"}  # fmt: skip
 
 
 @nox.session
@@ -118,6 +174,7 @@ def profile(session: nox.Session) -> None:
     """``nox -s profile -- <package> [kernel] [--autotune] [--ncu]``"""
     if not session.posargs:
         session.error("usage: nox -s profile -- <package> [kernel] [--autotune]")
+    _known_packages(session, _positionals(session.posargs, _PROFILE_VALUES)[:1])
     _sync(session)
     _need_sources(session)
     session.run(PY, "-m", "kernelplan", "profile", *session.posargs, external=True)
@@ -128,6 +185,7 @@ def analyze(session: nox.Session) -> None:
     """``nox -s analyze -- <package> [kernel]``: compile for each kernel's SM, no GPU needed."""
     if not session.posargs:
         session.error("usage: nox -s analyze -- <package> [kernel]")
+    _known_packages(session, _positionals(session.posargs, {"--results-dir"})[:1])
     _sync(session)
     _need_sources(session)
     session.run(PY, "-m", "kernelplan", "analyze", *session.posargs, external=True)
@@ -139,6 +197,7 @@ def gpu_ci(session: nox.Session) -> None:
     machine it runs on, check every implementation whose target runs on its GPU, analyse the
     rest statically, profile the runnable ones briefly; a markdown summary under
     results/gpu-ci/<date>-<device>/ (kernelplan.gpuci). Exit 1 on any failure."""
+    _known_packages(session, _positionals(session.posargs, {"--reps", "--warmup", "--results-dir"}))
     _sync(session)
     _need_sources(session)
     session.run(PY, "-m", "kernelplan.gpuci", *session.posargs, external=True)
@@ -198,7 +257,7 @@ def catalog(session: nox.Session) -> None:
 @nox.session(name="kb-manifest")
 def kb_manifest(session: nox.Session) -> None:
     """After a CUTLASS pin bump: rewrite the manifest, then check it against the sources."""
-    _need_sources(session)
+    _need_sources(session, required=True)
     session.run(PY, "-m", "kernelplan.kb", "manifest", external=True)
     session.run(PY, "-m", "kernelplan.kb", "lint", "--verify-sources", external=True)
 
@@ -210,7 +269,7 @@ def new(session: nox.Session) -> None:
     if not session.posargs:
         session.error("usage: nox -s new -- <package> <kernel> --from <example path>")
     _sync(session)
-    _need_sources(session)
+    _need_sources(session, required=True)
     session.run(
         PY, "-m", "kernelplan.scaffold", "--root", str(ROOT), *session.posargs, external=True
     )

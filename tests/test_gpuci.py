@@ -129,6 +129,24 @@ def test_no_gpu_runs_the_static_parts_and_says_so(monkeypatch, tmp_path):
     assert path.with_suffix(".log").read_text().startswith("device: none")
 
 
+def test_absent_cutlass_sources_skip_the_imported_examples_only(monkeypatch, tmp_path):
+    """An imported example (``source`` set) without the CUTLASS sources: a skipped row with
+    the line saying how to get them, never analysed or failed; the rest runs, exit 0."""
+    monkeypatch.setenv("CUTLASS_DIR", str(tmp_path / "nonexistent"))
+    imported = _Plan("k100_example", ["sm_100a"])
+    imported.source = "cute/blackwell/nowhere.py"
+    rc, _path, md, rows, calls, lines = _run(monkeypatch, tmp_path, None,
+                                            [_Plan("k90", ["sm_90a"]), imported])  # fmt: skip
+    assert rc == 0
+    assert calls == [("analyze", None)]
+    assert rows[("k90", "static")]["result"] == "ok"
+    row = rows[("k100_example", "skip")]
+    assert row["result"] == "skipped"
+    assert "git submodule update --init third_party/cutlass" in row["detail"]
+    assert ("k100_example", "static") not in rows
+    assert sum("need" in ln and "CUTLASS sources" in ln for ln in lines) == 1
+
+
 def test_an_sm90_runner_checks_and_profiles_what_runs_there(monkeypatch, tmp_path):
     dev = _dev("sm_90", "NVIDIA H200")
     rc, path, md, rows, calls, _ = _run(monkeypatch, tmp_path, dev)

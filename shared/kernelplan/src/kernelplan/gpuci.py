@@ -8,7 +8,10 @@ then for every implementation of every package (or of the packages named):
   check passed;
 - it does not (another SM, or no GPU here): the static analysis
   (:func:`kernelplan.sessions.analyze_package`: compile for its own SM, read the cubin);
-- a peer (no target SM, e.g. torch) with no GPU here: skipped, and said so.
+- a peer (no target SM, e.g. torch) with no GPU here: skipped, and said so;
+- an imported CUTLASS example while the CUTLASS sources are absent: skipped, with one line
+  saying how to get them (``git submodule update --init third_party/cutlass`` or
+  ``CUTLASS_DIR``); the rest runs.
 
 Nothing here names an SM: an sm_100 runner checks the Blackwell kernels and analyses the
 Hopper ones, an sm_90 runner the other way round, a machine without a GPU analyses all.
@@ -258,7 +261,14 @@ def run(
         tee(f"== {pkg}")
         plans = sessions._plans(pkg, None)
         runnable, static, cute = [], [], 0
+        absent, missing = sessions.sources_absent(plans)
+        if missing:
+            tee(sessions._absent_line(absent, missing))
         for plan in plans:
+            if plan.name in absent:
+                why = f"needs the CUTLASS sources: {missing}"
+                ci.rows.append(Row(pkg, plan.name, _targets(plan), "skip", "skipped", why))
+                continue
             if isinstance(plan, sessions._Failed):
                 ci.rows.append(Row(pkg, plan.name, "?", "load", "FAIL", str(plan.error)))
                 tee(f"error: {plan.error}")

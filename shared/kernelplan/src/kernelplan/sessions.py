@@ -8,6 +8,9 @@ kernel, a results folder that cannot be written, no CuTe DSL); a kernel that fai
 reason :func:`kernelplan.errors.explain` knows (an unfinished adapter, a DSL or CUTLASS
 sources other than the pins) is one ``error:`` line, the others go on, and the exit status
 is 1 at the end. A DSL or sources other than the pins are warned about once per command.
+An imported CUTLASS example (a plan with ``source``) while the CUTLASS sources are absent, or
+``CUTLASS_DIR`` names a folder without them, is skipped with one line saying how to get them
+(:func:`sources_absent`): not a failure, the other kernels run.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from . import device as devmod
 from .cli import die, timing_row
-from .cutlass_src import check_environment
+from .cutlass_src import CutlassSourcesMissing, check_environment, examples_dir
 from .errors import KernelPlanError, NotInstalled, explain
 from .plan import KernelPlan
 from .records import ensure_writable, write_record
@@ -47,6 +50,28 @@ def _plans(package: str, kernel: str | None) -> list[KernelPlan | _Failed]:
         except Exception as e:
             out.append(_Failed(n, _explained(e, n)))
     return out
+
+
+def sources_absent(plans: Sequence[Any]) -> tuple[list[str], CutlassSourcesMissing | None]:
+    """The names of ``plans`` that import a CUTLASS example (``source`` set) when the CUTLASS
+    sources are absent (or ``CUTLASS_DIR`` names a folder without them), with the error that
+    says where they were looked for and how to get them; ``([], None)`` when the sources are
+    there or no plan needs them. Those plans are skipped, not failed: our own kernels, the
+    references and the peers need no CUTLASS sources."""
+    names = [p.name for p in plans if getattr(p, "source", None)]
+    if not names:
+        return [], None
+    try:
+        examples_dir()
+    except CutlassSourcesMissing as e:
+        return names, e
+    return [], None
+
+
+def _absent_line(names: Sequence[str], e: CutlassSourcesMissing) -> str:
+    """One ``skip:`` line for the implementations ``names`` that need the absent sources."""
+    need = "needs" if len(names) == 1 else "need"
+    return f"skip: {', '.join(names)} ({need} the CUTLASS sources): {e}"
 
 
 def _explained(e: BaseException, name: str) -> KernelPlanError:
@@ -94,8 +119,19 @@ def check_package(
     dev = devmod.current_device()
     log(f"device: {dev.name + ' (' + dev.sm + ')' if dev else 'none (no CUDA GPU)'}")
     rows, failed = [], 0
-    for plan in _plans(package, kernel):
+    plans = _plans(package, kernel)
+    absent, missing = sources_absent(plans)
+    if missing:
+        log(_absent_line(absent, missing))
+    for plan in plans:
+        if plan.name in absent:
+            rows.append(_skip_row(plan.name, "needs the CUTLASS sources (above)"))
+            continue
         if isinstance(plan, _Failed):
+            if isinstance(plan.error, CutlassSourcesMissing):
+                log(_absent_line([plan.name], plan.error))
+                rows.append(_skip_row(plan.name, "needs the CUTLASS sources (above)"))
+                continue
             failed += 1
             log(_error_line(plan.name, plan.error))
             rows.append(_error_row(plan.name))
@@ -105,6 +141,9 @@ def check_package(
         except NotInstalled as e:  # a peer missing here is reported, not failed
             log(f"skip: {e}")
             rows.append(_skip_row(plan.name, "not installed here (above)"))
+        except CutlassSourcesMissing as e:  # an example loaded by other means than `source`
+            log(_absent_line([plan.name], e))
+            rows.append(_skip_row(plan.name, "needs the CUTLASS sources (above)"))
         except Exception as e:
             failed += 1
             log(_error_line(plan.name, _explained(e, plan.name)))
@@ -177,6 +216,8 @@ def _check_one(plan, dev, rows, results_dir, record, fault, log) -> int:
                         "record": path.name if path else "-",
                     }
                 )
+            except CutlassSourcesMissing:
+                raise  # a skip (check_package), not a failure
             except KernelPlanError as e:
                 failed += 1
                 log(_error_line(plan.name, _explained(e, plan.name)))
@@ -251,8 +292,12 @@ def profile_package(
     log(f"device: {dev.name} ({dev.sm}), SMs {dev.sm_count}, max clocks {dev.clocks_max}")
     plans = _plans(package, kernel)
     work, failed = [], 0
+    absent, missing = sources_absent(plans)
     for plan in plans:
         if isinstance(plan, _Failed):
+            if isinstance(plan.error, CutlassSourcesMissing):
+                log(_absent_line([plan.name], plan.error))
+                continue
             failed += 1
             log(_error_line(plan.name, plan.error))
             continue
@@ -260,6 +305,9 @@ def profile_package(
             devmod.require_runs_on(plan.name, plan.target_sm, dev)
         except devmod.ArchMismatch as e:
             log(f"skip: {e}")
+            continue
+        if plan.name in absent:
+            log(_absent_line([plan.name], missing))
             continue
         work += [(plan, prob) for prob in plan.profile_problems()]
     if shard is not None:
@@ -273,6 +321,9 @@ def profile_package(
             try:
                 row = _profile_one(plan, prob, autotune, reps, warmup, cold_l2, cuda_graph,
                                    results_dir, record, ncu_opts, ncu_bin, dev, log)  # fmt: skip
+            except CutlassSourcesMissing as e:
+                log(_absent_line([plan.name], e))
+                row = None
             except Exception as e:
                 failed += 1
                 log(_error_line(plan.name, _explained(e, plan.name), _short(prob)))
@@ -513,9 +564,20 @@ def analyze_package(
     t0 = time.perf_counter()
     store = StaticCache()
     items = []
-    reports, failed, hits = [], 0, 0
-    for plan in _plans(package, kernel):
+    reports, failed, hits, skipped = [], 0, 0, 0
+    plans = _plans(package, kernel)
+    absent, missing = sources_absent(plans)
+    if missing:
+        log(_absent_line(absent, missing))
+    for plan in plans:
+        if plan.name in absent:
+            skipped += 1
+            continue
         if isinstance(plan, _Failed):
+            if isinstance(plan.error, CutlassSourcesMissing):
+                skipped += 1
+                log(_absent_line([plan.name], plan.error))
+                continue
             failed += 1
             log(_error_line(plan.name, plan.error))
             continue
@@ -530,6 +592,10 @@ def analyze_package(
             prob = probs[0]
             config, target = plan.default_config(prob), plan.target()
             plan.tensor_specs(prob)
+        except CutlassSourcesMissing as e:
+            skipped += 1
+            log(_absent_line([plan.name], e))
+            continue
         except Exception as e:
             failed += 1
             log(_error_line(plan.name, _explained(e, plan.name)))
@@ -539,6 +605,10 @@ def analyze_package(
         plan, prob, config, target = items[i]
         if isinstance(st, static.ToolMissingError):
             return die(str(st))
+        if isinstance(st, CutlassSourcesMissing):
+            skipped += 1
+            log(_absent_line([plan.name], st))
+            continue
         if isinstance(st, KernelPlanError):
             failed += 1
             log(_error_line(plan.name, _explained(st, plan.name)))
@@ -560,7 +630,9 @@ def analyze_package(
         log(static_table(reports))
     log(
         f"{package}: {len(reports)} kernel(s) analysed in {time.perf_counter() - t0:.1f} s "
-        f"({hits} from the compile cache{', ' + str(failed) + ' failed' if failed else ''})"
+        f"({hits} from the compile cache"
+        f"{', ' + str(skipped) + ' skipped: no CUTLASS sources' if skipped else ''}"
+        f"{', ' + str(failed) + ' failed' if failed else ''})"
     )
     return 1 if failed else 0
 
