@@ -172,3 +172,22 @@ def test_cli_exit_codes(tmp_path):
     )
     r = subprocess.run(cmd[:4] + [str(tmp_path / "nope")], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith("error: merge:")
+
+
+@pytest.mark.parametrize("field", ["package", "kernel", "kind"])
+def test_a_non_string_package_kernel_or_kind_is_refused_in_one_line(tmp_path, field):
+    """Trial 4 defect 4: schema and pins right, ``package`` (or ``kernel``, ``kind``) a number
+    or a list: refused with one line (no traceback from the folder name), nothing written,
+    exit 1."""
+    src = tmp_path / "src"
+    _raw(src, "a.json", _rec(schema=SCHEMA_VERSION, env=_env(), **{field: 123}))
+    _raw(src, "b.json", _rec(schema=SCHEMA_VERSION, env=_env(), **{field: ["x"]}))
+    into = tmp_path / "into"
+    cmd = [sys.executable, "-m", "kernelplan.records", "merge", str(src), "--into", str(into)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    out = r.stdout.strip().splitlines()
+    assert out[0].endswith(f"a.json: not a result record ({field} 123: not a string)")
+    assert out[1].endswith(f"b.json: not a result record ({field} ['x']: not a string)")
+    assert out[-1] == f"merged 0, identical 0, refused 2 (2 not a record) into {into}"
+    assert not into.exists() or not [p for p in into.rglob("*") if p.is_file()]

@@ -290,6 +290,10 @@ def _record_refusal(rec: Any) -> str | None:
     missing = [k for k in ("kind", "package", "kernel") if not rec.get(k)]
     if missing:
         return f"not a result record (no {', '.join(missing)})"
+    fields = ("kind", "package", "kernel")
+    typed = [f"{k} {rec[k]!r}" for k in fields if not isinstance(rec[k], str)]
+    if typed:  # package and kernel name the folder the record goes to
+        return f"not a result record ({', '.join(typed)}: not a string)"
     if rec.get("schema") != SCHEMA_VERSION:
         return f"schema {rec.get('schema')!r}, this checkout writes schema {SCHEMA_VERSION}"
     env = rec.get("env") if isinstance(rec.get("env"), dict) else {}
