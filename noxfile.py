@@ -63,7 +63,8 @@ def _need_sources(session: nox.Session, *, required: bool = False) -> None:
         try:
             r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
             lines = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
-            detail = lines[-1] if lines else f"exit {r.returncode}"
+            fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]  # the cause
+            detail = (fatal or lines or [f"exit {r.returncode}"])[0]
             ok = r.returncode == 0
         except (OSError, subprocess.SubprocessError) as e:
             ok, detail = False, f"{type(e).__name__}: {e}"
