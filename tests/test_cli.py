@@ -46,6 +46,15 @@ def _run(capsys, argv, package="gemm"):
         ),
         (["hopper_dense_gemm", "--config", "tile_mn"], "--config expects key=value"),
         (
+            ["hopper_dense_gemm", "--config", "tile_mn=128x128", "tile_mn=128x256"],
+            "--config tile_mn given twice (tile_mn=128x128, tile_mn=128x256): give each key once",
+        ),
+        (
+            ["hopper_dense_gemm", "--config", "tile_mn=128x128 tile_mn=128x128"],
+            "--config tile_mn given twice",
+        ),
+        (["hopper_dense_gemm", "--config", "tile_mn=1", "--config", "tile_mn=2"], "given twice"),
+        (
             ["hopper_dense_gemm_persistent", "--config", "raster_along_m=maybe"],
             "--config raster_along_m=maybe: not a bool",
         ),
@@ -168,6 +177,8 @@ def test_config_items_parse_by_field_type(items):
     assert cfg.raster_along_m is True and cfg.swizzle_size == 1  # the defaults stay
     cfg = plan.config(prob, {"raster_along_m": "false", "swizzle_size": "4"})
     assert cfg.raster_along_m is False and cfg.swizzle_size == 4
+    _, parsed, _ = parse(plan, ["--config", "tile_mn=128,256", "--config", "swizzle_size=2"])
+    assert parsed == {"tile_mn": "128,256", "swizzle_size": "2"}  # a second --config adds
 
 
 def test_unknown_config_key_and_bad_value_are_shape_errors():
@@ -298,3 +309,46 @@ def test_benchmark_record_holds_timing_roofline_clocks_and_throttle(monkeypatch)
         "after": {"sm_mhz": 1400, "throttle_reasons": 4},
     }
     assert rec["throttle"]["throttled"] is True and lines and lines[0].startswith("warning:")
+
+
+# -- fresh-user trial 4, defects 7 and 8 ---------------------------------------------------------
+def _mla_plan(kernel="torch_reference"):
+    from kernelplan.registry import load_plan_class
+
+    return load_plan_class("mla", kernel)()
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [("1,2,3", (1, 2, 3)), ("[1,2,3]", (1, 2, 3)), ("1, 2,3", (1, 2, 3)), ("null", None)],
+)
+def test_a_tuple_flag_takes_a_comma_list_as_config_does(value, want):
+    """``--seqlens 1,2,3`` (the --config tuple syntax) and ``--seqlens=1,2,3`` as ``[1,2,3]``."""
+    plan = _mla_plan()
+    for argv in (["--b", "3", "--seqlens", value], ["--b", "3", f"--seqlens={value}"]):
+        prob, _, _ = parse(plan, argv)
+        assert prob.seqlens == want, argv
+    prob, _, _ = parse(plan, ["--b", "1", "--seqlens", "5"])
+    assert prob.seqlens == (5,)
+    with pytest.raises(KernelPlanError, match=r"--seqlens: expected a list such as 1,2,3"):
+        parse(plan, ["--b", "3", "--seqlens", "a,b,c"])
+
+
+def test_help_has_no_sphinx_roles_and_each_default_once():
+    import re
+
+    text = build_parser(_mla_plan()).format_help()
+    assert not re.search(r":(func|data|mod|class|meth):`", text), text
+    assert "SPARE_PAGES" in text  # the role's name stays
+    flat = " ".join(text.split())
+    assert "(default: the target) (default: null)" not in flat
+    assert "--arch ARCH SM to compile for (default: the target) --sm_count" in flat
+    assert "(default: results/) (default:" not in flat
+    assert "reuse one input set (default: rotate copies) --cuda-graph" in flat
+    assert "timed launches profiled (default 3) (type: int) " in flat
+    assert "(type: int, default: 32)" in flat  # a generated default where the text has none
+
+
+def test_a_bad_bool_says_true_or_false(capsys):
+    rc, err = _run(capsys, ["torch_reference", "--varlen", "maybe"], package="mla")
+    assert rc == 2 and err == "error: --varlen expects true or false, got 'maybe'"

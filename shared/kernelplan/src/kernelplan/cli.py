@@ -4,7 +4,9 @@
 The problem flags are derived from the workload's problem dataclass by jsonargparse (an
 argparse-compatible library that builds options from type hints and docstrings, and reports
 a bad value as one message we print as one line); the config is ``--config key=value ...``
-parsed against the implementation's typed config (``tile_mn=128,256`` or ``128x256``). One
+parsed against the implementation's typed config (``tile_mn=128,256`` or ``128x256``; a key
+given twice is refused), and a tuple problem flag takes the same comma list
+(``--seqlens 1,2,3``, or ``[1,2,3]``). The help shows docstrings without Sphinx roles. One
 runner (:func:`run`) serves this command, the package sessions (:mod:`kernelplan.sessions`)
 and the Nsight Compute child, which re-runs this same command (:func:`child_argv`).
 
@@ -20,6 +22,7 @@ import dataclasses
 import inspect
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -57,6 +60,7 @@ def _run_options(p) -> None:
     g.add_argument(
         "--config",
         nargs="*",
+        action="extend",  # a second --config adds its items (a key given twice is refused)
         default=[],
         metavar="KEY=VALUE",
         help="config items of this implementation (tuples as 128,256 or 128x256)",
@@ -98,6 +102,42 @@ def _run_options(p) -> None:
     add_ncu_arguments(p)
 
 
+_ROLE = re.compile(r":(?:py:)?(?:func|data|mod|class|meth|attr|obj|exc|const):`[~.]*([^`]+)`")
+#: help text that states its option's default itself ("(default: the target)", "none
+#: (default): ...", "(default 1800)"): the formatter does not add a second one
+_STATES_DEFAULT = re.compile(r"\(default\b|\bdefault\)")
+
+
+def plain(text: str) -> str:
+    """Docstring markup for the terminal: Sphinx roles (``:func:`choose_splits```,
+    ``:data:`SPARE_PAGES```, ``:mod:`.seesaw```) become the bare name."""
+    return _ROLE.sub(r"\1", text)
+
+
+def _help_formatter():
+    """jsonargparse's help formatter, with Sphinx roles stripped from the help texts, the
+    description and the epilog, and no "default: ..." added where the text states one."""
+    from jsonargparse import DefaultHelpFormatter
+
+    class HelpFormatter(DefaultHelpFormatter):
+        def _get_help_string(self, action) -> str:
+            text = super()._get_help_string(action)
+            own = action.help or ""
+            if own and _STATES_DEFAULT.search(own) and text.startswith(own):
+                extra = text[len(own) :]
+                extra = re.sub(r"(, )?default: %\(default\)s", "", extra).replace("(, ", "(")
+                text = own + ("" if extra.strip() in ("", "()") else extra)
+            return text
+
+        def _expand_help(self, action) -> str:
+            return plain(super()._expand_help(action))
+
+        def _format_text(self, text: str) -> str:
+            return super()._format_text(plain(text))
+
+    return HelpFormatter
+
+
 def build_parser(plan: KernelPlan, prog: str | None = None):
     """The parser: the workload's problem fields as flags (``--m``, ``--b``, ...), then the
     run options."""
@@ -106,6 +146,7 @@ def build_parser(plan: KernelPlan, prog: str | None = None):
     p = ArgumentParser(
         prog=prog or f"{plan.package} {plan.name}",
         description=f"{plan.description or plan.name} [workload {plan.workload.name}]",
+        formatter_class=_help_formatter(),
         exit_on_error=False,
         allow_abbrev=False,  # jsonargparse deprecates abbreviated options (a warning, not a line)
         env_prefix="KERNELPLAN_CLI",
@@ -137,19 +178,55 @@ def build_parser(plan: KernelPlan, prog: str | None = None):
 
 def _one_line(e: BaseException) -> str:
     """jsonargparse's multi-line message as one line (``--b: Expected a <class 'int'>...``);
-    a value that matches no member of an ``X | None`` field says what to write instead."""
-    import re
-
+    a value that matches no member of an ``X | None`` field says what to write instead, a bad
+    bool says ``--varlen expects true or false, got 'maybe'``."""
     text = " ".join(ln.strip() for ln in str(e).splitlines() if ln.strip())
     text = text.replace('Parser key "', "--").replace('":', ":", 1)
+    bad_bool = re.fullmatch(r"(--\S+): Expected a <class 'bool'>\. Got value: (.*)", text)
+    if bad_bool:
+        return f"{bad_bool.group(1)} expects true or false, got {bad_bool.group(2)!r}"
     if "Union subtypes" in text:
         flag = text.split(":", 1)[0]
         got = re.search(r"Got value: (\S+)", text)
         shown = f" (got {got.group(1)})" if got else ""
         if "tuple" in text:
-            return f"{flag}: expected a list such as '[1,2,3]', or null{shown}"
+            return f"{flag}: expected a list such as 1,2,3 or [1,2,3], or null{shown}"
         return f"{flag}: not a valid value{shown}; see --help for its type"
     return text
+
+
+def _tuple_fields(cls: type) -> set[str]:
+    """The problem fields typed as a tuple (``tuple[int, ...]``, also ``| None``)."""
+    import typing
+
+    out = set()
+    for name, hint in typing.get_type_hints(cls).items():
+        kinds = [hint, *typing.get_args(hint)]
+        if any(k is tuple or typing.get_origin(k) is tuple for k in kinds):
+            out.add(name)
+    return out
+
+
+def _lists(argv: Sequence[str], fields: set[str]) -> list[str]:
+    """``argv`` with a tuple field's comma list (``--seqlens 1,2,3``, as ``--config`` takes
+    tuples) or single number written as the list jsonargparse parses (``[1,2,3]``);
+    ``[1,2,3]`` and ``null`` stay."""
+    flags = {f"--{f}" for f in fields}
+
+    def bare(value: str) -> bool:  # "1,2,3" or a single "5"; not "[1,2,3]", "null", a flag
+        v = value.strip()
+        return "," in v and v[:1] not in "[(" or re.fullmatch(r"\d+", v) is not None
+
+    out, after_flag = [], False
+    for arg in argv:
+        flag, eq, value = arg.partition("=")
+        if after_flag and bare(arg):
+            arg = f"[{arg}]"
+        elif flag in flags and eq and bare(value):
+            arg = f"{flag}=[{value}]"
+        out.append(arg)
+        after_flag = arg in flags
+    return out
 
 
 def parse(plan: KernelPlan, argv: Sequence[str], prog: str | None = None):
@@ -163,7 +240,7 @@ def parse(plan: KernelPlan, argv: Sequence[str], prog: str | None = None):
 
     parser = build_parser(plan, prog)
     try:
-        ns = parser.parse_args(list(argv))
+        ns = parser.parse_args(_lists(argv, _tuple_fields(plan.problem_class())))
     except ArgumentError as e:
         raise KernelPlanError(_one_line(e)) from None
     fields = plan.problem_class().field_names()
@@ -174,8 +251,12 @@ def parse(plan: KernelPlan, argv: Sequence[str], prog: str | None = None):
         for part in [item] if item.count("=") <= 1 else _split_items(item):
             if "=" not in part:
                 raise KernelPlanError(f"--config expects key=value, got {part!r}")
-            k, v = part.split("=", 1)
-            items[k.strip()] = v.strip()
+            k, v = (x.strip() for x in part.split("=", 1))
+            if k in items:  # the last one winning silently builds what was not asked for
+                raise KernelPlanError(
+                    f"--config {k} given twice ({k}={items[k]}, {k}={v}): give each key once"
+                )
+            items[k] = v
     keys = ns.keys()  # a jsonargparse Namespace: iterating it is not iterating its keys
     run = argparse.Namespace(**{k.replace("-", "_"): ns[k] for k in keys if k not in fields})
     return problem, items, run
