@@ -131,20 +131,29 @@ def test_no_gpu_runs_the_static_parts_and_says_so(monkeypatch, tmp_path):
 
 def test_absent_cutlass_sources_skip_the_imported_examples_only(monkeypatch, tmp_path):
     """An imported example (``source`` set) without the CUTLASS sources: a skipped row with
-    the line saying how to get them, never analysed or failed; the rest runs, exit 0."""
+    the line saying how to get them, never checked, analysed or failed; the rest runs, exit
+    0. Without a GPU the whole package's analysis says it (once); on an sm_90 runner, with
+    nothing left to analyse, gpu-ci says it itself (once)."""
     monkeypatch.setenv("CUTLASS_DIR", str(tmp_path / "nonexistent"))
-    imported = _Plan("k100_example", ["sm_100a"])
-    imported.source = "cute/blackwell/nowhere.py"
-    rc, _path, md, rows, calls, lines = _run(monkeypatch, tmp_path, None,
-                                            [_Plan("k90", ["sm_90a"]), imported])  # fmt: skip
-    assert rc == 0
-    assert calls == [("analyze", None)]
+
+    def plans():
+        imported = _Plan("k100_example", ["sm_100a"])
+        imported.source = "cute/blackwell/nowhere.py"
+        return [_Plan("k90", ["sm_90a"]), imported]
+
+    rc, _path, _md, rows, calls, _lines = _run(monkeypatch, tmp_path / "cpu", None, plans())
+    assert rc == 0 and calls == [("analyze", None)]
     assert rows[("k90", "static")]["result"] == "ok"
     row = rows[("k100_example", "skip")]
     assert row["result"] == "skipped"
     assert "git submodule update --init third_party/cutlass" in row["detail"]
     assert ("k100_example", "static") not in rows
-    assert sum("need" in ln and "CUTLASS sources" in ln for ln in lines) == 1
+    dev = _dev("sm_90", "NVIDIA H200")
+    rc, _path, _md, rows, calls, lines = _run(monkeypatch, tmp_path / "gpu", dev, plans())
+    assert rc == 0 and calls == [("check", "k90"), ("profile", "k90")]
+    assert rows[("k100_example", "skip")]["result"] == "skipped"
+    said = [ln for ln in lines if "CUTLASS sources" in ln]
+    assert len(said) == 1 and said[0].startswith("skip: k100_example (needs the CUTLASS sources)")
 
 
 def test_an_sm90_runner_checks_and_profiles_what_runs_there(monkeypatch, tmp_path):

@@ -262,8 +262,6 @@ def run(
         plans = sessions._plans(pkg, None)
         runnable, static, cute = [], [], 0
         absent, missing = sessions.sources_absent(plans)
-        if missing:
-            tee(sessions._absent_line(absent, missing))
         for plan in plans:
             if plan.name in absent:
                 why = f"needs the CUTLASS sources: {missing}"
@@ -282,6 +280,9 @@ def run(
                     static.append(plan)
                 else:
                     ci.rows.append(Row(pkg, plan.name, _targets(plan), "skip", "skipped", str(e)))
+        whole = bool(static) and len(static) == cute
+        if missing and not whole:  # an analysis of the whole package says it itself
+            tee(sessions._absent_line(absent, missing))
         for plan in runnable:
             row = ci.check(pkg, plan)
             ci.rows.append(row)
@@ -291,7 +292,7 @@ def run(
                 why = "its check failed" if row.failed else "not checked here"
                 ci.rows.append(Row(pkg, plan.name, row.target, "profile", "skipped", why))
         if static:
-            ci.rows += ci.static(pkg, static, whole_package=len(static) == cute)
+            ci.rows += ci.static(pkg, static, whole_package=whole)
     rc = 1 if any(r.failed for r in ci.rows) else 0
     path = write_summary(ci.rows, dev, pkgs, pkgs == every or not packages, root, tee, today,
                          reps=reps if profile else None)  # fmt: skip
