@@ -57,15 +57,18 @@ v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check $cl --prof_type disab
 v-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $v --check $cl --prof_type disabled
 v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check $cl --prof_type disabled
 JOBS
-    if [[ " $VARIANT " == *" step=11 "* ]]; then
+    if [[ " $VARIANT " == *" step=11 "* || " $VARIANT " == *" step=12 "* ]]; then
         # step 11 plans its own parts (splits= is refused): one sequence in 66 pieces (the
         # combine merges them all), 132 parts of 2 pages at h=16, the table's varlen draw,
-        # empty sequences between long ones (some parts walk several sequences)
+        # empty sequences between long ones (some parts walk several sequences), and 64
+        # short sequences of 0-5 pages (parts of up to 3 segments: 1-page ones, an empty one
+        # between, odd and even page counts: step 12's hand-over of the next pages)
         cat <<JOBS
 v-wl-b1-t16384 kernel --b 1 --t 16384 $v --check $cl --prof_type disabled
 v-wl-h16-b2-t8192 kernel --b 2 --t 8192 --h 16 $v --check $cl --prof_type disabled
 v-wl-b32-varlen kernel --b 32 --t 4096 --varlen true $v --check $cl --prof_type disabled
 v-wl-empty kernel --b 6 --seqlens [0,3000,0,0,129,5000] $v --check $cl --prof_type disabled
+v-wl-mixed kernel --b 64 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300] $v --check $cl --prof_type disabled
 JOBS
     else
         cat <<JOBS

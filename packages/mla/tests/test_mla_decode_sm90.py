@@ -636,23 +636,30 @@ def test_step11_refuses_a_split_count_in_one_line():
 
 
 @pytest.mark.parametrize(
-    ("shape", "split"),
-    [({"b": 32, "t": 4096, "varlen": True}, True), ({"b": 128, "t": 4096, "h": 64}, False)],
+    ("shape", "split", "step"),
+    [
+        ({"b": 32, "t": 4096, "varlen": True}, True, 11),
+        ({"b": 128, "t": 4096, "h": 64}, False, 11),
+        ({"b": 32, "t": 4096, "varlen": True}, True, 12),
+    ],
 )
-def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(shape, split, tmp_path, monkeypatch):
+def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
+    shape, split, step, tmp_path, monkeypatch
+):
     """Step 11 (``--config step=11``): a grid of (m-tiles, parts, 1), each CTA walking its
     part's segments; the work list is filled at bind by the plan's setup (the ``work`` tensor,
     after step 10's counters in the argument list); the MMAs per segment are step 9's (the
     segment loop keeps one copy of the body); 0 spills; the combine kernel only where a
-    sequence is cut."""
+    sequence is cut. Step 12 adds the next segment's first two pages to the last pairs' TMA
+    issues: 18 more UTMALDG sites (9 chunks per stage), nothing else."""
     import torch
 
-    plan, prob, cfg = _seesaw_case(shape, {"step": "11"}, tmp_path, monkeypatch)
+    plan, prob, cfg = _seesaw_case(shape, {"step": str(step)}, tmp_path, monkeypatch)
     tgt = plan.target("sm_90a", 132)
     k = plan.plan(prob, cfg, tgt)
     specs = plan.tensor_specs(prob)
     assert k.args_fn({n: n for n in specs})[11] == "work"
-    assert k.fn.work_list and not k.fn.fused_combine
+    assert k.fn.work_list and not k.fn.fused_combine and k.fn.prefetch_next == (step == 12)
     wl = k.meta["work_list"]
     assert k.meta["split_rule"] == "work list" and k.meta["split_kv"] == wl["parts"]
     assert (wl["sequences_split"] > 0) == split
@@ -661,6 +668,6 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(shape, split, tmp_pat
     assert work[: wl["parts"], 1].max().item() == wl["segments"] + prob.b + 132
     st = plan.run_static(prob, cfg)
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
-    assert st["opcodes"].get("UTMALDG") == 36
+    assert st["opcodes"].get("UTMALDG") == (36 if step == 11 else 54)
     assert sum(v for k2, v in st["mma_mnemonics"].items() if k2.startswith("HGMMA.64x256x16")) == 12
     assert (len(st["functions"]) == 1) == split  # the combine kernel beside the main one

@@ -316,7 +316,7 @@ class MlaSm90Config(Config):
     ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
-    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 11, see
+    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 12, see
     :data:`.seesaw.STEPS`; for before/after runs; 9, measured fastest, is the default; 11
     plans its own parts, a work list of the pages of all sequences end to end, and refuses
     ``splits``).
@@ -324,7 +324,7 @@ class MlaSm90Config(Config):
     every setting of the workload's table, and ``lockstep`` for the FP8 cache, which only it
     takes), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-11, :mod:`.seesaw`: each warpgroup owns every other page and the
+    ``seesaw`` (steps 4-12, :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; its pages always come by TMA;
     16-bit caches only). ``step`` applies to the seesaw schedule only."""
 
@@ -337,9 +337,9 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (4, 5, 6, 7, 8, 9, 10, 11):
+        if self.step not in (4, 5, 6, 7, 8, 9, 10, 11, 12):
             raise ShapeError(
-                f"step must be 4 to 11 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to 12 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -426,8 +426,8 @@ class MlaDecodeSm90(KernelPlan):
             )
         if config.step >= 11 and config.splits:
             raise ShapeError(
-                f"{self.name}: step 11 plans its own parts (the work list); drop --config "
-                f"splits={config.splits} or use step 9"
+                f"{self.name}: step {config.step} plans its own parts (the work list); drop "
+                f"--config splits={config.splits} or use step 9"
             )
         cap = split_cap(problem)
         if config.splits > cap:

@@ -118,7 +118,7 @@ P_CHUNK = 8
 #: sequences end to end cut into one equal range per CTA and m-tile, so a CTA may walk the end
 #: of one sequence and the start of the next (FlashMLA's tile scheduler); only the sequences
 #: that a cut crosses go through the combine
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11)
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12)
 STEP = 9
 #: the L2 cache hint "evict first" as the 64-bit policy a TMA load takes (CUTLASS
 #: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
@@ -145,6 +145,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.fused_combine = step == 10
         #: step 11: the CTA's segments come from the ``work`` tensor
         self.work_list = step >= 11
+        #: step 12: the next segment's first two pages are loaded during the current one's
+        #: last pair (each stage's next page, whichever segment it belongs to)
+        self.prefetch_next = step >= 12
 
     @cute.jit
     def __call__(
@@ -322,6 +325,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             seg_hi = mWork[sp, 1]
         ph0 = cutlass.Int32(0)  # the parity of stage 0's mbarrier phases so far
         ph1 = cutlass.Int32(0)  # and of stage 1's
+        got0 = cutlass.Int32(0)  # step 12: this segment's first page is already loading
+        got1 = cutlass.Int32(0)  # and its second
         # (without the work list the one-trip loop is unrolled: step 9's code)
         for seg in cutlass.range(seg_lo, seg_hi, unroll=1, unroll_full=not self.work_list):
             seq = bidx
@@ -340,11 +345,21 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             else:
                 p0, p1 = self.page_range(seqlen, slot, num_splits, pages_per_split, split)
 
-            # the first two pages (warp 0)
+            # step 12: the part's next segment, whose first two pages this one's last pairs load
+            nseq = cutlass.Int32(0)
+            np0 = cutlass.Int32(0)
+            np1 = cutlass.Int32(0)
+            if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102 (compile-time, then run-time)
+                if seg + 1 < seg_hi:
+                    nseq = mWork[seg + 1, 0]
+                    np0 = mWork[seg + 1, 1]
+                    np1 = mWork[seg + 1, 2]
+
+            # the first two pages (warp 0), unless the previous segment loaded them (step 12)
             if warp == 0:
-                if p1 > p0:
+                if p1 > p0 and got0 == 0:
                     self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0], 0, 0, N_CHUNKS)
-                if p0 + 1 < p1:
+                if p0 + 1 < p1 and got1 == 0:
                     self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0 + 1], 1, 0, N_CHUNKS)
 
             # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop ----------
@@ -484,6 +499,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         if cutlass.const_expr(not self.early_pages):
                             pg = mPT[seq, pg0 + 2]
                         self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1])
+                    if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
+                        # stage 0's last page of this segment: V0L of the next one's first
+                        if warp == 0 and pg0 + 2 >= p1 and np0 < np1:
+                            pg = mPT[nseq, np0]
+                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1])
                     for i in cutlass.range_constexpr(n_rows):
                         row_sum[i] = row_sum[i] * sc_b[i]
                         for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
@@ -512,6 +532,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 pg = mPT[seq, pg0 + 3]
                             self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1])
                             self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS)
+                        if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
+                            # stage 1's last page: V1L and P1 of the next segment's second
+                            if warp == 0 and pg0 + 3 >= p1 and np0 + 1 < np1:
+                                pg = mPT[nseq, np0 + 1]
+                                self.issue_chunks(
+                                    tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1]
+                                )
+                                self.issue_chunks(
+                                    tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS
+                                )
                 else:
                     # P1 over the rope chunk of stage 1; publish it
                     if has1:
@@ -543,6 +573,19 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             if cutlass.const_expr(not self.early_pages):
                                 pg = mPT[seq, pg0 + 3]
                             self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1])
+                        if cutlass.const_expr(self.prefetch_next):
+                            # each stage's last page of this segment: the next one's first
+                            # (stage 0) and second (stage 1, only in a pair that has one)
+                            if pg0 + 2 >= p1 and np0 < np1:
+                                pg = mPT[nseq, np0]
+                                self.issue_chunks(
+                                    tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS
+                                )
+                            if has1 and pg0 + 3 >= p1 and np0 + 1 < np1:
+                                pg = mPT[nseq, np0 + 1]
+                                self.issue_chunks(
+                                    tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
+                                )
 
             # ---- epilogue (the base kernel's): row sums, O / sum, O and LSE -----------------
             if cutlass.const_expr(self.work_list):
@@ -563,6 +606,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 cute.arch.barrier()
                 ph0 = ph0 ^ (n_pairs % 2)
                 ph1 = ph1 ^ (((p1 - p0) // 2) % 2)
+                if cutlass.const_expr(self.prefetch_next):
+                    # what this segment loaded of the next: a stage's page only where this
+                    # segment had a page in that stage (its last reader issues the next)
+                    got0 = cutlass.Int32(0)
+                    got1 = cutlass.Int32(0)
+                    if p1 > p0 and np0 < np1:
+                        got0 = cutlass.Int32(1)
+                    if p1 > p0 + 1 and np0 + 1 < np1:
+                        got1 = cutlass.Int32(1)
             else:
                 self.epilogue(
                     acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk, sp,
