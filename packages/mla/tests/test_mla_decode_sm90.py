@@ -622,17 +622,21 @@ def test_work_list_refusals_in_one_line(args, needle):
     assert needle in str(e.value) and "\n" not in str(e.value)
 
 
-def test_step11_refuses_a_split_count_in_one_line():
-    from kernelplan import ShapeError
+def test_step11_with_a_split_count_builds_step9():
+    """The default (step 11) plans its own parts; an explicit ``splits`` asks for step 9's
+    per-sequence splits, and gets them (the record's meta names the step built)."""
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
     prob = plan.problem(b=32, t=4096)
-    with pytest.raises(ShapeError) as e:
-        plan.plan(
-            prob, plan.config(prob, {"step": "11", "splits": "2"}), plan.target("sm_90a", 132)
-        )
-    assert "step 11 plans its own parts" in str(e.value) and "\n" not in str(e.value)
+    tgt = plan.target("sm_90a", 132)
+    assert plan.config(prob, {}).step == 11
+    k = plan.plan(prob, plan.config(prob, {"splits": "2"}), tgt)
+    assert k.fn.step == 9 and not k.fn.work_list
+    assert (k.meta["seesaw_step"], k.meta["split_rule"], k.meta["split_kv"]) == (9, "config", 2)
+    k = plan.plan(prob, plan.config(prob, {}), tgt)
+    assert k.fn.step == 11 and k.meta["split_rule"] == "work list"
+    assert k.meta["combine"] == "pdl"  # every sequence in two pieces: the combine kernel
 
 
 @pytest.mark.parametrize(

@@ -317,9 +317,10 @@ class MlaSm90Config(Config):
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
     every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 12, see
-    :data:`.seesaw.STEPS`; for before/after runs; 9, measured fastest, is the default; 11
-    plans its own parts, a work list of the pages of all sequences end to end, and refuses
-    ``splits``).
+    :data:`.seesaw.STEPS`; for before/after runs). 11 is the default: a work list of the
+    pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
+    workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9,
+    the per-sequence splits.
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
     every setting of the workload's table, and ``lockstep`` for the FP8 cache, which only it
     takes), ``lockstep``
@@ -332,7 +333,7 @@ class MlaSm90Config(Config):
     loads: Literal["auto", "cpasync", "tma"] = "auto"
     schedule: Literal["auto", "lockstep", "seesaw"] = "auto"
     split_rule: Literal["equal", "balanced"] = "balanced"
-    step: int = 9
+    step: int = 11
 
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
@@ -424,11 +425,6 @@ class MlaDecodeSm90(KernelPlan):
                 f"{self.name}: --config step applies to the seesaw schedule (got step="
                 f"{config.step} with schedule={schedule}: use --config schedule=seesaw)"
             )
-        if config.step >= 11 and config.splits:
-            raise ShapeError(
-                f"{self.name}: step {config.step} plans its own parts (the work list); drop "
-                f"--config splits={config.splits} or use step 9"
-            )
         cap = split_cap(problem)
         if config.splits > cap:
             raise ShapeError(
@@ -486,6 +482,13 @@ class MlaDecodeSm90(KernelPlan):
             return choose_balanced(problem, target.sm_count or 132)
         return choose_splits(problem, target.sm_count or 132), 0
 
+    @staticmethod
+    def kernel_step(config: MlaSm90Config) -> int:
+        """The seesaw step built for ``config``: its ``step``, except that steps 11-12 with an
+        explicit ``splits`` build step 9 (the work list plans its own parts; a split count
+        asks for the per-sequence splits)."""
+        return 9 if config.step >= 11 and config.splits else config.step
+
     def plan(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> CuteKernel:
         import cutlass
 
@@ -497,7 +500,7 @@ class MlaDecodeSm90(KernelPlan):
         if schedule == "seesaw":
             from .seesaw import MlaDecodeSm90Seesaw
 
-            k = MlaDecodeSm90Seesaw(p.s, p.h, bool(p.causal), dt, step=config.step)
+            k = MlaDecodeSm90Seesaw(p.s, p.h, bool(p.causal), dt, step=self.kernel_step(config))
         else:
             k = MlaDecodeSm90Kernel(
                 p.s, p.h, bool(p.causal), dt, loads=self.loads_for(config), kv_fp8=p.kv_fp8,
@@ -505,7 +508,7 @@ class MlaDecodeSm90(KernelPlan):
             )  # fmt: skip
         splits, per = self.split_plan(p, config, target)
         work = None
-        if schedule == "seesaw" and config.step >= 11:
+        if schedule == "seesaw" and self.kernel_step(config) >= 11:
             work = work_list(_pages(p), _work_parts(p, target.sm_count or PARTS_CAP))
             splits, per = work.parts, work.per
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
@@ -558,11 +561,16 @@ class MlaDecodeSm90(KernelPlan):
                 if schedule == "seesaw" or self.loads_for(config) == "tma"
                 else "cp.async",
                 "schedule": schedule,
+                "seesaw_step": self.kernel_step(config) if schedule == "seesaw" else None,
                 "math_warpgroups": 2,
                 "combine": (
                     None
                     if (work and max(work.pieces, default=0) <= 1) or (not work and splits == 1)
-                    else ("last CTA" if schedule == "seesaw" and config.step >= 10 else "pdl")
+                    else (
+                        "last CTA"
+                        if schedule == "seesaw" and self.kernel_step(config) == 10
+                        else "pdl"
+                    )
                 ),
                 "kv_cache": kv,
             },

@@ -62,11 +62,12 @@ causal limits for s > 1, the epilogue.
 The schedule above is step 4; the compile-time ``step`` (:data:`STEPS`, ``--config step=N``)
 builds each later step for before/after runs in one process: 5 reads the next pair's page
 indices early, 6 stores P with stmatrix, 7 marks page loads evict-first, 8 batches the
-combine's reads, 9 is 8 without 5 (the default), 10 is 9 with the combine merged into the
+combine's reads, 9 is 8 without 5, 10 is 9 with the combine merged into the
 split kernel's last CTA per (sequence, m-tile), 11 is 9 with a host-planned work list (the
 pages of all sequences end to end cut into one part per SM and m-tile; each CTA walks its
-part's segments, FlashMLA's tile scheduler idea; :class:`.mla_decode_sm90.WorkList`). Each
-step's measured effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
+part's segments, FlashMLA's tile scheduler idea; :class:`.mla_decode_sm90.WorkList`; the
+default), 12 is 11 with the next segment's first two pages loaded during the current one's
+last pairs. Each step's measured effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ P_CHUNK = 8
 #: of one sequence and the start of the next (FlashMLA's tile scheduler); only the sequences
 #: that a cut crosses go through the combine
 STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12)
-STEP = 9
+STEP = 11
 #: the L2 cache hint "evict first" as the 64-bit policy a TMA load takes (CUTLASS
 #: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
 #: KV loads use it: docs/20250422-new-kernel-deep-dive.md, "Cache hints")
