@@ -316,7 +316,7 @@ class MlaSm90Config(Config):
     ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
-    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 12, see
+    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 13, see
     :data:`.seesaw.STEPS`; for before/after runs). 11 is the default: a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9,
@@ -325,7 +325,7 @@ class MlaSm90Config(Config):
     every setting of the workload's table, and ``lockstep`` for the FP8 cache, which only it
     takes), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-12, :mod:`.seesaw`: each warpgroup owns every other page and the
+    ``seesaw`` (steps 4-13, :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; its pages always come by TMA;
     16-bit caches only). ``step`` applies to the seesaw schedule only."""
 
@@ -338,9 +338,9 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (4, 5, 6, 7, 8, 9, 10, 11, 12):
+        if self.step not in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13):
             raise ShapeError(
-                f"step must be 4 to 12 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to 13 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -484,7 +484,7 @@ class MlaDecodeSm90(KernelPlan):
 
     @staticmethod
     def kernel_step(config: MlaSm90Config) -> int:
-        """The seesaw step built for ``config``: its ``step``, except that steps 11-12 with an
+        """The seesaw step built for ``config``: its ``step``, except that steps 11-13 with an
         explicit ``splits`` build step 9 (the work list plans its own parts; a split count
         asks for the per-sequence splits)."""
         return 9 if config.step >= 11 and config.splits else config.step

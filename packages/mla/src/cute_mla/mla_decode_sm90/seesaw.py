@@ -67,7 +67,8 @@ split kernel's last CTA per (sequence, m-tile), 11 is 9 with a host-planned work
 pages of all sequences end to end cut into one part per SM and m-tile; each CTA walks its
 part's segments, FlashMLA's tile scheduler idea; :class:`.mla_decode_sm90.WorkList`; the
 default), 12 is 11 with the next segment's first two pages loaded during the current one's
-last pairs. Each step's measured effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
+last pairs, 13 is 11 with the combine merging 2 pieces per round, not 4. Each step's
+measured effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ P_CHUNK = 8
 #: sequences end to end cut into one equal range per CTA and m-tile, so a CTA may walk the end
 #: of one sequence and the start of the next (FlashMLA's tile scheduler); only the sequences
 #: that a cut crosses go through the combine
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12)
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 STEP = 11
 #: the L2 cache hint "evict first" as the 64-bit policy a TMA load takes (CUTLASS
 #: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
@@ -142,13 +143,17 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             self.kv_cache_policy = EVICT_FIRST
         if step >= 8:
             self.combine_batch = 4
+        if step >= 13:
+            # step 13: 2 pieces per round (72 registers per combine thread, not 128: more
+            # warps per SM for a latency-bound merge; the devlog's combine profile)
+            self.combine_batch = 2
         #: step 10 only (step 11 builds on 9)
         self.fused_combine = step == 10
         #: step 11: the CTA's segments come from the ``work`` tensor
         self.work_list = step >= 11
         #: step 12: the next segment's first two pages are loaded during the current one's
         #: last pair (each stage's next page, whichever segment it belongs to)
-        self.prefetch_next = step >= 12
+        self.prefetch_next = step == 12  # (13 builds on 11: 12 measured no gain)
 
     @cute.jit
     def __call__(
