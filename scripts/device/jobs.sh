@@ -43,8 +43,9 @@ run_steps() {
     local prefix=$1 tail=$2 status=0 s
     shift 2
     for s in "$@"; do case $s in
-    check | table | ncu) run_jobs "$prefix-$s" "$s" "$tail" || status=1 ;;
-    *) echo "unknown step $s (check, table, ncu)" >&2; exit 2 ;;
+    check | table | ncu | check14 | table14 | ncu14) run_jobs "$prefix-$s" "$s" "$tail" || status=1 ;;
+    *) echo "unknown step $s (check, table, ncu; mla-sm90-fp8.sh: check14, table14, ncu14)" >&2
+       exit 2 ;;
     esac; done
     exit $status
 }

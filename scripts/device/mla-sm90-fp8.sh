@@ -8,6 +8,7 @@
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh check   # -> $OUT/fp8-check.tgz
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh table   # -> $OUT/fp8-table.tgz
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh ncu     # -> $OUT/fp8-ncu.tgz
+#   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh check14 table14 ncu14   # step 14 (seesaw)
 #
 # check: the package check (every check problem of the workload the kernel takes: the 16-bit
 #   ones as a regression, and the two FP8 ones), then the FP8 check problems on their own
@@ -56,6 +57,53 @@ f8-tok-t1-empty kernel --b 2 --seqlens [1,0] $f8 $ck
 f8-tok-fault-wrong-page kernel --b 4 --t 1024 $f8 --inject-fault wrong-page --prof_type disabled
 f8-blk-fault-perturb kernel --b 4 --t 1000 --h 64 $blk --inject-fault perturb --prof_type disabled
 f8-tma-refused kernel --b 4 --t 1024 $f8 --config loads=tma $ck
+JOBS
+}
+
+# step 14 (the seesaw schedule with a dequantising producer warpgroup, --config schedule=seesaw):
+# the same formats, tails, dtypes and shapes as `check`, 3 launches per check (state kept
+# between launches is checked), the work list's cases (one sequence in many pieces, empty
+# sequences between long ones, 64 short ones, the table's settings), the planted faults, and
+# the refusals (another seesaw step, a split count; step 14 on a 16-bit cache)
+jobs_check14() {
+    local v="--config schedule=seesaw" c="--check --check-launches 3 --prof_type disabled"
+    cat <<JOBS
+s14-tok-b8-t777-varlen kernel --b 8 --t 777 --varlen true $f8 $v $c
+s14-blk-b4-s2-t1000-h64 kernel --b 4 --s 2 --t 1000 --h 64 $blk $v $c
+s14-tok-tails kernel --b 5 --seqlens [1,63,64,65,127] $f8 $v $c
+s14-blk-tails kernel --b 5 --seqlens [1,63,64,65,127] $blk $v $c
+s14-blk32-t1000 kernel --b 4 --t 1000 $blk --kv_block 32 $v $c
+s14-blk16-t1000 kernel --b 4 --t 1000 $blk --kv_block 16 $v $c
+s14-tok-fp16 kernel --b 4 --t 1000 --dtype float16 $f8 $v $c
+s14-blk-h16-varlen kernel --b 4 --t 300 --h 16 --varlen true $blk $v $c
+s14-tok-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $f8 $v $c
+s14-tok-t1-empty kernel --b 2 --seqlens [1,0] $f8 $v $c
+s14-tok-b1-t16384 kernel --b 1 --t 16384 $f8 $v $c
+s14-blk-empty kernel --b 6 --seqlens [0,3000,0,0,129,5000] $blk $v $c
+s14-tok-mixed kernel --b 16 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300] $f8 $v $c
+s14-tok-b32-t4096 kernel --b 32 --t 4096 $f8 $v $c
+s14-tok-b32-varlen kernel --b 32 --t 4096 --varlen true $f8 $v $c
+s14-blk-b128-t4096 kernel --b 128 --t 4096 $blk $v $c
+s14-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 $v $c
+s14-tok-fault-wrong-page kernel --b 4 --t 1024 $f8 $v --inject-fault wrong-page --prof_type disabled
+s14-blk-fault-perturb kernel --b 4 --t 1000 --h 64 $blk $v --inject-fault perturb --prof_type disabled
+s14-step9-refused kernel --b 4 --t 1024 $f8 --config schedule=seesaw step=9 $c
+s14-splits-refused kernel --b 4 --t 1024 $f8 --config schedule=seesaw splits=2 $c
+s14-bf16-refused kernel --b 4 --t 1024 --config step=14 $c
+JOBS
+}
+
+# step 14 timed: ours on bf16 (step 11), FP8 lockstep, FP8 step 14 (per_token, per_block) and
+# PEERS on bf16, alternated at h=128 (128, 4096) and (32, 4096) and h=64 (128, 4096)
+jobs_table14() {
+    echo "s14-table fp8alt --formats seesaw --shape 128,4096,128 --shape 32,4096,128 --shape 128,4096,64 --peers ${PEERS-flashinfer_mla} --cuda-graph --reps 30"
+}
+
+# step 14 under Nsight Compute at (128, 4096): h=128 and h=64, per_token
+jobs_ncu14() {
+    cat <<JOBS
+s14-ncu-tok-b128-t4096 kernel --b 128 --t 4096 $f8 --config schedule=seesaw --prof_type ncu --ncu-set full
+s14-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 --config schedule=seesaw --prof_type ncu --ncu-set full
 JOBS
 }
 

@@ -20,7 +20,8 @@ to the fastest, and the KV bytes per token read (the roofline's GB/s counts the 
 own bytes: 644 or 656 B per token against 1152).
 
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
-        [--peers flashinfer_mla] [--reps 30] [--cuda-graph] [--no-record] [--dry]
+        [--peers flashinfer_mla] [--formats lockstep|seesaw] [--reps 30] [--cuda-graph]
+        [--no-record] [--dry]
 
 ``--dry`` (any machine): every entry's problem, config and ``supports()`` as the device would
 build them; nothing is compiled or run.
@@ -34,12 +35,27 @@ from collections.abc import Sequence
 
 FP8 = "float8_e4m3fn"
 OURS = "mla_decode_sm90"
-#: the FP8 formats timed beside the 16-bit cache: (label suffix, problem fields)
-FORMATS = (
-    ("bf16", {}),
-    ("fp8 per_token", {"kv_dtype": FP8}),
-    ("fp8 per_block", {"kv_dtype": FP8, "kv_scale": "per_block"}),
-)
+#: the entries of ours timed per shape, by ``--formats``: (label suffix, problem fields,
+#: config overrides). ``lockstep``: the FP8 cache on its first build (the lockstep schedule,
+#: dequantised through every math thread's registers; session 3); ``seesaw``: step 14 (the
+#: seesaw schedule with a dequantising producer warpgroup) beside the lockstep build
+FORMAT_SETS = {
+    "lockstep": (
+        ("bf16", {}, {}),
+        ("fp8 per_token", {"kv_dtype": FP8}, {}),
+        ("fp8 per_block", {"kv_dtype": FP8, "kv_scale": "per_block"}, {}),
+    ),
+    "seesaw": (
+        ("bf16", {}, {}),
+        ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
+        ("fp8 per_token seesaw", {"kv_dtype": FP8}, {"schedule": "seesaw"}),
+        (
+            "fp8 per_block seesaw",
+            {"kv_dtype": FP8, "kv_scale": "per_block"},
+            {"schedule": "seesaw"},
+        ),
+    ),
+}
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -51,28 +67,30 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return b, t, h
 
 
-def entries(shape: tuple[int, int, int], peers: Sequence[str]) -> list[tuple[str, str, dict]]:
-    """(label, kernel, problem fields) of one shape: ours on each format, then the peers on
-    the 16-bit cache."""
+def entries(
+    shape: tuple[int, int, int], peers: Sequence[str], formats: str = "lockstep"
+) -> list[tuple[str, str, dict, dict]]:
+    """(label, kernel, problem fields, config overrides) of one shape: ours on each format of
+    :data:`FORMAT_SETS` [``formats``], then the peers on the 16-bit cache."""
     b, t, h = shape
     base = {"b": b, "t": t, "h": h}
-    out = [(f"{OURS} {lab}", OURS, {**base, **kw}) for lab, kw in FORMATS]
-    out += [(f"{peer} bf16", peer, dict(base)) for peer in peers]
+    out = [(f"{OURS} {lab}", OURS, {**base, **kw}, cfg) for lab, kw, cfg in FORMAT_SETS[formats]]
+    out += [(f"{peer} bf16", peer, dict(base), {}) for peer in peers]
     return out
 
 
-def build(kernel: str, fields: dict):
+def build(kernel: str, fields: dict, overrides: dict | None = None):
     """(plan, problem, config) as the device builds them; supports() and the config checked."""
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", kernel)()
     prob = plan.problem(**fields)
     plan.supports(prob)
-    cfg = plan.config(prob, {})
+    cfg = plan.config(prob, dict(overrides or {}))
     return plan, prob, cfg
 
 
-def run_shape(shape, peers, *, log=print, **timing) -> int:
+def run_shape(shape, peers, *, formats="lockstep", log=print, **timing) -> int:
     """One shape's alternated run; ``timing``: :func:`kernelplan.alternate.time_entries`'s
     reps, warmup, cuda_graph, record, results_dir."""
     from kernelplan import device as devmod
@@ -82,9 +100,9 @@ def run_shape(shape, peers, *, log=print, **timing) -> int:
 
     dev = devmod.current_device()
     built, failed = {}, 0
-    for label, kernel, fields in entries(shape, peers):
+    for label, kernel, fields, overrides in entries(shape, peers, formats):
         try:
-            plan, p, cfg = build(kernel, fields)
+            plan, p, cfg = build(kernel, fields, overrides)
             devmod.require_runs_on(plan.name, plan.target_sm, dev)
             entry = prepare_entry(plan, p, cfg, label=label, log=log)
         except KernelPlanError as e:
@@ -126,13 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cuda-graph", action="store_true")
     ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--results-dir", default=None)
+    ap.add_argument("--formats", choices=sorted(FORMAT_SETS), default="lockstep")
     ap.add_argument("--dry", action="store_true")
     a = ap.parse_args(argv)
     peers = [x for x in a.peers.split(",") if x]
     if a.dry:
         for shape in a.shape:
-            for label, kernel, fields in entries(shape, peers):
-                _plan, prob, cfg = build(kernel, fields)
+            for label, kernel, fields, overrides in entries(shape, peers, a.formats):
+                _plan, prob, cfg = build(kernel, fields, overrides)
                 print(f"ok {label}: {prob.label()} {cfg.to_dict()}", flush=True)
         return 0
     from kernelplan import device as devmod
@@ -152,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     rc = 0
     for shape in a.shape:
-        rc |= run_shape(shape, peers, **timing)
+        rc |= run_shape(shape, peers, formats=a.formats, **timing)
     return rc
 
 

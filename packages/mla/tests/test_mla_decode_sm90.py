@@ -374,13 +374,15 @@ def test_mla_decode_sm90_fp8_tensors_and_key():
     ("shape", "overrides", "needle"),
     [
         ({"kv_scale": "per_block", "kv_block": 8}, {}, "takes --kv_block >= 16"),
-        ({}, {"loads": "tma"}, "FP8 latent cache takes --config loads=cpasync or auto"),
-        ({}, {"schedule": "seesaw"}, "FP8 latent cache takes --config schedule=lockstep or auto"),
+        ({}, {"loads": "tma"}, "lockstep schedule takes --config loads=cpasync or auto"),
+        ({}, {"schedule": "seesaw", "step": "9"}, "seesaw build is step 14 .got step=9"),
+        ({}, {"schedule": "seesaw", "splits": "2"}, "plans its own parts"),
     ],
 )
 def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
-    """What the FP8 path does not take: scale blocks under one 16-value vector, and the TMA
-    path (it would land e4m3 bytes, not the 16-bit operands)."""
+    """What the FP8 path does not take: scale blocks under one 16-value vector, the lockstep
+    schedule's TMA path (it would land e4m3 bytes, not the 16-bit operands), a seesaw step
+    other than 14 and a split count with it (step 14 plans a work list)."""
     from kernelplan import ShapeError
     from kernelplan.registry import load_plan_class
 
@@ -394,6 +396,15 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
     for kw in ({}, {"kv_scale": "per_block"}, {"kv_scale": "per_block", "kv_block": 16}):
         plan.supports(plan.problem(b=2, t=100, kv_dtype=FP8, **kw))
     assert sum(q.kv_fp8 for q in plan.check_problems()) == 2
+    # the seesaw schedule takes the FP8 cache (step 14, also when asked by number); a 16-bit
+    # cache does not take step 14
+    prob = plan.problem(b=2, t=100, kv_dtype=FP8)
+    for ov in ({"schedule": "seesaw"}, {"schedule": "seesaw", "step": "14"}):
+        plan.supports_config(prob, plan.config(prob, ov))
+    bf16 = plan.problem(b=2, t=100)
+    with pytest.raises(ShapeError, match="step 14 is the FP8 latent cache's build") as e:
+        plan.supports_config(bf16, plan.config(bf16, {"step": "14"}))
+    assert "\n" not in str(e.value)
 
 
 def test_fp8_device_script_dry_run():
@@ -440,7 +451,7 @@ def test_fp8_alt_entries():
     with pytest.raises(argparse.ArgumentTypeError):
         alt.parse_shape("128,4096")
     got = alt.entries((128, 4096, 64), ["flashinfer_mla"])
-    assert [(lab, k) for lab, k, _ in got] == [
+    assert [(lab, k) for lab, k, _, _ in got] == [
         ("mla_decode_sm90 bf16", "mla_decode_sm90"),
         ("mla_decode_sm90 fp8 per_token", "mla_decode_sm90"),
         ("mla_decode_sm90 fp8 per_block", "mla_decode_sm90"),
@@ -448,9 +459,24 @@ def test_fp8_alt_entries():
     ]
     assert got[2][2] == {"b": 128, "t": 4096, "h": 64, "kv_dtype": FP8, "kv_scale": "per_block"}
     assert "kv_dtype" not in got[3][2]
-    for _lab, kernel, fields in got:
-        plan, prob, _cfg = alt.build(kernel, fields)
+    for _lab, kernel, fields, overrides in got:
+        plan, prob, _cfg = alt.build(kernel, fields, overrides)
         assert prob.kv_fp8 == ("kv_dtype" in fields)
+    # --formats seesaw: step 14 (the producer warpgroup) beside the lockstep FP8 build
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import MlaDecodeSm90
+
+    got = alt.entries((128, 4096, 128), [], "seesaw")
+    built = {lab: alt.build(k, f, o) for lab, k, f, o in got}
+    steps = {lab: MlaDecodeSm90.kernel_step(c, p) for lab, (_pl, p, c) in built.items()}
+    schedules = {lab: MlaDecodeSm90.schedule_for(p, c) for lab, (_pl, p, c) in built.items()}
+    assert schedules == {
+        "mla_decode_sm90 bf16": "seesaw",
+        "mla_decode_sm90 fp8 per_token lockstep": "lockstep",
+        "mla_decode_sm90 fp8 per_token seesaw": "seesaw",
+        "mla_decode_sm90 fp8 per_block seesaw": "seesaw",
+    }
+    assert steps["mla_decode_sm90 fp8 per_token seesaw"] == 14
+    assert steps["mla_decode_sm90 bf16"] == 11
 
 
 def test_mla_decode_sm90_fp8_kernel_parameters():

@@ -95,6 +95,9 @@ N_CHUNKS = D_QK // CHUNK  # 9
 CHUNK_BYTES = PAGE * CHUNK * 2  # 8 KB (bf16 or fp16)
 #: the consumers that release a page stage: lane 0 of every math warp, after its PV WGMMAs
 RELEASE_ARRIVALS = THREADS // 32
+#: the named barrier of the two math warpgroups when a producer warpgroup runs beside them
+#: (the seesaw schedule's FP8 build; its own barriers are 1-8)
+BAR_MATH = 9
 #: FP8 latent cache (``kv_fp8``): the rope columns, and each thread's share of a page's fp8
 #: latent part: one token (row tidx // 4), 8 vectors of 16 e4m3 values (16 bytes) at columns
 #: 64 i + 16 (tidx % 4), i < 8: 128 values, 32 registers in flight
@@ -138,19 +141,10 @@ class MlaDecodeSm90Kernel:
             raise ValueError(f"loads must be 'cpasync' or 'tma' (got {loads!r})")
         if kv_fp8 and loads != "cpasync":
             raise ValueError("the FP8 latent cache takes loads='cpasync' only")
-        if kv_fp8 and (scale_block % FP8_VEC or D_V % scale_block):
-            raise ValueError(f"scale_block must divide {D_V} in multiples of {FP8_VEC}")
         self.s, self.h, self.causal, self.dtype = s, h, causal, dtype
         self.loads = loads
         self.tma = loads == "tma"
-        # FP8 (e4m3) latent cache: kv_cache (pages, 64, 512) e4m3, kv_scales (pages, 64, G)
-        # fp32 with G = 512 / scale_block (1 per token), kv_rope (pages, 64, 64) in dtype
-        self.kv_fp8 = kv_fp8
-        self.scale_block = scale_block
-        self.groups = D_V // scale_block
-        # scales a thread holds per page: one per scale group its 8 vectors touch (their
-        # group index is compile-time when a group spans >= 64 columns), else one per vector
-        self.n_scales = self.groups if scale_block >= CHUNK else FP8_VECS
+        self.set_kv_format(kv_fp8, scale_block)
         self.rows = s * h
         self.m_tiles = (self.rows + TILE_M - 1) // TILE_M
         #: the combine reads the partial O of this many splits per round (1: one split at a
@@ -166,6 +160,51 @@ class MlaDecodeSm90Kernel:
         #: segments from the ``work`` tensor, and the combine merges each sequence's own number
         #: of pieces (rows of sequences in one piece are skipped: their CTA stored O)
         self.work_list = False
+        #: a third warpgroup (threads 256..383) that dequantises the FP8 latent cache into the
+        #: stages (the seesaw schedule's FP8 build); the two math warpgroups then meet at a
+        #: named barrier of their 256 threads (:meth:`sync_math`), not at the CTA barrier
+        self.producer_wg = False
+
+    def set_kv_format(self, kv_fp8: bool, scale_block: int) -> None:
+        """The cache format (trace time; both schedules). FP8 (e4m3) latent cache: kv_cache
+        (pages, 64, 512) e4m3, kv_scales (pages, 64, G) fp32 with G = 512 / scale_block (1 per
+        token), kv_rope (pages, 64, 64) in the dtype. Raises ValueError for a scale block that
+        is not a multiple of 16 dividing 512."""
+        if kv_fp8 and (scale_block % FP8_VEC or D_V % scale_block):
+            raise ValueError(f"scale_block must divide {D_V} in multiples of {FP8_VEC}")
+        self.kv_fp8 = kv_fp8
+        self.scale_block = scale_block
+        self.groups = D_V // scale_block
+        # scales a thread holds per page: one per scale group its 8 vectors touch (their
+        # group index is compile-time when a group spans >= 64 columns), else one per vector
+        self.n_scales = self.groups if scale_block >= CHUNK else FP8_VECS
+
+    def fp8_views(self, kv_cache, kv_scales, kv_rope):
+        """The FP8 cache's three tensors as (page, token, column) views with static inner
+        strides: the e4m3 latent part (pages, 64, 512), the fp32 scales (pages, 64, G) and the
+        16-bit rope part (pages, 64, 64). Trace time, both schedules."""
+        pages = kv_cache.shape[0]
+        g = self.groups
+        mKV8 = cute.make_tensor(
+            kv_cache.iterator, cute.make_layout((pages, PAGE, D_V), stride=(PAGE * D_V, D_V, 1))
+        )
+        mSc = cute.make_tensor(
+            kv_scales.iterator, cute.make_layout((pages, PAGE, g), stride=(PAGE * g, g, 1))
+        )
+        mRope = cute.make_tensor(
+            kv_rope.iterator,
+            cute.make_layout((pages, PAGE, D_ROPE), stride=(PAGE * D_ROPE, D_ROPE, 1)),
+        )
+        return mKV8, mSc, mRope
+
+    @cute.jit
+    def sync_math(self):
+        """A barrier of the two math warpgroups: the CTA barrier, or with a producer
+        warpgroup (:attr:`producer_wg`) named barrier :data:`BAR_MATH` of their 256 threads."""
+        if cutlass.const_expr(self.producer_wg):
+            cute.arch.barrier(barrier_id=BAR_MATH, number_of_threads=THREADS)
+        else:
+            cute.arch.barrier()
 
     def problem_views(self, q, o, lse, o_acc, lse_acc):
         """Views with static inner strides of the problem's tensors (they arrive with dynamic
@@ -270,14 +309,15 @@ class MlaDecodeSm90Kernel:
             cute.make_layout((1, 8)),
         )
 
-    def page_tma(self, kv_cache, atom):
-        """The cache seen as (tokens, 576) rows; one TMA box is one 64-token x 64-column chunk
-        of a page, landing as one 8 KB chunk of the SMEM page (the 128-byte-swizzle atom tiled
-        rows first, the layout of every chunk of sK). The page index from the page table is
-        the box's row coordinate (in units of 64 tokens). Returns (atom, TMA tensor)."""
+    def page_tma(self, kv_cache, atom, width: int = D_QK):
+        """The cache seen as (tokens, ``width``) rows (576; the FP8 cache's rope part: 64);
+        one TMA box is one 64-token x 64-column chunk of a page, landing as one 8 KB chunk of
+        the SMEM page (the 128-byte-swizzle atom tiled rows first, the layout of every chunk
+        of sK). The page index from the page table is the box's row coordinate (in units of
+        64 tokens). Returns (atom, TMA tensor)."""
         mKV_rows = cute.make_tensor(
             kv_cache.iterator,
-            cute.make_layout((kv_cache.shape[0] * PAGE, D_QK), stride=(D_QK, 1)),
+            cute.make_layout((kv_cache.shape[0] * PAGE, width), stride=(width, 1)),
         )
         chunk_layout = cute.tile_to_shape(atom, (PAGE, CHUNK), (0, 1))
         return cpasync.make_tiled_tma_atom(
@@ -354,19 +394,7 @@ class MlaDecodeSm90Kernel:
         if cutlass.const_expr(self.kv_fp8):
             # the FP8 latent cache: kv_cache is the (page, token, 512) e4m3 latent part; the
             # scales and the 16-bit rope part are page-major tensors of their own
-            pages = kv_cache.shape[0]
-            g = self.groups
-            mKV = cute.make_tensor(
-                kv_cache.iterator,
-                cute.make_layout((pages, PAGE, D_V), stride=(PAGE * D_V, D_V, 1)),
-            )
-            mSc = cute.make_tensor(
-                kv_scales.iterator, cute.make_layout((pages, PAGE, g), stride=(PAGE * g, g, 1))
-            )
-            mRope = cute.make_tensor(
-                kv_rope.iterator,
-                cute.make_layout((pages, PAGE, D_ROPE), stride=(PAGE * D_ROPE, D_ROPE, 1)),
-            )
+            mKV, mSc, mRope = self.fp8_views(kv_cache, kv_scales, kv_rope)
 
         K = cute.nvgpu.OperandMajorMode.K
         MN = cute.nvgpu.OperandMajorMode.MN
@@ -744,7 +772,7 @@ class MlaDecodeSm90Kernel:
             mine = cute.arch.warp_reduction_sum(row_sum[i], threads_in_group=4)
             if lane % 4 == 0:
                 sSum[tScS[i, 0][0], wg] = mine
-        cute.arch.barrier()
+        self.sync_math()
         for i in cutlass.range_constexpr(n_rows):
             total = sSum[tScS[i, 0][0], 0] + sSum[tScS[i, 0][0], 1]
             row_sum[i] = total
@@ -1058,23 +1086,26 @@ class MlaDecodeSm90Kernel:
         stage: cutlass.Int32,
         c_lo: cutlass.Constexpr = 0,
         c_hi: cutlass.Constexpr = N_CHUNKS,
+        src_c0: cutlass.Constexpr = 0,
     ):
         """Executed by a whole warp: chunks c_lo..c_hi-1 (64 columns each; all 9 by default) of
         cache page ``page`` (an index from the page table) into SMEM stage ``stage``, one TMA
         per chunk, each completing its own mbarrier (8 KB expected). The elected lane arms the
         barrier; the TMA copy elects its issuing lane itself. With ``self.kv_cache_policy``
-        set, the loads carry that L2 cache hint."""
+        set, the loads carry that L2 cache hint. ``src_c0``: the source chunk of SMEM chunk c
+        is c - src_c0 (the FP8 cache's rope part, one chunk wide, lands in chunk 8)."""
         for c in cutlass.range_constexpr(c_lo, c_hi):
             bar = mbar + stage * N_CHUNKS + c
             with cute.arch.elect_one():
                 cute.arch.mbarrier_arrive_and_expect_tx(bar, CHUNK_BYTES)
+            src = tKgK[None, page, c - src_c0]
             if cutlass.const_expr(self.kv_cache_policy is not None):
                 cute.copy(
-                    tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar,
+                    tma_atom, src, tKsKt[None, c, stage], tma_bar_ptr=bar,
                     cache_policy=cutlass.Int64(self.kv_cache_policy),
                 )  # fmt: skip
             else:
-                cute.copy(tma_atom, tKgK[None, page, c], tKsKt[None, c, stage], tma_bar_ptr=bar)
+                cute.copy(tma_atom, src, tKsKt[None, c, stage], tma_bar_ptr=bar)
 
     def page_tma_partitions(self, tma_atom: cute.CopyAtom, mKVt: cute.Tensor, sK: cute.Tensor):
         """The TMA views of the page loads: (64 tokens, 64 columns, page, chunk) boxes of the

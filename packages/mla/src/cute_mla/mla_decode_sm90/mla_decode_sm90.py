@@ -69,6 +69,8 @@ GRID_BOUND = 4 * 132
 #: the work list (seesaw step 11): at most this many parts, one CTA each per m-tile (one wave
 #: of the largest sm_90 part); the rows of the ``work`` tensor are laid out from it
 PARTS_CAP = 132
+#: the seesaw schedule's build for the FP8 latent cache (seesaw.FP8_STEPS)
+FP8_STEP = 14
 
 
 def _ceil(a: int, b: int) -> int:
@@ -316,18 +318,19 @@ class MlaSm90Config(Config):
     ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
-    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 13, see
+    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 14, see
     :data:`.seesaw.STEPS`; for before/after runs). 11 is the default: a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9,
-    the per-sequence splits.
+    the per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup dequantises
+    the e4m3 pages into the 16-bit stages); the FP8 cache with ``schedule=seesaw`` builds it.
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
-    every setting of the workload's table, and ``lockstep`` for the FP8 cache, which only it
-    takes), ``lockstep``
+    every setting of the workload's table, and ``lockstep`` for the FP8 cache), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
     ``seesaw`` (steps 4-13, :mod:`.seesaw`: each warpgroup owns every other page and the
-    running max is handed between them, FlashMLA's schedule; its pages always come by TMA;
-    16-bit caches only). ``step`` applies to the seesaw schedule only."""
+    running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
+    the FP8 cache's latent part through the producer warpgroup: step 14). ``step`` applies to
+    the seesaw schedule only."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"
@@ -338,9 +341,9 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13):
+        if self.step not in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14):
             raise ShapeError(
-                f"step must be 4 to 13 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to 14 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -367,7 +370,8 @@ class MlaDecodeSm90(KernelPlan):
     description: ClassVar[str] = (
         "own CuTe DSL MLA decode for sm_90a: WGMMA, 2 math warpgroups, V = transposed K page "
         "in SMEM, split-KV with a PDL combine; default: the seesaw schedule (seesaw.py) with "
-        "TMA pages for 16-bit caches, the lockstep schedule (kernel.py) for the FP8 cache"
+        "TMA pages for 16-bit caches, the lockstep schedule (kernel.py) for the FP8 cache "
+        "(schedule=seesaw: step 14, a producer warpgroup dequantises the FP8 pages)"
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
@@ -403,17 +407,30 @@ class MlaDecodeSm90(KernelPlan):
             )
 
     def supports_config(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> None:
-        if problem.kv_fp8 and config.schedule == "seesaw":
-            raise ShapeError(
-                f"{self.name}: the FP8 latent cache takes --config schedule=lockstep or auto "
-                "(the seesaw schedule loads pages by TMA; got schedule=seesaw)"
-            )
-        if problem.kv_fp8 and config.loads == "tma":
-            raise ShapeError(
-                f"{self.name}: the FP8 latent cache takes --config loads=cpasync or auto (got "
-                f"loads={config.loads}: a TMA of e4m3 bytes cannot land as 16-bit SMEM)"
-            )
         schedule = self.schedule_for(problem, config)
+        if problem.kv_fp8 and schedule == "lockstep" and config.loads == "tma":
+            raise ShapeError(
+                f"{self.name}: the FP8 latent cache's lockstep schedule takes --config "
+                f"loads=cpasync or auto (got loads={config.loads}: a TMA of e4m3 bytes cannot "
+                "land as 16-bit SMEM; --config schedule=seesaw dequantises in a producer "
+                "warpgroup)"
+            )
+        if problem.kv_fp8 and schedule == "seesaw":
+            if config.step not in (MlaSm90Config().step, FP8_STEP):
+                raise ShapeError(
+                    f"{self.name}: the FP8 latent cache's seesaw build is step {FP8_STEP} (got "
+                    f"step={config.step}: drop --config step)"
+                )
+            if config.splits:
+                raise ShapeError(
+                    f"{self.name}: the FP8 latent cache's seesaw build plans its own parts (the "
+                    f"work list; got splits={config.splits}: drop --config splits)"
+                )
+        if not problem.kv_fp8 and config.step == FP8_STEP:
+            raise ShapeError(
+                f"{self.name}: step {FP8_STEP} is the FP8 latent cache's build (add --kv_dtype "
+                "float8_e4m3fn, or take step 4 to 13 for a 16-bit cache)"
+            )
         if schedule == "seesaw" and config.loads == "cpasync":
             raise ShapeError(
                 f"{self.name}: the seesaw schedule loads pages by TMA (got loads=cpasync: "
@@ -483,10 +500,13 @@ class MlaDecodeSm90(KernelPlan):
         return choose_splits(problem, target.sm_count or 132), 0
 
     @staticmethod
-    def kernel_step(config: MlaSm90Config) -> int:
+    def kernel_step(config: MlaSm90Config, problem: MlaDecodeProblem | None = None) -> int:
         """The seesaw step built for ``config``: its ``step``, except that steps 11-13 with an
         explicit ``splits`` build step 9 (the work list plans its own parts; a split count
-        asks for the per-sequence splits)."""
+        asks for the per-sequence splits), and that the FP8 cache (``problem.kv_fp8``) builds
+        step 14."""
+        if problem is not None and problem.kv_fp8:
+            return FP8_STEP
         return 9 if config.step >= 11 and config.splits else config.step
 
     def plan(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> CuteKernel:
@@ -500,7 +520,10 @@ class MlaDecodeSm90(KernelPlan):
         if schedule == "seesaw":
             from .seesaw import MlaDecodeSm90Seesaw
 
-            k = MlaDecodeSm90Seesaw(p.s, p.h, bool(p.causal), dt, step=self.kernel_step(config))
+            k = MlaDecodeSm90Seesaw(
+                p.s, p.h, bool(p.causal), dt, step=self.kernel_step(config, p), kv_fp8=p.kv_fp8,
+                scale_block=p.scale_block() if p.kv_fp8 else p.d_latent,
+            )  # fmt: skip
         else:
             k = MlaDecodeSm90Kernel(
                 p.s, p.h, bool(p.causal), dt, loads=self.loads_for(config), kv_fp8=p.kv_fp8,
@@ -508,7 +531,8 @@ class MlaDecodeSm90(KernelPlan):
             )  # fmt: skip
         splits, per = self.split_plan(p, config, target)
         work = None
-        if schedule == "seesaw" and self.kernel_step(config) >= 11:
+        step = self.kernel_step(config, p) if schedule == "seesaw" else None
+        if schedule == "seesaw" and step >= 11:
             work = work_list(_pages(p), _work_parts(p, target.sm_count or PARTS_CAP))
             splits, per = work.parts, work.per
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
@@ -517,6 +541,8 @@ class MlaDecodeSm90(KernelPlan):
         kv = p.dtype
         if p.kv_fp8:
             kv = f"float8_e4m3fn {p.kv_scale} (scale block {p.scale_block()}), dequantised on chip"
+            if schedule == "seesaw":
+                kv += " by a producer warpgroup"
         return CuteKernel(
             self.name,
             k,
@@ -557,20 +583,20 @@ class MlaDecodeSm90(KernelPlan):
                     "max_pieces": max(work.pieces, default=0),
                 },
                 "pages_per_split": per or None,
-                "kv_load": "tma"
+                "kv_load": "ldg + dequant (producer warpgroup), rope by tma"
+                if p.kv_fp8 and schedule == "seesaw"
+                else "tma"
                 if schedule == "seesaw" or self.loads_for(config) == "tma"
                 else "cp.async",
                 "schedule": schedule,
-                "seesaw_step": self.kernel_step(config) if schedule == "seesaw" else None,
+                "seesaw_step": step,
                 "math_warpgroups": 2,
+                # step 14: a third warpgroup dequantises the FP8 pages into the stages
+                "producer_warpgroup": bool(p.kv_fp8 and schedule == "seesaw"),
                 "combine": (
                     None
                     if (work and max(work.pieces, default=0) <= 1) or (not work and splits == 1)
-                    else (
-                        "last CTA"
-                        if schedule == "seesaw" and self.kernel_step(config) == 10
-                        else "pdl"
-                    )
+                    else ("last CTA" if step == 10 else "pdl")
                 ),
                 "kv_cache": kv,
             },

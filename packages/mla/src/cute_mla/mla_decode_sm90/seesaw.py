@@ -73,6 +73,8 @@ measured effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
 
 from __future__ import annotations
 
+from typing import Optional
+
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
@@ -81,7 +83,9 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 
 from .kernel import (
     CHUNK,
+    D_ROPE,
     D_V,
+    FP8_VEC,
     LOG2_E,
     N_CHUNKS,
     NUM_WG,
@@ -120,8 +124,28 @@ P_CHUNK = 8
 #: sequences end to end cut into one equal range per CTA and m-tile, so a CTA may walk the end
 #: of one sequence and the start of the next (FlashMLA's tile scheduler); only the sequences
 #: that a cut crosses go through the combine
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
+#: 14 is 11 for the FP8 latent cache: a third warpgroup (the producer) loads each page's e4m3
+#: latent part into registers a page ahead, dequantises it into the 16-bit stage once the
+#: stage's readers have released it (an "empty" mbarrier per stage and releasing warpgroup)
+#: and publishes it on the stage's chunk mbarriers; the rope part comes by TMA as before
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
 STEP = 11
+#: the FP8 cache's seesaw build (step 14 only takes the FP8 cache, and the FP8 cache only it)
+FP8_STEPS = (14,)
+#: step 14's register split (setmaxnreg; 2 x math + producer <= 512 per thread of a
+#: warpgroup, the 64K registers of an SM over three warpgroups of 128 threads)
+MATH_REGS = 208
+PRODUCER_REGS = 96
+#: step 14: the producer warpgroup's own named barrier (its 128 threads)
+BAR_PROD = 7
+#: step 14: the "stage released" mbarriers after the 18 chunk barriers, one per (stage,
+#: releasing warpgroup): stage s, warpgroup w frees chunks 4w..4w+3 (and the rope chunk 8 when
+#: w != s, the warpgroup that last reads P there)
+EMPTY = STAGES * N_CHUNKS
+N_EMPTY = STAGES * NUM_WG
+#: step 14's share of a page per producer thread and group (half of the latent columns):
+#: token tidx // 2, 8 vectors of 16 e4m3 values (:meth:`MlaDecodeSm90Seesaw.fp8_vector`)
+FP8_HALF_VECS = 8
 #: the L2 cache hint "evict first" as the 64-bit policy a TMA load takes (CUTLASS
 #: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
 #: KV loads use it: docs/20250422-new-kernel-deep-dive.md, "Cache hints")
@@ -132,10 +156,27 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     """Step 4: the seesaw schedule with TMA pages (16-bit cache). Same arguments, tensors and
     compile-time parameters as :class:`MlaDecodeSm90Kernel` with ``loads="tma"``."""
 
-    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16, step: int = STEP):
+    def __init__(
+        self,
+        s: int,
+        h: int,
+        causal: bool,
+        dtype=cutlass.BFloat16,
+        step: int = STEP,
+        kv_fp8: bool = False,
+        scale_block: int = D_V,
+    ):
         if step not in STEPS:
             raise ValueError(f"step must be one of {STEPS} (got {step!r})")
+        if kv_fp8 != (step in FP8_STEPS):
+            raise ValueError(
+                f"the FP8 latent cache builds step {FP8_STEPS[0]} and only it (got step {step}"
+                f" with kv_fp8={kv_fp8})"
+            )
         super().__init__(s, h, causal, dtype, loads="tma")
+        self.set_kv_format(kv_fp8, scale_block)
+        #: step 14: the dequantising producer warpgroup (threads 256..383)
+        self.producer_wg = kv_fp8
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -143,7 +184,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             self.kv_cache_policy = EVICT_FIRST
         if step >= 8:
             self.combine_batch = 4
-        if step >= 13:
+        if step == 13:
             # step 13: 2 pieces per round (72 registers per combine thread, not 128: more
             # warps per SM for a latency-bound merge; the devlog's combine profile)
             self.combine_batch = 2
@@ -196,7 +237,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
         atom, sQ_layout, sK_layout, sVt_outer = self.smem_layouts()  # STAGES = 2 pages
         q_copy = self.row_copy()
-        tma_atom, mKVt = self.page_tma(kv_cache, atom)
+        mKV8, mSc = None, None
+        if cutlass.const_expr(self.producer_wg):
+            # step 14: the e4m3 latent part and its scales go through the producer's registers;
+            # the TMA (the rope chunk only) reads the 16-bit rope part
+            mKV8, mSc, _ = self.fp8_views(kv_cache, kv_scales, kv_rope)
+            tma_atom, mKVt = self.page_tma(kv_rope, atom, D_ROPE)
+        else:
+            tma_atom, mKVt = self.page_tma(kv_cache, atom)
+
+        n_mbar = EMPTY + (N_EMPTY if self.producer_wg else 0)
 
         @cute.struct
         class SharedStorage:
@@ -206,7 +256,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             sM0: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M], 16]
             sM1: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M], 16]
             sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, TILE_M * NUM_WG], 16]
-            mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, STAGES * N_CHUNKS], 8]
+            # the chunk barriers per (stage, chunk); step 14 also the stage releases
+            mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, n_mbar], 8]
             # step 10: "this CTA merges the splits", from thread 0 to all
             sFlag: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 4], 16]
 
@@ -220,12 +271,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         # step 11's work list, (rows, 4) with static inner strides
         mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
         scale_log2 = softmax_scale * LOG2_E
+        threads = THREADS + (WG_THREADS if self.producer_wg else 0)
         self.kernel_seesaw(
-            mQ, page_table, seqlens, mO, mL, mOa, mLa, mCnt, mWork, scale_log2, num_splits,
-            pages_per_split, qk_mma, pv_rs, pv_ss, q_copy, tma_atom, mKVt, sQ_layout, sK_layout,
-            sVt_outer, split,
+            mQ, page_table, seqlens, mO, mL, mOa, mLa, mCnt, mWork, mKV8, mSc, scale_log2,
+            num_splits, pages_per_split, qk_mma, pv_rs, pv_ss, q_copy, tma_atom, mKVt,
+            sQ_layout, sK_layout, sVt_outer, split,
         ).launch(grid=[self.m_tiles, 1 if self.work_list else q.shape[0], num_splits],
-                 block=[THREADS, 1, 1],
+                 block=[threads, 1, 1],
                  stream=stream)  # fmt: skip
         if cutlass.const_expr(split and not self.fused_combine):
             self.launch_combine(o, lse, o_acc, lse_acc, num_splits, q.shape[0], stream, work)
@@ -242,6 +294,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         mLa: cute.Tensor,
         mCnt: cute.Tensor,
         mWork: cute.Tensor,
+        mKV8: Optional[cute.Tensor],  # noqa: UP045 (step 14: (page, token, 512) e4m3)
+        mSc: Optional[cute.Tensor],  # noqa: UP045 (step 14: (page, token, G) fp32 scales)
         scale_log2: cutlass.Float32,
         num_splits: cutlass.Int32,
         pages_per_split: cutlass.Int32,
@@ -280,354 +334,584 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         # ---- mbarriers and TMA partitions (once per CTA) -----------------------------------
         if tidx == 0:
             for i in cutlass.range_constexpr(STAGES * N_CHUNKS):
-                cute.arch.mbarrier_init(mbar + i, 1)  # the issuer's arrive + 8 KB
+                # the issuer's arrive + 8 KB (step 14's latent chunks: the producer's arrive)
+                cute.arch.mbarrier_init(mbar + i, 1)
+            if cutlass.const_expr(self.producer_wg):
+                for i in cutlass.range_constexpr(N_EMPTY):
+                    cute.arch.mbarrier_init(mbar + EMPTY + i, 1)  # one releasing thread
         cute.arch.mbarrier_init_fence()
         tKsKt, tKgK = self.page_tma_partitions(tma_atom, mKVt, sK)
         if warp == 0:
             cute.arch.sync_warp()
             cpasync.prefetch_descriptor(tma_atom)
 
-        # ---- MMA partitions (once per CTA) ---------------------------------------------------
-        thr_qk = qk_mma.get_slice(wg_tidx)
-        tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ))  # (MMA, 1, 36)
-        tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK))  # (MMA, 1, 36, 2)
-        acc_s_shape = thr_qk.partition_shape_C((TILE_M, PAGE))
-        tScS = _mn_view(thr_qk.partition_C(cute.make_identity_tensor((TILE_M, PAGE))))
-        # P's place in each stage: the rope chunk (columns 512..575), a 64 x 64 K-major tile
-        sP = [cute.local_tile(sK[None, None, st], (TILE_M, CHUNK), (0, P_CHUNK))
-              for st in range(STAGES)]  # fmt: skip
-        tPsP = [thr_qk.partition_C(sP[st]) for st in range(STAGES)]  # S's thread layout
-        # step 6: P by stmatrix (8x8 16-bit matrices, 4 per instruction) in S's thread layout
-        st_copy = cute.make_tiled_copy_C(
-            cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype), qk_mma
-        )
-        thr_st = st_copy.get_slice(wg_tidx)
-        tPsP_st = [thr_st.partition_D(sP[st]) for st in range(STAGES)]
+        # ---- step 14: the producer warpgroup (warps 8-11) apart from the math warpgroups ----
+        # (each role's register budget is set at the top of its branch, and the branches meet
+        # only at the kernel's end, so that ptxas allocates each within its own budget)
+        math_wg = True
+        if cutlass.const_expr(self.producer_wg):
+            math_wg = wg < NUM_WG
+            cute.arch.barrier()  # the mbarrier inits, seen by all 384 threads
 
-        thr_rs = pv_rs.get_slice(wg_tidx)
-        thr_ss = pv_ss.get_slice(wg_tidx)
-        sVt_wg = cute.local_tile(sVt, (HALF_V, PAGE, STAGES), (wg, 0, 0))  # this WG's V half
-        tOrV = thr_rs.make_fragment_B(thr_rs.partition_B(sVt_wg))  # (MMA, 1, 4, 2)
-        tOrVs = thr_ss.make_fragment_B(thr_ss.partition_B(sVt_wg))
-        tOrPs = [thr_ss.make_fragment_A(thr_ss.partition_A(sP[st])) for st in range(STAGES)]
-        acc_o = thr_rs.make_fragment_C(thr_rs.partition_shape_C((TILE_M, HALF_V)))
-        acc_o_mn = _mn_view(acc_o)
+        if math_wg:  # (a Python True without the producer: no branch)
+            if cutlass.const_expr(self.producer_wg):
+                cute.arch.setmaxregister_increase(MATH_REGS)
+            # ---- MMA partitions (once per CTA) ---------------------------------------------------
+            thr_qk = qk_mma.get_slice(wg_tidx)
+            tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ))  # (MMA, 1, 36)
+            tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK))  # (MMA, 1, 36, 2)
+            acc_s_shape = thr_qk.partition_shape_C((TILE_M, PAGE))
+            tScS = _mn_view(thr_qk.partition_C(cute.make_identity_tensor((TILE_M, PAGE))))
+            # P's place in each stage: the rope chunk (columns 512..575), a 64 x 64 K-major tile
+            sP = [cute.local_tile(sK[None, None, st], (TILE_M, CHUNK), (0, P_CHUNK))
+                  for st in range(STAGES)]  # fmt: skip
+            tPsP = [thr_qk.partition_C(sP[st]) for st in range(STAGES)]  # S's thread layout
+            # step 6: P by stmatrix (8x8 16-bit matrices, 4 per instruction) in S's thread layout
+            st_copy = cute.make_tiled_copy_C(
+                cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype), qk_mma
+            )
+            thr_st = st_copy.get_slice(wg_tidx)
+            tPsP_st = [thr_st.partition_D(sP[st]) for st in range(STAGES)]
 
-        n_rows = cute.size(tScS, mode=[0])  # 2 rows per thread
-        n_cols = cute.size(tScS, mode=[1])  # 16 columns per thread and row
-        row_max = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)  # m (log2)
-        row_sum = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)  # own P's
-        limit = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Int32)
-        sc_a = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
-        sc_b = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
-        bar_me = BAR_WG[0] + wg
+            thr_rs = pv_rs.get_slice(wg_tidx)
+            thr_ss = pv_ss.get_slice(wg_tidx)
+            sVt_wg = cute.local_tile(sVt, (HALF_V, PAGE, STAGES), (wg, 0, 0))  # this WG's V half
+            tOrV = thr_rs.make_fragment_B(thr_rs.partition_B(sVt_wg))  # (MMA, 1, 4, 2)
+            tOrVs = thr_ss.make_fragment_B(thr_ss.partition_B(sVt_wg))
+            tOrPs = [thr_ss.make_fragment_A(thr_ss.partition_A(sP[st])) for st in range(STAGES)]
+            acc_o = thr_rs.make_fragment_C(thr_rs.partition_shape_C((TILE_M, HALF_V)))
+            acc_o_mn = _mn_view(acc_o)
 
-        # ---- the CTA's segments: one (sequence, page range), or step 11's work list ----------
-        # (a part of the pages of all sequences end to end: one segment per sequence it
-        # crosses, each with its own Q, pages and epilogue; the mbarriers' phases run on)
+            n_rows = cute.size(tScS, mode=[0])  # 2 rows per thread
+            n_cols = cute.size(tScS, mode=[1])  # 16 columns per thread and row
+            row_max = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)  # m (log2)
+            row_sum = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)  # own P's
+            limit = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Int32)
+            sc_a = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+            sc_b = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+            bar_me = BAR_WG[0] + wg
+
+            # ---- the CTA's segments: one (sequence, page range), or step 11's work list ----------
+            # (a part of the pages of all sequences end to end: one segment per sequence it
+            # crosses, each with its own Q, pages and epilogue; the mbarriers' phases run on)
+            seg_lo, seg_hi = 0, 1
+            if cutlass.const_expr(self.work_list):
+                seg_lo = mWork[sp, 0]
+                seg_hi = mWork[sp, 1]
+            ph0 = cutlass.Int32(0)  # the parity of stage 0's mbarrier phases so far
+            ph1 = cutlass.Int32(0)  # and of stage 1's
+            got0 = cutlass.Int32(0)  # step 12: this segment's first page is already loading
+            got1 = cutlass.Int32(0)  # and its second
+            # (without the work list the one-trip loop is unrolled: step 9's code)
+            for seg in cutlass.range(seg_lo, seg_hi, unroll=1, unroll_full=not self.work_list):
+                seq = bidx
+                slot = sp
+                pieces = cutlass.Int32(0)
+                if cutlass.const_expr(self.work_list):
+                    seq = mWork[seg, 0]
+                    slot = mWork[seg, 3]  # the workspace slot of this piece of the sequence
+                    pieces = mWork[PARTS_CAP + seq, 0]
+                seqlen = mLens[seq]
+                p0 = cutlass.Int32(0)
+                p1 = cutlass.Int32(0)
+                if cutlass.const_expr(self.work_list):
+                    p0 = mWork[seg, 1]
+                    p1 = mWork[seg, 2]
+                else:
+                    p0, p1 = self.page_range(seqlen, slot, num_splits, pages_per_split, split)
+
+                # step 12: the part's next segment, whose first two pages this one's last pairs load
+                nseq = cutlass.Int32(0)
+                np0 = cutlass.Int32(0)
+                np1 = cutlass.Int32(0)
+                if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102 (compile-time, then run-time)
+                    if seg + 1 < seg_hi:
+                        nseq = mWork[seg + 1, 0]
+                        np0 = mWork[seg + 1, 1]
+                        np1 = mWork[seg + 1, 2]
+
+                # the first two pages (warp 0), unless the previous segment loaded them (step 12)
+                # or the producer warpgroup fills the stages (step 14)
+                if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
+                    if warp == 0:
+                        if p1 > p0 and got0 == 0:
+                            self.issue_chunks(
+                                tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0], 0, 0, N_CHUNKS
+                            )
+                        if p0 + 1 < p1 and got1 == 0:
+                            self.issue_chunks(
+                                tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0 + 1], 1, 0, N_CHUNKS
+                            )
+
+                # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop ----------
+                self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
+                cute.arch.cp_async_commit_group()
+                cute.arch.cp_async_wait_group(0)
+                cute.arch.fence_proxy("async.shared", space="cta")
+                self.sync_math()
+
+                # this segment's accumulators and row state
+                acc_o.fill(0.0)
+                for i in cutlass.range_constexpr(n_rows):
+                    row_max[i] = NEG_INF
+                    row_sum[i] = 0.0
+                    lim = seqlen
+                    if cutlass.const_expr(self.causal and self.s > 1):
+                        r = (m_blk * TILE_M + tScS[i, 0][0]) // self.h
+                        lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
+                    limit[i] = lim
+
+                # ---- main loop over pairs of pages ---------------------------------------------
+                n_pairs = (p1 - p0 + 1) // 2
+                for it in cutlass.range(n_pairs, unroll=1):
+                    pg0 = p0 + 2 * it
+                    has1 = pg0 + 1 < p1
+                    phase0 = (it % 2) ^ ph0  # stage 0's mbarrier phase for this pair
+                    phase1 = (it % 2) ^ ph1
+                    phase = phase0
+                    if wg == 1:
+                        phase = phase1  # this warpgroup's own stage
+                    # step 5: the next pair's page indices, read by the two issuing warps now (their
+                    # global loads overlap this pair's QK) instead of right before each TMA issue
+                    nx0 = cutlass.Int32(0)
+                    nx1 = cutlass.Int32(0)
+                    if cutlass.const_expr(self.early_pages):  # noqa: SIM102 (compile-time, then run-time)
+                        if warp % 4 == 0:
+                            nx0 = mPT[seq, cutlass.min(pg0 + 2, p1 - 1)]
+                            nx1 = mPT[seq, cutlass.min(pg0 + 3, p1 - 1)]
+                    # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in stage 1
+                    own = wg
+                    pg_own = pg0 + wg
+                    acc_s = thr_qk.make_fragment_C(acc_s_shape)
+                    s_mn = _mn_view(acc_s)
+                    if wg == 0 or has1:
+                        warpgroup.fence()
+                        for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
+                            if cutlass.const_expr(k % (CHUNK // 16) == 0):
+                                cute.arch.mbarrier_wait(
+                                    mbar + own * N_CHUNKS + k // (CHUNK // 16), phase
+                                )
+                            qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
+                            cute.gemm(
+                                qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, own], acc_s
+                            )
+                        warpgroup.commit_group()
+                        warpgroup.wait_group(0)
+                        # mask: keys past the row's limit (the sequence's end, or causal)
+                        for i in cutlass.range_constexpr(n_rows):
+                            for j in cutlass.range_constexpr(n_cols):
+                                if pg_own * PAGE + tScS[i, j][1] >= limit[i]:
+                                    s_mn[i, j] = NEG_INF
+                    else:
+                        acc_s.fill(NEG_INF)  # no K1 in this (last, odd) pair: no keys
+
+                    # this page's row max (log2 domain, scaled)
+                    mloc = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+                    for i in cutlass.range_constexpr(n_rows):
+                        mx = NEG_INF
+                        for j in cutlass.range_constexpr(n_cols):
+                            mx = cute.arch.fmax(mx, s_mn[i, j])
+                        mloc[i] = cute.arch.warp_reduction_max(mx, threads_in_group=4) * scale_log2
+
+                    if wg == 0:
+                        # m0 = max(m, rowmax S0); publish it; sc_a = exp2(m - m0)
+                        for i in cutlass.range_constexpr(n_rows):
+                            m_new = cute.arch.fmax(row_max[i], mloc[i])
+                            sc_a[i] = self.rescale(row_max[i], m_new)
+                            row_max[i] = m_new
+                            if lane % 4 == 0:
+                                sM0[tScS[i, 0][0]] = m_new
+                        cute.arch.barrier_arrive(barrier_id=BAR_M0, number_of_threads=THREADS)
+                    else:
+                        # wait for m0; m1 = max(m0, rowmax S1); publish it; sc_a = exp2(m - m1)
+                        cute.arch.barrier(barrier_id=BAR_M0, number_of_threads=THREADS)
+                        for i in cutlass.range_constexpr(n_rows):
+                            m0 = sM0[tScS[i, 0][0]]
+                            m_new = cute.arch.fmax(m0, mloc[i])
+                            sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
+                            row_max[i] = m_new
+                            if lane % 4 == 0:
+                                sM1[tScS[i, 0][0]] = m_new
+                        cute.arch.barrier_arrive(barrier_id=BAR_M1, number_of_threads=THREADS)
+
+                    # P = exp2(S - m_new) of this warpgroup's page; O_half and the row sum rescaled
+                    for i in cutlass.range_constexpr(n_rows):
+                        base = row_max[i]
+                        if base == NEG_INF:
+                            base = cutlass.Float32(
+                                0.0
+                            )  # nothing seen yet: exp2(-inf) = 0, never NaN
+                        part = cutlass.Float32(0.0)
+                        for j in cutlass.range_constexpr(n_cols):
+                            p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
+                            s_mn[i, j] = p
+                            part += p
+                        row_sum[i] = row_sum[i] * sc_a[i] + part
+                        for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                            acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
+                    rP = self.acc_to_a(acc_s)
+
+                    # O_half += P V_half of the own page, P from registers
+                    if wg == 0 or has1:
+                        self.zero_tail_half(sK, own, seqlen - pg_own * PAGE, wg, wg_tidx, bar_me)
+                        warpgroup.fence()
+                        for k in cutlass.range_constexpr(PAGE // 16):
+                            pv_rs.set(warpgroup.Field.ACCUMULATE, True)
+                            cute.gemm(
+                                pv_rs, acc_o, rP[None, None, k], tOrV[None, None, k, own], acc_o
+                            )
+                        warpgroup.commit_group()
+
+                    if wg == 0:
+                        # wait for m1; P0 * exp2(m0 - m1) over the rope chunk of stage 0; publish it
+                        cute.arch.barrier(barrier_id=BAR_M1, number_of_threads=THREADS)
+                        for i in cutlass.range_constexpr(n_rows):
+                            m1 = sM1[tScS[i, 0][0]]
+                            sc_b[i] = self.rescale(row_max[i], m1)
+                            row_max[i] = m1
+                            for j in cutlass.range_constexpr(n_cols):
+                                s_mn[i, j] = s_mn[i, j] * sc_b[i]
+                        self.store_p(acc_s, tPsP[0], st_copy, tPsP_st[0])
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                        # also proves WG0's QK on stage 0 is done (WG1 reloads chunks 4-8 after it)
+                        cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
+                        # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
+                        # stage 0) is free for page pg0+2
+                        warpgroup.wait_group(0)
+                        cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                        if cutlass.const_expr(self.producer_wg):  # noqa: SIM102
+                            if wg_tidx == 0:  # step 14: stage 0's chunks 0-3 to the producer
+                                cute.arch.mbarrier_arrive(mbar + EMPTY + 0 * NUM_WG + 0)
+                        if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
+                            if warp == 0 and pg0 + 2 < p1:
+                                pg = nx0
+                                if cutlass.const_expr(not self.early_pages):
+                                    pg = mPT[seq, pg0 + 2]
+                                self.issue_chunks(
+                                    tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1]
+                                )
+                        if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
+                            # stage 0's last page of this segment: V0L of the next one's first
+                            if warp == 0 and pg0 + 2 >= p1 and np0 < np1:
+                                pg = mPT[nseq, np0]
+                                self.issue_chunks(
+                                    tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1]
+                                )
+                        for i in cutlass.range_constexpr(n_rows):
+                            row_sum[i] = row_sum[i] * sc_b[i]
+                            for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                                acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
+                        # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk)
+                        # unconditional: also proves WG1's QK on stage 1 is done before WG0
+                        # reloads it
+                        cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
+                        if has1:
+                            for c in cutlass.range_constexpr(V_L[0], V_L[1]):
+                                cute.arch.mbarrier_wait(
+                                    mbar + N_CHUNKS + c, phase1
+                                )  # V1L landed (seen)
+                            self.zero_tail_half(
+                                sK, 1, seqlen - (pg0 + 1) * PAGE, 0, wg_tidx, bar_me
+                            )
+                            warpgroup.fence()
+                            for k in cutlass.range_constexpr(PAGE // 16):
+                                pv_ss.set(warpgroup.Field.ACCUMULATE, True)
+                                a_k, b_k = tOrPs[1][None, None, k], tOrVs[None, None, k, 1]
+                                cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
+                            warpgroup.commit_group()
+                            warpgroup.wait_group(0)
+                            # stage 1's V1L and P1 (chunks 0-3, 8) are free for page pg0+3
+                            cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                            if cutlass.const_expr(self.producer_wg):  # noqa: SIM102
+                                if wg_tidx == 0:  # step 14: to the producer
+                                    cute.arch.mbarrier_arrive(mbar + EMPTY + 1 * NUM_WG + 0)
+                            if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
+                                if warp == 0 and pg0 + 3 < p1:
+                                    pg = nx1
+                                    if cutlass.const_expr(not self.early_pages):
+                                        pg = mPT[seq, pg0 + 3]
+                                    self.issue_chunks(
+                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1]
+                                    )
+                                    self.issue_chunks(
+                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS
+                                    )
+                            if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
+                                # stage 1's last page: V1L and P1 of the next segment's second
+                                if warp == 0 and pg0 + 3 >= p1 and np0 + 1 < np1:
+                                    pg = mPT[nseq, np0 + 1]
+                                    self.issue_chunks(
+                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1]
+                                    )
+                                    self.issue_chunks(
+                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS
+                                    )
+                    else:
+                        # P1 over the rope chunk of stage 1; publish it
+                        if has1:
+                            self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
+                            cute.arch.fence_proxy("async.shared", space="cta")
+                        # unconditional (see the module docstring: it also proves WG1's QK is done)
+                        cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
+                        # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
+                        cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
+                        for c in cutlass.range_constexpr(V_R[0], V_R[1]):
+                            cute.arch.mbarrier_wait(
+                                mbar + c, phase0
+                            )  # V0R landed (seen by this WG)
+                        self.zero_tail_half(sK, 0, seqlen - pg0 * PAGE, 1, wg_tidx, bar_me)
+                        warpgroup.fence()
+                        for k in cutlass.range_constexpr(PAGE // 16):
+                            pv_ss.set(warpgroup.Field.ACCUMULATE, True)
+                            a_k, b_k = tOrPs[0][None, None, k], tOrVs[None, None, k, 0]
+                            cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
+                        warpgroup.commit_group()
+                        warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
+                        cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                        if cutlass.const_expr(self.producer_wg):  # noqa: SIM102
+                            # step 14: stage 0's chunks 4-8 and stage 1's 4-7 to the producer
+                            if wg_tidx == 0:
+                                cute.arch.mbarrier_arrive(mbar + EMPTY + 0 * NUM_WG + 1)
+                                if has1:
+                                    cute.arch.mbarrier_arrive(mbar + EMPTY + 1 * NUM_WG + 1)
+                        if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
+                            if warp == NUM_WG * 2:  # warp 4, WG1's first
+                                if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
+                                    pg = nx0
+                                    if cutlass.const_expr(not self.early_pages):
+                                        pg = mPT[seq, pg0 + 2]
+                                    self.issue_chunks(
+                                        tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS
+                                    )
+                                if pg0 + 3 < p1:  # V1R (chunks 4-7 of stage 1)
+                                    pg = nx1
+                                    if cutlass.const_expr(not self.early_pages):
+                                        pg = mPT[seq, pg0 + 3]
+                                    self.issue_chunks(
+                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
+                                    )
+                                if cutlass.const_expr(self.prefetch_next):
+                                    # each stage's last page of this segment: the next one's first
+                                    # (stage 0) and second (stage 1, only in a pair that has one)
+                                    if pg0 + 2 >= p1 and np0 < np1:
+                                        pg = mPT[nseq, np0]
+                                        self.issue_chunks(
+                                            tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS
+                                        )
+                                    if has1 and pg0 + 3 >= p1 and np0 + 1 < np1:
+                                        pg = mPT[nseq, np0 + 1]
+                                        self.issue_chunks(
+                                            tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
+                                        )
+
+                # ---- epilogue (the base kernel's): row sums, O / sum, O and LSE -----------------
+                if cutlass.const_expr(self.work_list):
+                    # a sequence in one piece stores O itself; the pieces of a longer one go to
+                    # their workspace slots for the combine
+                    if pieces > 1:
+                        self.epilogue(
+                            acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
+                            m_blk, slot, wg, lane, valid_rows, True,
+                        )  # fmt: skip
+                    else:
+                        self.epilogue(
+                            acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
+                            m_blk, slot, wg, lane, valid_rows, False,
+                        )  # fmt: skip
+                    # every thread is past its last WGMMA and its reads of sQ and sSum before the
+                    # next segment's TMA and Q overwrite them
+                    self.sync_math()
+                    ph0 = ph0 ^ (n_pairs % 2)
+                    ph1 = ph1 ^ (((p1 - p0) // 2) % 2)
+                    if cutlass.const_expr(self.prefetch_next):
+                        # what this segment loaded of the next: a stage's page only where this
+                        # segment had a page in that stage (its last reader issues the next)
+                        got0 = cutlass.Int32(0)
+                        got1 = cutlass.Int32(0)
+                        if p1 > p0 and np0 < np1:
+                            got0 = cutlass.Int32(1)
+                        if p1 > p0 + 1 and np0 + 1 < np1:
+                            got1 = cutlass.Int32(1)
+                else:
+                    self.epilogue(
+                        acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk,
+                        sp, wg, lane, valid_rows, split, mCnt, sFlag, num_splits, tidx,
+                    )  # fmt: skip
+
+        else:
+            if cutlass.const_expr(self.producer_wg):
+                cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+                self.fp8_producer(
+                    mKV8, mSc, mPT, mLens, mWork, sK, mbar, tma_atom, tKgK, tKsKt, bidx, sp,
+                    num_splits, pages_per_split, split, wg_tidx, warp,
+                )  # fmt: skip
+
+    # ---- helpers ------------------------------------------------------------------------------
+    @cute.jit
+    def fp8_producer(
+        self,
+        mKV8: cute.Tensor,
+        mSc: cute.Tensor,
+        mPT: cute.Tensor,
+        mLens: cute.Tensor,
+        mWork: cute.Tensor,
+        sK: cute.Tensor,
+        mbar: cute.Pointer,
+        tma_atom: cute.CopyAtom,
+        tKgK: cute.Tensor,
+        tKsKt: cute.Tensor,
+        bidx: cutlass.Int32,
+        sp: cutlass.Int32,
+        num_splits: cutlass.Int32,
+        pages_per_split: cutlass.Int32,
+        split: cutlass.Constexpr,
+        ptid: cutlass.Int32,
+        warp: cutlass.Int32,
+    ):
+        """Step 14: the producer warpgroup (``ptid`` 0..127, warps 8-11). It walks the CTA's
+        pages in the math warpgroups' order (page p0 + i of a segment into stage i % 2) and
+        fills each page's stage in two groups, one per releasing warpgroup w: the e4m3 latent
+        columns [256 w, 256 w + 256) (chunks 4w..4w+3), dequantised from registers into the
+        16-bit stage (:meth:`fp8_store_half`), and with the group that frees it (w != stage)
+        the rope chunk 8 by TMA. Before refilling a group it waits on the stage's "released"
+        mbarrier of warpgroup w (the k-th fill of a stage waits for phase k - 1); after its
+        stores, ``fence.proxy.async`` and its own barrier, one thread arrives on the group's 4
+        chunk mbarriers, on which the math warpgroups wait as for a TMA. Each group's global
+        loads are issued one page ahead, right after the group's previous stores, so they are
+        in flight while the producer waits for the release."""
         seg_lo, seg_hi = 0, 1
         if cutlass.const_expr(self.work_list):
             seg_lo = mWork[sp, 0]
             seg_hi = mWork[sp, 1]
-        ph0 = cutlass.Int32(0)  # the parity of stage 0's mbarrier phases so far
-        ph1 = cutlass.Int32(0)  # and of stage 1's
-        got0 = cutlass.Int32(0)  # step 12: this segment's first page is already loading
-        got1 = cutlass.Int32(0)  # and its second
-        # (without the work list the one-trip loop is unrolled: step 9's code)
+        f0 = cutlass.Int32(0)  # pages filled into stage 0 so far (all segments)
+        f1 = cutlass.Int32(0)  # and into stage 1
+        tok = ptid // 2
+        par = ptid % 2
+        n_sc = self.fp8_half_scales()
+        buf = [cute.make_rmem_tensor(cute.make_layout((FP8_VEC, FP8_HALF_VECS)),
+                                     cutlass.Float8E4M3FN) for _ in range(NUM_WG)]  # fmt: skip
+        sbuf = [cute.make_rmem_tensor(cute.make_layout(n_sc), cutlass.Float32)
+                for _ in range(NUM_WG)]  # fmt: skip
         for seg in cutlass.range(seg_lo, seg_hi, unroll=1, unroll_full=not self.work_list):
             seq = bidx
-            slot = sp
-            pieces = cutlass.Int32(0)
             if cutlass.const_expr(self.work_list):
                 seq = mWork[seg, 0]
-                slot = mWork[seg, 3]  # the workspace slot of this piece of the sequence
-                pieces = mWork[PARTS_CAP + seq, 0]
-            seqlen = mLens[seq]
             p0 = cutlass.Int32(0)
             p1 = cutlass.Int32(0)
             if cutlass.const_expr(self.work_list):
                 p0 = mWork[seg, 1]
                 p1 = mWork[seg, 2]
             else:
-                p0, p1 = self.page_range(seqlen, slot, num_splits, pages_per_split, split)
-
-            # step 12: the part's next segment, whose first two pages this one's last pairs load
-            nseq = cutlass.Int32(0)
-            np0 = cutlass.Int32(0)
-            np1 = cutlass.Int32(0)
-            if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102 (compile-time, then run-time)
-                if seg + 1 < seg_hi:
-                    nseq = mWork[seg + 1, 0]
-                    np0 = mWork[seg + 1, 1]
-                    np1 = mWork[seg + 1, 2]
-
-            # the first two pages (warp 0), unless the previous segment loaded them (step 12)
-            if warp == 0:
-                if p1 > p0 and got0 == 0:
-                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0], 0, 0, N_CHUNKS)
-                if p0 + 1 < p1 and got1 == 0:
-                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0 + 1], 1, 0, N_CHUNKS)
-
-            # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop ----------
-            self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
-            cute.arch.cp_async_commit_group()
-            cute.arch.cp_async_wait_group(0)
-            cute.arch.fence_proxy("async.shared", space="cta")
-            cute.arch.barrier()
-
-            # this segment's accumulators and row state
-            acc_o.fill(0.0)
-            for i in cutlass.range_constexpr(n_rows):
-                row_max[i] = NEG_INF
-                row_sum[i] = 0.0
-                lim = seqlen
-                if cutlass.const_expr(self.causal and self.s > 1):
-                    r = (m_blk * TILE_M + tScS[i, 0][0]) // self.h
-                    lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
-                limit[i] = lim
-
-            # ---- main loop over pairs of pages -------------------------------------------------
-            n_pairs = (p1 - p0 + 1) // 2
-            for it in cutlass.range(n_pairs, unroll=1):
-                pg0 = p0 + 2 * it
-                has1 = pg0 + 1 < p1
-                phase0 = (it % 2) ^ ph0  # stage 0's mbarrier phase for this pair
-                phase1 = (it % 2) ^ ph1
-                phase = phase0
-                if wg == 1:
-                    phase = phase1  # this warpgroup's own stage
-                # step 5: the next pair's page indices, read by the two issuing warps now (their
-                # global loads overlap this pair's QK) instead of right before each TMA issue
-                nx0 = cutlass.Int32(0)
-                nx1 = cutlass.Int32(0)
-                if cutlass.const_expr(self.early_pages):  # noqa: SIM102 (compile-time, then run-time)
-                    if warp % 4 == 0:
-                        nx0 = mPT[seq, cutlass.min(pg0 + 2, p1 - 1)]
-                        nx1 = mPT[seq, cutlass.min(pg0 + 3, p1 - 1)]
-                # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in stage 1
-                own = wg
-                pg_own = pg0 + wg
-                acc_s = thr_qk.make_fragment_C(acc_s_shape)
-                s_mn = _mn_view(acc_s)
-                if wg == 0 or has1:
-                    warpgroup.fence()
-                    for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
-                        if cutlass.const_expr(k % (CHUNK // 16) == 0):
-                            cute.arch.mbarrier_wait(
-                                mbar + own * N_CHUNKS + k // (CHUNK // 16), phase
-                            )
-                        qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
-                        cute.gemm(
-                            qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, own], acc_s
-                        )
-                    warpgroup.commit_group()
-                    warpgroup.wait_group(0)
-                    # mask: keys past the row's limit (the sequence's end, or causal)
-                    for i in cutlass.range_constexpr(n_rows):
-                        for j in cutlass.range_constexpr(n_cols):
-                            if pg_own * PAGE + tScS[i, j][1] >= limit[i]:
-                                s_mn[i, j] = NEG_INF
-                else:
-                    acc_s.fill(NEG_INF)  # no K1 in this (last, odd) pair: no keys
-
-                # this page's row max (log2 domain, scaled)
-                mloc = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
-                for i in cutlass.range_constexpr(n_rows):
-                    mx = NEG_INF
-                    for j in cutlass.range_constexpr(n_cols):
-                        mx = cute.arch.fmax(mx, s_mn[i, j])
-                    mloc[i] = cute.arch.warp_reduction_max(mx, threads_in_group=4) * scale_log2
-
-                if wg == 0:
-                    # m0 = max(m, rowmax S0); publish it; sc_a = exp2(m - m0)
-                    for i in cutlass.range_constexpr(n_rows):
-                        m_new = cute.arch.fmax(row_max[i], mloc[i])
-                        sc_a[i] = self.rescale(row_max[i], m_new)
-                        row_max[i] = m_new
-                        if lane % 4 == 0:
-                            sM0[tScS[i, 0][0]] = m_new
-                    cute.arch.barrier_arrive(barrier_id=BAR_M0, number_of_threads=THREADS)
-                else:
-                    # wait for m0; m1 = max(m0, rowmax S1); publish it; sc_a = exp2(m - m1)
-                    cute.arch.barrier(barrier_id=BAR_M0, number_of_threads=THREADS)
-                    for i in cutlass.range_constexpr(n_rows):
-                        m0 = sM0[tScS[i, 0][0]]
-                        m_new = cute.arch.fmax(m0, mloc[i])
-                        sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
-                        row_max[i] = m_new
-                        if lane % 4 == 0:
-                            sM1[tScS[i, 0][0]] = m_new
-                    cute.arch.barrier_arrive(barrier_id=BAR_M1, number_of_threads=THREADS)
-
-                # P = exp2(S - m_new) of this warpgroup's page; O_half and the row sum rescaled
-                for i in cutlass.range_constexpr(n_rows):
-                    base = row_max[i]
-                    if base == NEG_INF:
-                        base = cutlass.Float32(0.0)  # nothing seen yet: exp2(-inf) = 0, never NaN
-                    part = cutlass.Float32(0.0)
-                    for j in cutlass.range_constexpr(n_cols):
-                        p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
-                        s_mn[i, j] = p
-                        part += p
-                    row_sum[i] = row_sum[i] * sc_a[i] + part
-                    for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                        acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
-                rP = self.acc_to_a(acc_s)
-
-                # O_half += P V_half of the own page, P from registers
-                if wg == 0 or has1:
-                    self.zero_tail_half(sK, own, seqlen - pg_own * PAGE, wg, wg_tidx, bar_me)
-                    warpgroup.fence()
-                    for k in cutlass.range_constexpr(PAGE // 16):
-                        pv_rs.set(warpgroup.Field.ACCUMULATE, True)
-                        cute.gemm(pv_rs, acc_o, rP[None, None, k], tOrV[None, None, k, own], acc_o)
-                    warpgroup.commit_group()
-
-                if wg == 0:
-                    # wait for m1; P0 * exp2(m0 - m1) over the rope chunk of stage 0; publish it
-                    cute.arch.barrier(barrier_id=BAR_M1, number_of_threads=THREADS)
-                    for i in cutlass.range_constexpr(n_rows):
-                        m1 = sM1[tScS[i, 0][0]]
-                        sc_b[i] = self.rescale(row_max[i], m1)
-                        row_max[i] = m1
-                        for j in cutlass.range_constexpr(n_cols):
-                            s_mn[i, j] = s_mn[i, j] * sc_b[i]
-                    self.store_p(acc_s, tPsP[0], st_copy, tPsP_st[0])
+                p0, p1 = self.page_range(mLens[seq], sp, num_splits, pages_per_split, split)
+            page = cutlass.Int32(0)
+            if p1 > p0:
+                page = mPT[seq, p0]
+                for w in cutlass.range_constexpr(NUM_WG):
+                    self.fp8_load_half(mKV8, mSc, page, w, tok, par, buf[w], sbuf[w])
+            for pg in cutlass.range(p0, p1, unroll=1):
+                st = (pg - p0) % 2
+                fill = f0 + (pg - p0) // 2
+                if st == 1:
+                    fill = f1 + (pg - p0) // 2
+                nxt = cutlass.Int32(0)
+                if pg + 1 < p1:
+                    nxt = mPT[seq, pg + 1]
+                for w in cutlass.range_constexpr(NUM_WG):
+                    if fill > 0:
+                        cute.arch.mbarrier_wait(mbar + EMPTY + st * NUM_WG + w, (fill - 1) % 2)
+                    # the rope chunk rides with the group that frees it: stage 0's with WG1's,
+                    # stage 1's with WG0's (the warpgroup that last reads P there)
+                    if warp == NUM_WG * 4 and st != w:
+                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, st, P_CHUNK,
+                                          N_CHUNKS, P_CHUNK)  # fmt: skip
+                    self.fp8_store_half(sK, st, w, tok, par, buf[w], sbuf[w])
                     cute.arch.fence_proxy("async.shared", space="cta")
-                    # also proves WG0's QK on stage 0 is done (WG1 reloads chunks 4-8 after it)
-                    cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
-                    # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
-                    # stage 0) is free for page pg0+2
-                    warpgroup.wait_group(0)
-                    cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                    if warp == 0 and pg0 + 2 < p1:
-                        pg = nx0
-                        if cutlass.const_expr(not self.early_pages):
-                            pg = mPT[seq, pg0 + 2]
-                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1])
-                    if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
-                        # stage 0's last page of this segment: V0L of the next one's first
-                        if warp == 0 and pg0 + 2 >= p1 and np0 < np1:
-                            pg = mPT[nseq, np0]
-                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1])
-                    for i in cutlass.range_constexpr(n_rows):
-                        row_sum[i] = row_sum[i] * sc_b[i]
-                        for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                            acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
-                    # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk)
-                    # unconditional: also proves WG1's QK on stage 1 is done before WG0 reloads it
-                    cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
-                    if has1:
-                        for c in cutlass.range_constexpr(V_L[0], V_L[1]):
-                            cute.arch.mbarrier_wait(
-                                mbar + N_CHUNKS + c, phase1
-                            )  # V1L landed (seen)
-                        self.zero_tail_half(sK, 1, seqlen - (pg0 + 1) * PAGE, 0, wg_tidx, bar_me)
-                        warpgroup.fence()
-                        for k in cutlass.range_constexpr(PAGE // 16):
-                            pv_ss.set(warpgroup.Field.ACCUMULATE, True)
-                            a_k, b_k = tOrPs[1][None, None, k], tOrVs[None, None, k, 1]
-                            cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
-                        warpgroup.commit_group()
-                        warpgroup.wait_group(0)
-                        # stage 1's V1L and P1 (chunks 0-3, 8) are free for page pg0+3
-                        cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                        if warp == 0 and pg0 + 3 < p1:
-                            pg = nx1
-                            if cutlass.const_expr(not self.early_pages):
-                                pg = mPT[seq, pg0 + 3]
-                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1])
-                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS)
-                        if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
-                            # stage 1's last page: V1L and P1 of the next segment's second
-                            if warp == 0 and pg0 + 3 >= p1 and np0 + 1 < np1:
-                                pg = mPT[nseq, np0 + 1]
-                                self.issue_chunks(
-                                    tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1]
-                                )
-                                self.issue_chunks(
-                                    tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS
-                                )
-                else:
-                    # P1 over the rope chunk of stage 1; publish it
-                    if has1:
-                        self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
-                        cute.arch.fence_proxy("async.shared", space="cta")
-                    # unconditional (see the module docstring: it also proves WG1's QK is done)
-                    cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
-                    # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
-                    cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
-                    for c in cutlass.range_constexpr(V_R[0], V_R[1]):
-                        cute.arch.mbarrier_wait(mbar + c, phase0)  # V0R landed (seen by this WG)
-                    self.zero_tail_half(sK, 0, seqlen - pg0 * PAGE, 1, wg_tidx, bar_me)
-                    warpgroup.fence()
-                    for k in cutlass.range_constexpr(PAGE // 16):
-                        pv_ss.set(warpgroup.Field.ACCUMULATE, True)
-                        cute.gemm(pv_ss, acc_o, tOrPs[0][None, None, k], tOrVs[None, None, k, 0],
-                                  acc_o)  # fmt: skip
-                    warpgroup.commit_group()
-                    warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
-                    cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                    if warp == NUM_WG * 2:  # warp 4, WG1's first warp
-                        if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
-                            pg = nx0
-                            if cutlass.const_expr(not self.early_pages):
-                                pg = mPT[seq, pg0 + 2]
-                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS)
-                        if pg0 + 3 < p1:  # V1R (chunks 4-7 of stage 1)
-                            pg = nx1
-                            if cutlass.const_expr(not self.early_pages):
-                                pg = mPT[seq, pg0 + 3]
-                            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1])
-                        if cutlass.const_expr(self.prefetch_next):
-                            # each stage's last page of this segment: the next one's first
-                            # (stage 0) and second (stage 1, only in a pair that has one)
-                            if pg0 + 2 >= p1 and np0 < np1:
-                                pg = mPT[nseq, np0]
-                                self.issue_chunks(
-                                    tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS
-                                )
-                            if has1 and pg0 + 3 >= p1 and np0 + 1 < np1:
-                                pg = mPT[nseq, np0 + 1]
-                                self.issue_chunks(
-                                    tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
-                                )
+                    cute.arch.barrier(barrier_id=BAR_PROD, number_of_threads=WG_THREADS)
+                    if ptid == 0:
+                        for c in cutlass.range_constexpr(4 * w, 4 * w + 4):
+                            cute.arch.mbarrier_arrive(mbar + st * N_CHUNKS + c)
+                    if pg + 1 < p1:
+                        self.fp8_load_half(mKV8, mSc, nxt, w, tok, par, buf[w], sbuf[w])
+                page = nxt
+            f0 = f0 + (p1 - p0 + 1) // 2
+            f1 = f1 + (p1 - p0) // 2
 
-            # ---- epilogue (the base kernel's): row sums, O / sum, O and LSE -----------------
-            if cutlass.const_expr(self.work_list):
-                # a sequence in one piece stores O itself; the pieces of a longer one go to
-                # their workspace slots for the combine
-                if pieces > 1:
-                    self.epilogue(
-                        acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk,
-                        slot, wg, lane, valid_rows, True,
-                    )  # fmt: skip
-                else:
-                    self.epilogue(
-                        acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk,
-                        slot, wg, lane, valid_rows, False,
-                    )  # fmt: skip
-                # every thread is past its last WGMMA and its reads of sQ and sSum before the
-                # next segment's TMA and Q overwrite them
-                cute.arch.barrier()
-                ph0 = ph0 ^ (n_pairs % 2)
-                ph1 = ph1 ^ (((p1 - p0) // 2) % 2)
-                if cutlass.const_expr(self.prefetch_next):
-                    # what this segment loaded of the next: a stage's page only where this
-                    # segment had a page in that stage (its last reader issues the next)
-                    got0 = cutlass.Int32(0)
-                    got1 = cutlass.Int32(0)
-                    if p1 > p0 and np0 < np1:
-                        got0 = cutlass.Int32(1)
-                    if p1 > p0 + 1 and np0 + 1 < np1:
-                        got1 = cutlass.Int32(1)
+    def fp8_half_scales(self) -> int:
+        """Step 14: the scales a producer thread holds per group (trace time): one per scale
+        block its 8 vectors touch when a block spans >= 64 columns (1 for a block of 256 or
+        512, 2 for 128, 4 for 64), else one per vector (8)."""
+        if self.scale_block >= CHUNK:
+            return max(1, (D_V // NUM_WG) // self.scale_block)
+        return FP8_HALF_VECS
+
+    @staticmethod
+    def fp8_vector(j: int, par):
+        """Step 14: the 16-column vector (0..15 within a group's 256 columns) of a producer
+        thread's j-th load: (j % 2) + 4 (j // 2) + 2 par, ``par`` = the thread's parity. The
+        two threads of a token write 16-byte units 4 apart, so the 8 threads of a store phase
+        (4 consecutive tokens) hit 8 distinct bank groups under the 128-byte swizzle."""
+        return (j % 2) + 4 * (j // 2) + 2 * par
+
+    @cute.jit
+    def fp8_load_half(
+        self,
+        mKV8: cute.Tensor,
+        mSc: cute.Tensor,
+        page: cutlass.Int32,
+        w: cutlass.Constexpr,
+        tok: cutlass.Int32,
+        par: cutlass.Int32,
+        rK8: cute.Tensor,
+        rSc: cute.Tensor,
+    ):
+        """Step 14: a producer thread's share of group ``w`` of cache page ``page`` (an index
+        from the page table) into registers: token ``tok``'s 8 vectors of 16 e4m3 values
+        (:meth:`fp8_vector`) into ``rK8`` (16, 8) and their scales into ``rSc``. Tokens past
+        the sequence's end are loaded as they are (their stage rows are masked in S and their
+        V rows zeroed by the math warpgroups, as with 16-bit TMA pages)."""
+        gRow = mKV8[page, tok, None]  # (512,) e4m3
+        for j in cutlass.range_constexpr(FP8_HALF_VECS):
+            v = cute.local_tile(gRow, (FP8_VEC,), (16 * w + self.fp8_vector(j, par),))
+            cute.autovec_copy(v, rK8[None, j])
+        if cutlass.const_expr(self.scale_block >= CHUNK):
+            base = (HALF_V * w) // self.scale_block
+            for i in cutlass.range_constexpr(self.fp8_half_scales()):
+                rSc[i] = mSc[page, tok, base + i]
+        else:
+            for j in cutlass.range_constexpr(FP8_HALF_VECS):
+                col = HALF_V * w + FP8_VEC * self.fp8_vector(j, par)
+                rSc[j] = mSc[page, tok, col // self.scale_block]
+
+    @cute.jit
+    def fp8_store_half(
+        self,
+        sK: cute.Tensor,
+        stage: cutlass.Int32,
+        w: cutlass.Constexpr,
+        tok: cutlass.Int32,
+        par: cutlass.Int32,
+        rK8: cute.Tensor,
+        rSc: cute.Tensor,
+    ):
+        """Step 14: dequantise the registers of :meth:`fp8_load_half` (e4m3 -> fp32, times the
+        scale: exact with power-of-two scales, -> dtype) into SMEM stage ``stage`` at their
+        (token, column) places of the 128-byte-swizzled page the WGMMAs read: two 16-byte
+        stores per vector."""
+        sPage = sK[None, None, stage]
+        out = cute.make_rmem_tensor(cute.make_layout((8,)), self.dtype)
+        for j in cutlass.range_constexpr(FP8_HALF_VECS):
+            if cutlass.const_expr(self.scale_block >= CHUNK):
+                sc = rSc[(64 * (j // 2)) // self.scale_block]
             else:
-                self.epilogue(
-                    acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk, sp,
-                    wg, lane, valid_rows, split, mCnt, sFlag, num_splits, tidx,
-                )  # fmt: skip
+                sc = rSc[j]
+            # 8 values at a time (one 16-byte unit): fewer fp32 temporaries in the producer's
+            # 80 registers, 64 of which hold the two groups in flight
+            for half in cutlass.range_constexpr(FP8_VEC // 8):
+                src = cute.local_tile(rK8[None, j], (8,), (half,))
+                out.store((src.load().to(cutlass.Float32) * sc).to(self.dtype))
+                unit = 32 * w + 2 * self.fp8_vector(j, par) + half  # 8-column unit of the row
+                cute.autovec_copy(out, cute.local_tile(sPage, (1, 8), (tok, unit)))
 
-    # ---- helpers ------------------------------------------------------------------------------
     @cute.jit
     def rescale(self, m_old: cutlass.Float32, m_new: cutlass.Float32) -> cutlass.Float32:
         """exp2(m_old - m_new) for running maxima in the log2 domain; 1 while nothing has been
