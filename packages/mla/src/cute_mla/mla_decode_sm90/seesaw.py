@@ -132,10 +132,15 @@ STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
 STEP = 11
 #: the FP8 cache's seesaw build (step 14 only takes the FP8 cache, and the FP8 cache only it)
 FP8_STEPS = (14,)
-#: step 14's register split (setmaxnreg; 2 x math + producer <= 512 per thread of a
-#: warpgroup, the 64K registers of an SM over three warpgroups of 128 threads)
+#: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
+#: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
+#: setmaxnreg only moves registers inside that pool: 2 x math + producer <= 3 x 168 = 504.
+#: (A split summing to 512 leaves the math warpgroups' increase waiting forever: the first
+#: H200 run of step 14 hung so.) The math warpgroups keep step 11's code in 208 (a few phase
+#: words spill); the producer's two groups in flight take 64 of its 88.
+LAUNCH_REGS = 168
 MATH_REGS = 208
-PRODUCER_REGS = 96
+PRODUCER_REGS = 88
 #: step 14: the producer warpgroup's own named barrier (its 128 threads)
 BAR_PROD = 7
 #: step 14: the "stage released" mbarriers after the 18 chunk barriers, one per (stage,
