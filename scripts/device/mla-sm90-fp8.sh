@@ -9,6 +9,7 @@
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh table   # -> $OUT/fp8-table.tgz
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh ncu     # -> $OUT/fp8-ncu.tgz
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh check14 table14 ncu14   # step 14 (seesaw)
+#   FP8_STEP=15 FORMATS=step15 OUT=$OUT bash ... check14 table14 ncu14   # step 15
 #
 # check: the package check (every check problem of the workload the kernel takes: the 16-bit
 #   ones as a regression, and the two FP8 ones), then the FP8 check problems on their own
@@ -66,7 +67,8 @@ JOBS
 # sequences between long ones, 64 short ones, the table's settings), the planted faults, and
 # the refusals (another seesaw step, a split count; step 14 on a 16-bit cache)
 jobs_check14() {
-    local v="--config schedule=seesaw" c="--check --check-launches 3 --prof_type disabled"
+    local v="--config schedule=seesaw step=${FP8_STEP:-14}"
+    local c="--check --check-launches 3 --prof_type disabled"
     cat <<JOBS
 s14-tok-b8-t777-varlen kernel --b 8 --t 777 --varlen true $f8 $v $c
 s14-blk-b4-s2-t1000-h64 kernel --b 4 --s 2 --t 1000 --h 64 $blk $v $c
@@ -96,14 +98,14 @@ JOBS
 # step 14 timed: ours on bf16 (step 11), FP8 lockstep, FP8 step 14 (per_token, per_block) and
 # PEERS on bf16, alternated at h=128 (128, 4096) and (32, 4096) and h=64 (128, 4096)
 jobs_table14() {
-    echo "s14-table fp8alt --formats seesaw --shape 128,4096,128 --shape 32,4096,128 --shape 128,4096,64 --peers ${PEERS-flashinfer_mla} --cuda-graph --reps 30"
+    echo "s14-table fp8alt --formats ${FORMATS:-seesaw} --shape 128,4096,128 --shape 32,4096,128 --shape 128,4096,64 --peers ${PEERS-flashinfer_mla} --cuda-graph --reps 30"
 }
 
 # step 14 under Nsight Compute at (128, 4096): h=128 and h=64, per_token
 jobs_ncu14() {
     cat <<JOBS
-s14-ncu-tok-b128-t4096 kernel --b 128 --t 4096 $f8 --config schedule=seesaw --prof_type ncu --ncu-set full
-s14-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 --config schedule=seesaw --prof_type ncu --ncu-set full
+s14-ncu-tok-b128-t4096 kernel --b 128 --t 4096 $f8 --config schedule=seesaw step=${FP8_STEP:-14} --prof_type ncu --ncu-set full
+s14-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 --config schedule=seesaw step=${FP8_STEP:-14} --prof_type ncu --ncu-set full
 JOBS
 }
 

@@ -55,6 +55,18 @@ FORMAT_SETS = {
             {"schedule": "seesaw"},
         ),
     ),
+    # step 15 (bit-placement dequantisation) against step 14 and the lockstep build
+    "step15": (
+        ("bf16", {}, {}),
+        ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
+        ("fp8 per_token step14", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "14"}),
+        ("fp8 per_token step15", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "15"}),
+        (
+            "fp8 per_block step15",
+            {"kv_dtype": FP8, "kv_scale": "per_block"},
+            {"schedule": "seesaw", "step": "15"},
+        ),
+    ),
 }
 
 

@@ -69,7 +69,9 @@ GRID_BOUND = 4 * 132
 #: the work list (seesaw step 11): at most this many parts, one CTA each per m-tile (one wave
 #: of the largest sm_90 part); the rows of the ``work`` tensor are laid out from it
 PARTS_CAP = 132
-#: the seesaw schedule's build for the FP8 latent cache (seesaw.FP8_STEPS)
+#: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
+#: ``schedule=seesaw`` builds for it unless ``step`` names another
+FP8_STEPS = (14, 15)
 FP8_STEP = 14
 
 
@@ -323,7 +325,8 @@ class MlaSm90Config(Config):
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9,
     the per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup dequantises
-    the e4m3 pages into the 16-bit stages); the FP8 cache with ``schedule=seesaw`` builds it.
+    the e4m3 pages into the 16-bit stages); the FP8 cache with ``schedule=seesaw`` builds it;
+    15 is 14 dequantising by bit placement instead of conversions.
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
     every setting of the workload's table, and ``lockstep`` for the FP8 cache), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
@@ -341,9 +344,9 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14):
+        if self.step not in (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15):
             raise ShapeError(
-                f"step must be 4 to 14 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to 15 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -416,19 +419,20 @@ class MlaDecodeSm90(KernelPlan):
                 "warpgroup)"
             )
         if problem.kv_fp8 and schedule == "seesaw":
-            if config.step not in (MlaSm90Config().step, FP8_STEP):
+            if config.step not in (MlaSm90Config().step, *FP8_STEPS):
                 raise ShapeError(
-                    f"{self.name}: the FP8 latent cache's seesaw build is step {FP8_STEP} (got "
-                    f"step={config.step}: drop --config step)"
+                    f"{self.name}: the FP8 latent cache's seesaw builds are steps "
+                    f"{' and '.join(map(str, FP8_STEPS))} (got step={config.step}: drop --config "
+                    f"step for step {FP8_STEP})"
                 )
             if config.splits:
                 raise ShapeError(
                     f"{self.name}: the FP8 latent cache's seesaw build plans its own parts (the "
                     f"work list; got splits={config.splits}: drop --config splits)"
                 )
-        if not problem.kv_fp8 and config.step == FP8_STEP:
+        if not problem.kv_fp8 and config.step in FP8_STEPS:
             raise ShapeError(
-                f"{self.name}: step {FP8_STEP} is the FP8 latent cache's build (add --kv_dtype "
+                f"{self.name}: step {config.step} is an FP8 latent cache build (add --kv_dtype "
                 "float8_e4m3fn, or take step 4 to 13 for a 16-bit cache)"
             )
         if schedule == "seesaw" and config.loads == "cpasync":
@@ -506,7 +510,7 @@ class MlaDecodeSm90(KernelPlan):
         asks for the per-sequence splits), and that the FP8 cache (``problem.kv_fp8``) builds
         step 14."""
         if problem is not None and problem.kv_fp8:
-            return FP8_STEP
+            return config.step if config.step in FP8_STEPS else FP8_STEP
         return 9 if config.step >= 11 and config.splits else config.step
 
     def plan(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> CuteKernel:

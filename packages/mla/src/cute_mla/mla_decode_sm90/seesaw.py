@@ -79,7 +79,9 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cutlass_dsl import T, dsl_user_op
 
 from .kernel import (
     CHUNK,
@@ -128,10 +130,13 @@ P_CHUNK = 8
 #: latent part into registers a page ahead, dequantises it into the 16-bit stage once the
 #: stage's readers have released it (an "empty" mbarrier per stage and releasing warpgroup)
 #: and publishes it on the stage's chunk mbarriers; the rope part comes by TMA as before
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+#: 15 is 14 with the e4m3 values dequantised by bit placement (:func:`e4m3x4_to_16bit`):
+#: integer and 16-bit-multiply instructions instead of three conversions per value (step 14's
+#: producer took 2x the bf16 time, converting on the SM's conversion units alone)
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 STEP = 11
-#: the FP8 cache's seesaw build (step 14 only takes the FP8 cache, and the FP8 cache only it)
-FP8_STEPS = (14,)
+#: the FP8 cache's seesaw builds (steps 14-15 take only the FP8 cache, and it only them)
+FP8_STEPS = (14, 15)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
 #: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
 #: setmaxnreg only moves registers inside that pool: 2 x math + producer <= 3 x 168 = 504.
@@ -182,6 +187,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.set_kv_format(kv_fp8, scale_block)
         #: step 14: the dequantising producer warpgroup (threads 256..383)
         self.producer_wg = kv_fp8
+        #: step 15: dequantise by placing the e4m3 bits into 16-bit values (no conversions)
+        self.bit_dequant = step >= 15
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -904,11 +911,25 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         stores per vector."""
         sPage = sK[None, None, stage]
         out = cute.make_rmem_tensor(cute.make_layout((8,)), self.dtype)
+        half16 = self.dtype is cutlass.Float16
         for j in cutlass.range_constexpr(FP8_HALF_VECS):
             if cutlass.const_expr(self.scale_block >= CHUNK):
                 sc = rSc[(64 * (j // 2)) // self.scale_block]
             else:
                 sc = rSc[j]
+            if cutlass.const_expr(self.bit_dequant):
+                # step 15: 4 e4m3 values per 32-bit word -> 2 words of two 16-bit values each
+                words = cute.recast_tensor(rK8[None, j], cutlass.Uint32)  # (4,)
+                sc2 = pack_scale(sc, half16)
+                out32 = cute.recast_tensor(out, cutlass.Uint32)  # (4,): 8 values
+                for half in cutlass.range_constexpr(FP8_VEC // 8):
+                    for i in cutlass.range_constexpr(2):
+                        x = words[2 * half + i]
+                        out32[2 * i] = e4m3x4_to_16bit(x, sc2, half16, False)
+                        out32[2 * i + 1] = e4m3x4_to_16bit(x, sc2, half16, True)
+                    unit = 32 * w + 2 * self.fp8_vector(j, par) + half
+                    cute.autovec_copy(out, cute.local_tile(sPage, (1, 8), (tok, unit)))
+                continue
             # 8 values at a time (one 16-byte unit): fewer fp32 temporaries in the producer's
             # 80 registers, 64 of which hold the two groups in flight
             for half in cutlass.range_constexpr(FP8_VEC // 8):
@@ -975,3 +996,103 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             )
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=bar_id, number_of_threads=WG_THREADS)
+
+
+#: e4m3 bits placed into a 16-bit value (:func:`e4m3x4_to_16bit`) give the e4m3 value times
+#: 2^-120 in bf16 (exponent bias 127 against 7) and 2^-8 in fp16 (15 against 7); these are
+#: the 16-bit pairs of 2^120 and 2^8 that undo it
+_BF16X2_2P120 = 0x7B807B80
+_F16X2_2P8 = 0x5C005C00
+#: per 16-bit type (fp16?): the right shift of the 7 exponent-and-mantissa bits, their mask
+#: in the pair, and the pair of 2^bias that restores the value
+E4M3_PLACEMENT = {False: (4, 0x07F007F0, _BF16X2_2P120), True: (1, 0x3F803F80, _F16X2_2P8)}
+#: the ``prmt`` selectors moving bytes 0, 1 (``high``: 2, 3) of a word to bits 8-15, 24-31
+E4M3_PRMT = {False: 0x1404, True: 0x3424}
+
+
+@dsl_user_op
+def pack_scale(sc, half16: bool, *, loc=None, ip=None) -> cutlass.Uint32:
+    """An fp32 scale as a pair of equal 16-bit values (bf16, or fp16 with ``half16``), the
+    second factor of :func:`e4m3x4_to_16bit`; exact for the workload's power-of-two scales
+    (bf16 has fp32's exponent range; fp16 down to 2^-24)."""
+    kind = "f16x2" if half16 else "bf16x2"
+    v = cutlass.Float32(sc).ir_value(loc=loc, ip=ip)
+    return cutlass.Uint32(
+        llvm.inline_asm(
+            T.i32(),
+            [v, v],
+            f"cvt.rn.{kind}.f32 $0, $1, $2;",
+            "=r,f,f",
+            has_side_effects=False,
+            is_align_stack=False,
+            asm_dialect=llvm.AsmDialect.AD_ATT,
+        )  # fmt: skip
+    )
+
+
+@dsl_user_op
+def e4m3x4_to_16bit(x, sc2, half16: bool, high: bool, *, loc=None, ip=None) -> cutlass.Uint32:
+    """Step 15: dequantise two of the four e4m3 values in the 32-bit word ``x`` (bytes 0-1,
+    or 2-3 with ``high``) into a pair of 16-bit values (bf16, or fp16 with ``half16``), times
+    the pair ``sc2`` (:func:`pack_scale`), without the conversion units.
+
+    Method (the bit placement that FP8-to-bf16 dequantisers such as vLLM's Marlin kernels use;
+    written here): ``prmt`` moves byte b of each value to bits 8-15 of its half; the sign stays
+    at bit 15 and the 7 exponent-and-mantissa bits shift right by 4 (bf16: 8 exponent bits) or
+    1 (fp16: 5), landing as a 16-bit value equal to the e4m3 value times 2^-120 (bf16) or 2^-8
+    (fp16), subnormals included (e4m3 exponent 0 lands as a 16-bit subnormal of the same
+    ratio). One 16-bit multiply by 2^120 (2^8) restores it exactly, a second applies the scale.
+    e4m3's NaN (0x7f) lands as a finite value: the cache's NaN slots past a sequence's end are
+    masked in S and zeroed in V by the math warpgroups, as for 16-bit TMA pages.
+
+    Instructions per two values: PRMT, SHF, LOP3 (x2) and two HMUL2, against step 14's F2FP
+    (e4m3x2 -> f16x2), two HADD2.F32, two FMUL and F2FP (f32x2 -> 16-bit x2)."""
+    shift, mask, one = E4M3_PLACEMENT[half16]
+    kind = "f16x2" if half16 else "bf16x2"
+    asm = (
+        "{\n\t.reg .b32 y, s, t, k;\n\t"
+        f"prmt.b32 y, $1, 0, {E4M3_PRMT[high]:#x};\n\t"
+        "and.b32 s, y, 0x80008000;\n\t"
+        f"shr.b32 t, y, {shift};\n\t"
+        f"and.b32 t, t, {mask:#x};\n\t"
+        "or.b32 y, s, t;\n\t"
+        f"mov.b32 k, {one:#x};\n\t"
+        f"mul.rn.{kind} y, y, k;\n\t"
+        f"mul.rn.{kind} $0, y, $2;\n\t}}"
+    )
+    args = [
+        cutlass.Uint32(x).ir_value(loc=loc, ip=ip),
+        cutlass.Uint32(sc2).ir_value(loc=loc, ip=ip),
+    ]
+    return cutlass.Uint32(
+        llvm.inline_asm(
+            T.i32(),
+            args,
+            asm,
+            "=r,r,r",
+            has_side_effects=False,
+            is_align_stack=False,
+            asm_dialect=llvm.AsmDialect.AD_ATT,
+        )  # fmt: skip
+    )
+
+
+@cute.kernel
+def _dequant_words_kernel(
+    src: cute.Tensor, dst: cute.Tensor, sc: cutlass.Float32, half16: cutlass.Constexpr
+):
+    t, _, _ = cute.arch.thread_idx()
+    sc2 = pack_scale(sc, half16)
+    x = src[t]
+    dst[2 * t] = e4m3x4_to_16bit(x, sc2, half16, False)
+    dst[2 * t + 1] = e4m3x4_to_16bit(x, sc2, half16, True)
+
+
+@cute.jit
+def dequant_words(
+    src: cute.Tensor, dst: cute.Tensor, sc: cutlass.Float32, half16: cutlass.Constexpr
+):
+    """:func:`e4m3x4_to_16bit` on its own, one thread per word: ``src`` (n,) uint32 (4 e4m3
+    values each), ``dst`` (2n,) uint32 (the 16-bit values, in order), times ``sc``; a check of
+    the bit placement on a GPU (``scripts/device/fp8_dequant_check.py``)."""
+    _dequant_words_kernel(src, dst, sc, half16).launch(grid=[1, 1, 1], block=[src.shape[0], 1, 1])
