@@ -22,9 +22,8 @@ def main() -> int:
         print("error: fp8_dequant_check needs a CUDA GPU; none is visible", file=sys.stderr)
         return 2
     import cutlass
-    from cutlass.cute.runtime import from_dlpack
-
     from cute_mla.mla_decode_sm90.seesaw import dequant_words
+    from cutlass.cute.runtime import from_dlpack
 
     codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
     ref8 = codes.view(torch.float8_e4m3fn).float()
