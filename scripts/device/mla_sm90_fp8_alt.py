@@ -67,6 +67,18 @@ FORMAT_SETS = {
             {"schedule": "seesaw", "step": "15"},
         ),
     ),
+    # step 16 (the producer fills in release order) against step 15
+    "step16": (
+        ("bf16", {}, {}),
+        ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
+        ("fp8 per_token step15", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "15"}),
+        ("fp8 per_token step16", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "16"}),
+        (
+            "fp8 per_block step16",
+            {"kv_dtype": FP8, "kv_scale": "per_block"},
+            {"schedule": "seesaw", "step": "16"},
+        ),
+    ),
 }
 
 

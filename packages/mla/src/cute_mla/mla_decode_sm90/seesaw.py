@@ -133,10 +133,12 @@ P_CHUNK = 8
 #: 15 is 14 with the e4m3 values dequantised by bit placement (:func:`e4m3x4_to_16bit`):
 #: integer and 16-bit-multiply instructions instead of three conversions per value (step 14's
 #: producer took 2x the bf16 time, converting on the SM's conversion units alone)
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#: 16 is 15 with the producer filling a pair's groups in the order the math warpgroups
+#: release them, K1's chunks 4-7 released by WG1 right after its PV1R
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 STEP = 11
-#: the FP8 cache's seesaw builds (steps 14-15 take only the FP8 cache, and it only them)
-FP8_STEPS = (14, 15)
+#: the FP8 cache's seesaw builds (steps 14-16 take only the FP8 cache, and it only them)
+FP8_STEPS = (14, 15, 16)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
 #: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
 #: setmaxnreg only moves registers inside that pool: 2 x math + producer <= 3 x 168 = 504.
@@ -189,6 +191,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.producer_wg = kv_fp8
         #: step 15: dequantise by placing the e4m3 bits into 16-bit values (no conversions)
         self.bit_dequant = step >= 15
+        #: step 16: WG1 releases K1's chunks 4-7 right after its PV1R, and the producer fills
+        #: the groups of a pair in the order they are released (:meth:`fp8_fill_pairs`)
+        self.release_order = step >= 16
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -678,14 +683,22 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             a_k, b_k = tOrPs[0][None, None, k], tOrVs[None, None, k, 0]
                             cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
                         warpgroup.commit_group()
+                        if cutlass.const_expr(self.release_order):
+                            # step 16: PV1R (the older group) done in every warp of WG1: K1's
+                            # chunks 4-7 to the producer now, while PV0R runs
+                            warpgroup.wait_group(1)
+                            cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                            if wg_tidx == 0 and has1:
+                                cute.arch.mbarrier_arrive(mbar + EMPTY + 1 * NUM_WG + 1)
                         warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
                         cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
                         if cutlass.const_expr(self.producer_wg):  # noqa: SIM102
                             # step 14: stage 0's chunks 4-8 and stage 1's 4-7 to the producer
                             if wg_tidx == 0:
                                 cute.arch.mbarrier_arrive(mbar + EMPTY + 0 * NUM_WG + 1)
-                                if has1:
-                                    cute.arch.mbarrier_arrive(mbar + EMPTY + 1 * NUM_WG + 1)
+                                if cutlass.const_expr(not self.release_order):  # noqa: SIM102
+                                    if has1:
+                                        cute.arch.mbarrier_arrive(mbar + EMPTY + 1 * NUM_WG + 1)
                         if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
                             if warp == NUM_WG * 2:  # warp 4, WG1's first
                                 if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
@@ -815,38 +828,151 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 p1 = mWork[seg, 2]
             else:
                 p0, p1 = self.page_range(mLens[seq], sp, num_splits, pages_per_split, split)
-            page = cutlass.Int32(0)
-            if p1 > p0:
-                page = mPT[seq, p0]
-                for w in cutlass.range_constexpr(NUM_WG):
-                    self.fp8_load_half(mKV8, mSc, page, w, tok, par, buf[w], sbuf[w])
-            for pg in cutlass.range(p0, p1, unroll=1):
-                st = (pg - p0) % 2
-                fill = f0 + (pg - p0) // 2
-                if st == 1:
-                    fill = f1 + (pg - p0) // 2
-                nxt = cutlass.Int32(0)
-                if pg + 1 < p1:
-                    nxt = mPT[seq, pg + 1]
-                for w in cutlass.range_constexpr(NUM_WG):
-                    if fill > 0:
-                        cute.arch.mbarrier_wait(mbar + EMPTY + st * NUM_WG + w, (fill - 1) % 2)
-                    # the rope chunk rides with the group that frees it: stage 0's with WG1's,
-                    # stage 1's with WG0's (the warpgroup that last reads P there)
-                    if warp == NUM_WG * 4 and st != w:
-                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, st, P_CHUNK,
-                                          N_CHUNKS, P_CHUNK)  # fmt: skip
-                    self.fp8_store_half(sK, st, w, tok, par, buf[w], sbuf[w])
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                    cute.arch.barrier(barrier_id=BAR_PROD, number_of_threads=WG_THREADS)
-                    if ptid == 0:
-                        for c in cutlass.range_constexpr(4 * w, 4 * w + 4):
-                            cute.arch.mbarrier_arrive(mbar + st * N_CHUNKS + c)
+            if cutlass.const_expr(self.release_order):
+                self.fp8_fill_pairs(
+                    mKV8, mSc, mPT, sK, mbar, tma_atom, tKgK, tKsKt, seq, p0, p1, f0, f1, tok,
+                    par, ptid, warp, buf, sbuf,
+                )  # fmt: skip
+            else:
+                page = cutlass.Int32(0)
+                if p1 > p0:
+                    page = mPT[seq, p0]
+                    for w in cutlass.range_constexpr(NUM_WG):
+                        self.fp8_load_half(mKV8, mSc, page, w, tok, par, buf[w], sbuf[w])
+                for pg in cutlass.range(p0, p1, unroll=1):
+                    st = (pg - p0) % 2
+                    fill = f0 + (pg - p0) // 2
+                    if st == 1:
+                        fill = f1 + (pg - p0) // 2
+                    nxt = cutlass.Int32(0)
                     if pg + 1 < p1:
-                        self.fp8_load_half(mKV8, mSc, nxt, w, tok, par, buf[w], sbuf[w])
-                page = nxt
+                        nxt = mPT[seq, pg + 1]
+                    for w in cutlass.range_constexpr(NUM_WG):
+                        self.fp8_fill(
+                            sK, mbar, tma_atom, tKgK, tKsKt, page, st, w, fill, tok, par, ptid,
+                            warp, buf[w], sbuf[w],
+                        )  # fmt: skip
+                        if pg + 1 < p1:
+                            self.fp8_load_half(mKV8, mSc, nxt, w, tok, par, buf[w], sbuf[w])
+                    page = nxt
             f0 = f0 + (p1 - p0 + 1) // 2
             f1 = f1 + (p1 - p0) // 2
+
+    @cute.jit
+    def fp8_fill(
+        self,
+        sK: cute.Tensor,
+        mbar: cute.Pointer,
+        tma_atom: cute.CopyAtom,
+        tKgK: cute.Tensor,
+        tKsKt: cute.Tensor,
+        page: cutlass.Int32,
+        st: cutlass.Int32,
+        w: cutlass.Constexpr,
+        fill: cutlass.Int32,
+        tok: cutlass.Int32,
+        par: cutlass.Int32,
+        ptid: cutlass.Int32,
+        warp: cutlass.Int32,
+        rK8: cute.Tensor,
+        rSc: cute.Tensor,
+    ):
+        """Steps 14-16, the producer: group ``w`` (latent chunks 4w..4w+3) of the ``fill``-th
+        page of stage ``st`` from registers ``rK8``/``rSc`` (:meth:`fp8_load_half`): wait for
+        the stage's release by warpgroup w (phase fill - 1; the first fill of a stage waits
+        for nothing), the rope chunk by TMA where this group frees it (stage 0's with WG1's,
+        stage 1's with WG0's: the warpgroup that last reads P there), the dequantised stores,
+        ``fence.proxy.async``, the producer's barrier and one arrive on each chunk's
+        mbarrier."""
+        if fill > 0:
+            cute.arch.mbarrier_wait(mbar + EMPTY + st * NUM_WG + w, (fill - 1) % 2)
+        if warp == NUM_WG * 4 and st != w:
+            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, st, P_CHUNK, N_CHUNKS, P_CHUNK)
+        self.fp8_store_half(sK, st, w, tok, par, rK8, rSc)
+        cute.arch.fence_proxy("async.shared", space="cta")
+        cute.arch.barrier(barrier_id=BAR_PROD, number_of_threads=WG_THREADS)
+        if ptid == 0:
+            for c in cutlass.range_constexpr(4 * w, 4 * w + 4):
+                cute.arch.mbarrier_arrive(mbar + st * N_CHUNKS + c)
+
+    @cute.jit
+    def fp8_fill_pairs(
+        self,
+        mKV8: cute.Tensor,
+        mSc: cute.Tensor,
+        mPT: cute.Tensor,
+        sK: cute.Tensor,
+        mbar: cute.Pointer,
+        tma_atom: cute.CopyAtom,
+        tKgK: cute.Tensor,
+        tKsKt: cute.Tensor,
+        seq: cutlass.Int32,
+        p0: cutlass.Int32,
+        p1: cutlass.Int32,
+        f0: cutlass.Int32,
+        f1: cutlass.Int32,
+        tok: cutlass.Int32,
+        par: cutlass.Int32,
+        ptid: cutlass.Int32,
+        warp: cutlass.Int32,
+        buf: list,
+        sbuf: list,
+    ):
+        """Step 16, the producer over one segment's pages p0..p1 of sequence ``seq``, in the
+        order the math warpgroups release the groups within a pair of pages (K0 = page pg0 in
+        stage 0, K1 = pg0 + 1 in stage 1): K0's chunks 0-3 (WG0, after its PV0L), K1's 4-7
+        (WG1, after its PV1R: step 16 releases them there), K0's 4-7 (WG1's end of pair), K1's
+        0-3 (WG0's end). The two register buffers alternate along that order, each reloaded
+        with the group two places on right after its stores; so at a pair's end, when three
+        groups are released together, two of them are already in registers (step 14's page
+        order had one, and the third group's loads waited for its conversion)."""
+        n_pairs = (p1 - p0 + 1) // 2
+        # the stage indices as run-time values (p0 >= 0): with literal stages the compiler
+        # hoists the swizzled store addresses of all four groups out of the loop and the
+        # producer spills them (432 B at 88 registers in a CPU compile)
+        s0 = p0 >> 31
+        s1 = s0 + 1
+        if p1 > p0:
+            self.fp8_load_half(mKV8, mSc, mPT[seq, p0], 0, tok, par, buf[0], sbuf[0])
+        if p1 > p0 + 1:
+            self.fp8_load_half(mKV8, mSc, mPT[seq, p0 + 1], 1, tok, par, buf[1], sbuf[1])
+        for it in cutlass.range(n_pairs, unroll=1):
+            pg0 = p0 + 2 * it
+            has1 = pg0 + 1 < p1
+            k0 = f0 + it  # this pair's fill of stage 0, and of stage 1
+            k1 = f1 + it
+            page0 = mPT[seq, pg0]
+            page1 = cutlass.Int32(0)
+            if has1:
+                page1 = mPT[seq, pg0 + 1]
+            # K0 chunks 0-3 (buffer 0), then buffer 0 takes K0's chunks 4-7
+            self.fp8_fill(
+                sK, mbar, tma_atom, tKgK, tKsKt, page0, s0, 0, k0, tok, par, ptid, warp, buf[0],
+                sbuf[0],
+            )  # fmt: skip
+            self.fp8_load_half(mKV8, mSc, page0, 1, tok, par, buf[0], sbuf[0])
+            # K1 chunks 4-7 (buffer 1), then buffer 1 takes K1's chunks 0-3
+            if has1:
+                self.fp8_fill(
+                    sK, mbar, tma_atom, tKgK, tKsKt, page1, s1, 1, k1, tok, par, ptid, warp,
+                    buf[1], sbuf[1],
+                )  # fmt: skip
+                self.fp8_load_half(mKV8, mSc, page1, 0, tok, par, buf[1], sbuf[1])
+            # K0 chunks 4-7 (+ the rope), then buffer 0 takes the next pair's K0 chunks 0-3
+            self.fp8_fill(
+                sK, mbar, tma_atom, tKgK, tKsKt, page0, s0, 1, k0, tok, par, ptid, warp, buf[0],
+                sbuf[0],
+            )  # fmt: skip
+            if pg0 + 2 < p1:
+                self.fp8_load_half(mKV8, mSc, mPT[seq, pg0 + 2], 0, tok, par, buf[0], sbuf[0])
+            # K1 chunks 0-3 (+ the rope), then buffer 1 takes the next pair's K1 chunks 4-7
+            if has1:
+                self.fp8_fill(
+                    sK, mbar, tma_atom, tKgK, tKsKt, page1, s1, 0, k1, tok, par, ptid, warp,
+                    buf[1], sbuf[1],
+                )  # fmt: skip
+                if pg0 + 3 < p1:
+                    self.fp8_load_half(mKV8, mSc, mPT[seq, pg0 + 3], 1, tok, par, buf[1], sbuf[1])
 
     def fp8_half_scales(self) -> int:
         """Step 14: the scales a producer thread holds per group (trace time): one per scale
@@ -1042,6 +1168,9 @@ def e4m3x4_to_16bit(x, sc2, half16: bool, high: bool, *, loc=None, ip=None) -> c
     1 (fp16: 5), landing as a 16-bit value equal to the e4m3 value times 2^-120 (bf16) or 2^-8
     (fp16), subnormals included (e4m3 exponent 0 lands as a 16-bit subnormal of the same
     ratio). One 16-bit multiply by 2^120 (2^8) restores it exactly, a second applies the scale.
+    The asm is marked as having side effects so that it stays after the producer's mbarrier
+    wait: as a pure value LLVM hoisted the conversions above the wait, which doubles the live
+    registers (16-bit values instead of e4m3) and spilled step 16's producer.
     e4m3's NaN (0x7f) lands as a finite value: the cache's NaN slots past a sequence's end are
     masked in S and zeroed in V by the math warpgroups, as for 16-bit TMA pages.
 
@@ -1070,7 +1199,7 @@ def e4m3x4_to_16bit(x, sc2, half16: bool, high: bool, *, loc=None, ip=None) -> c
             args,
             asm,
             "=r,r,r",
-            has_side_effects=False,
+            has_side_effects=True,
             is_align_stack=False,
             asm_dialect=llvm.AsmDialect.AD_ATT,
         )  # fmt: skip
