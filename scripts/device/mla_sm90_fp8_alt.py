@@ -67,6 +67,12 @@ FORMAT_SETS = {
             {"schedule": "seesaw", "step": "15"},
         ),
     ),
+    # step 17 (one group in flight in the producer) against step 15, ours only
+    "step17": (
+        ("bf16", {}, {}),
+        ("fp8 per_token step15", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "15"}),
+        ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

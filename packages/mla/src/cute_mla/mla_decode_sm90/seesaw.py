@@ -135,10 +135,11 @@ P_CHUNK = 8
 #: producer took 2x the bf16 time, converting on the SM's conversion units alone)
 #: 16 is 15 with the producer filling a pair's groups in the order the math warpgroups
 #: release them, K1's chunks 4-7 released by WG1 right after its PV1R
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
+#: 17 is 15 (not 16) with one group in flight in the producer's registers instead of two
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
 STEP = 11
-#: the FP8 cache's seesaw builds (steps 14-16 take only the FP8 cache, and it only them)
-FP8_STEPS = (14, 15, 16)
+#: the FP8 cache's seesaw builds (steps 14-17 take only the FP8 cache, and it only them)
+FP8_STEPS = (14, 15, 16, 17)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
 #: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
 #: setmaxnreg only moves registers inside that pool: 2 x math + producer <= 3 x 168 = 504.
@@ -193,7 +194,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.bit_dequant = step >= 15
         #: step 16: WG1 releases K1's chunks 4-7 right after its PV1R, and the producer fills
         #: the groups of a pair in the order they are released (:meth:`fp8_fill_pairs`)
-        self.release_order = step >= 16
+        self.release_order = step == 16
+        #: step 17: step 15 with one group in flight in the producer's registers, not two
+        #: (32 more registers for the conversions' instruction-level parallelism)
+        self.one_buffer = step == 17
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -833,6 +837,33 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     mKV8, mSc, mPT, sK, mbar, tma_atom, tKgK, tKsKt, seq, p0, p1, f0, f1, tok,
                     par, ptid, warp, buf, sbuf,
                 )  # fmt: skip
+            elif cutlass.const_expr(self.one_buffer):
+                # step 17: one group in registers at a time, loaded right after the previous
+                # group's stores (the next half of this page, or the next page's first half)
+                page = cutlass.Int32(0)
+                if p1 > p0:
+                    page = mPT[seq, p0]
+                    self.fp8_load_half(mKV8, mSc, page, 0, tok, par, buf[0], sbuf[0])
+                for pg in cutlass.range(p0, p1, unroll=1):
+                    st = (pg - p0) % 2
+                    fill = f0 + (pg - p0) // 2
+                    if st == 1:
+                        fill = f1 + (pg - p0) // 2
+                    nxt = cutlass.Int32(0)
+                    if pg + 1 < p1:
+                        nxt = mPT[seq, pg + 1]
+                    self.fp8_fill(
+                        sK, mbar, tma_atom, tKgK, tKsKt, page, st, 0, fill, tok, par, ptid, warp,
+                        buf[0], sbuf[0],
+                    )  # fmt: skip
+                    self.fp8_load_half(mKV8, mSc, page, 1, tok, par, buf[0], sbuf[0])
+                    self.fp8_fill(
+                        sK, mbar, tma_atom, tKgK, tKsKt, page, st, 1, fill, tok, par, ptid, warp,
+                        buf[0], sbuf[0],
+                    )  # fmt: skip
+                    if pg + 1 < p1:
+                        self.fp8_load_half(mKV8, mSc, nxt, 0, tok, par, buf[0], sbuf[0])
+                    page = nxt
             else:
                 page = cutlass.Int32(0)
                 if p1 > p0:
