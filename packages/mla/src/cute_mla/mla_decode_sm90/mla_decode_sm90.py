@@ -72,7 +72,7 @@ PARTS_CAP = 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
 FP8_STEPS = (14, 15, 16, 17)
-FP8_STEP = 14
+FP8_STEP = 17
 
 
 def _ceil(a: int, b: int) -> int:
