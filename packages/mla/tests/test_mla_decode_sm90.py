@@ -375,7 +375,7 @@ def test_mla_decode_sm90_fp8_tensors_and_key():
     [
         ({"kv_scale": "per_block", "kv_block": 8}, {}, "takes --kv_block >= 16"),
         ({}, {"loads": "tma"}, "lockstep schedule takes --config loads=cpasync or auto"),
-        ({}, {"schedule": "seesaw", "step": "9"}, "seesaw builds are steps 14 and 15 .got step=9"),
+        ({}, {"schedule": "seesaw", "step": "9"}, "seesaw builds are steps 14 to 17 .got step=9"),
         ({}, {"schedule": "seesaw", "splits": "2"}, "plans its own parts"),
     ],
 )
@@ -396,10 +396,13 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
     for kw in ({}, {"kv_scale": "per_block"}, {"kv_scale": "per_block", "kv_block": 16}):
         plan.supports(plan.problem(b=2, t=100, kv_dtype=FP8, **kw))
     assert sum(q.kv_fp8 for q in plan.check_problems()) == 2
-    # the seesaw schedule takes the FP8 cache (step 14, also when asked by number); a 16-bit
-    # cache does not take step 14
+    # the seesaw schedule takes the FP8 cache (step 17 by default, 14-17 when asked by
+    # number); a 16-bit cache does not take them
     prob = plan.problem(b=2, t=100, kv_dtype=FP8)
-    for ov in ({"schedule": "seesaw"}, {"schedule": "seesaw", "step": "14"}):
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import MlaDecodeSm90
+
+    assert MlaDecodeSm90.kernel_step(plan.config(prob, {"schedule": "seesaw"}), prob) == 17
+    for ov in ({"schedule": "seesaw"}, *({"schedule": "seesaw", "step": str(n)} for n in (14, 17))):
         plan.supports_config(prob, plan.config(prob, ov))
     bf16 = plan.problem(b=2, t=100)
     with pytest.raises(ShapeError, match="step 14 is an FP8 latent cache build") as e:
@@ -475,7 +478,7 @@ def test_fp8_alt_entries():
         "mla_decode_sm90 fp8 per_token seesaw": "seesaw",
         "mla_decode_sm90 fp8 per_block seesaw": "seesaw",
     }
-    assert steps["mla_decode_sm90 fp8 per_token seesaw"] == 14
+    assert steps["mla_decode_sm90 fp8 per_token seesaw"] == 17
     assert steps["mla_decode_sm90 bf16"] == 11
 
 
@@ -706,3 +709,95 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
         assert (st["functions"][0]["registers"] < 128) == (
             step == 13
         )  # the combine kernel beside the main one
+
+
+# -- steps 14-17: the FP8 latent cache in the seesaw schedule (a dequantising producer) ---------
+
+
+def test_fp8_seesaw_register_split_fits_the_launch():
+    """setmaxnreg moves registers inside what the CTA got at launch: 384 threads x 168 (65536 /
+    384 rounded down to the allocation unit of 8); a split asking for more makes the math
+    warpgroups' increase wait forever (the first step-14 build hung on the H200 so)."""
+    from cute_mla.mla_decode_sm90 import seesaw
+
+    threads = 3 * seesaw.WG_THREADS
+    assert seesaw.LAUNCH_REGS == (65536 // threads) // 8 * 8
+    assert 2 * seesaw.MATH_REGS + seesaw.PRODUCER_REGS <= 3 * seesaw.LAUNCH_REGS
+    for n in (seesaw.MATH_REGS, seesaw.PRODUCER_REGS):
+        assert n % 8 == 0 and 24 <= n <= 256  # setmaxnreg's range and granularity
+
+
+def test_e4m3_bit_placement_is_exact():
+    """Step 15's dequantisation, emulated with the constants the kernel's asm is built from
+    (E4M3_PRMT, E4M3_PLACEMENT): every finite e4m3 code placed into a bf16 or fp16 value and
+    multiplied by the bias pair equals torch's conversion, subnormals included. (The GPU run of
+    the asm itself: scripts/device/fp8_dequant_check.py.)"""
+    import numpy as np
+    import torch
+
+    from cute_mla.mla_decode_sm90 import seesaw
+
+    def prmt(a, sel):
+        src = [(a >> (8 * i)) & 0xFF for i in range(4)] + [0] * 4
+        return sum(src[(sel >> (4 * i)) & 7] << (8 * i) for i in range(4))
+
+    def as_float(bits16, half16):
+        if half16:
+            return float(np.array([bits16], dtype=np.uint16).view(np.float16)[0])
+        return float(np.array([bits16 << 16], dtype=np.uint32).view(np.float32)[0])
+
+    codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    ref = codes.view(torch.float8_e4m3fn).float()
+    checked = 0
+    for half16, (shift, mask, one) in seesaw.E4M3_PLACEMENT.items():
+        k = as_float(one & 0xFFFF, half16)
+        for v in range(256):
+            if torch.isnan(ref[v]):
+                continue
+            word = v * 0x01010101  # the code in all four bytes
+            for sel in seesaw.E4M3_PRMT.values():
+                y = prmt(word, sel)
+                y = (y & 0x80008000) | ((y >> shift) & mask)
+                for part in (y & 0xFFFF, y >> 16):
+                    assert as_float(part, half16) * k == ref[v].item(), (half16, hex(v))
+                    checked += 1
+    assert checked == 2 * 254 * 2 * 2
+
+
+@pytest.mark.parametrize(
+    ("step", "shape"),
+    [
+        (14, {"b": 32, "t": 4096}),
+        (15, {"b": 32, "t": 4096}),
+        (17, {"b": 32, "t": 4096}),
+        (17, {"b": 4, "s": 2, "h": 64, "t": 1000, "kv_scale": "per_block"}),
+    ],
+)
+def test_fp8_seesaw_compiles_for_sm90a(step, shape, tmp_path, monkeypatch):
+    """Steps 14-17 (the FP8 cache with ``--config schedule=seesaw``): 384 threads (168
+    registers at launch, one setmaxnreg per role), the math warpgroups' MMAs exactly step 11's,
+    the rope chunk the only TMA (the latent part goes through the producer's LDG.128 and
+    STS.128), step 14 converting through F2FP + HADD2, steps 15 and 17 by bit placement (PRMT
+    + HMUL2, no HADD2). The spills are bounded, not zero: the math warpgroups' 208 registers
+    spill the loop's phase words (40 B at s=1), the causal s=2 build more."""
+    from cute_mla.mla_decode_sm90 import seesaw
+
+    plan, prob, cfg = _seesaw_case(
+        {**shape, "kv_dtype": FP8}, {"schedule": "seesaw", "step": str(step)}, tmp_path,
+        monkeypatch,
+    )  # fmt: skip
+    st = plan.run_static(prob, cfg)
+    assert st["registers"] == seesaw.LAUNCH_REGS
+    assert st["spill_store_bytes"] <= (96 if prob.s == 1 else 320)
+    ops = st["opcodes"]
+    assert ops.get("USETMAXREG") == 2
+    assert st["mma_mnemonics"] == {"HGMMA.64x64x16.F32.BF16": 36, "HGMMA.64x256x16.F32.BF16": 12}
+    assert ops.get("UTMALDG") == 2  # the rope chunk (step 11 issues 37 page TMAs)
+    assert ops.get("LDG", 0) >= 16 and ops.get("STS", 0) >= 32
+    if step == 14:
+        assert ops.get("HADD2", 0) >= 256 and "PRMT" not in ops
+    else:
+        assert ops.get("PRMT") == 128 and ops.get("HMUL2") == 256 and "HADD2" not in ops
+    meta = st["meta"]
+    assert meta["seesaw_step"] == step and meta["producer_warpgroup"] is True
+    assert meta["kv_load"].startswith("ldg + dequant")

@@ -325,9 +325,10 @@ class MlaSm90Config(Config):
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9,
     the per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup dequantises
-    the e4m3 pages into the 16-bit stages); the FP8 cache with ``schedule=seesaw`` builds it;
-    15 is 14 dequantising by bit placement instead of conversions; 16 is 15 filling a pair's
-    groups in the order they are released; 17 is 15 with one group in flight, not two.
+    the e4m3 pages into the 16-bit stages); 15 is 14 dequantising by bit placement instead of
+    conversions; 16 is 15 filling a pair's groups in the order they are released; 17 is 15
+    with one group in flight, not two, measured the fastest of them (the devlog, "FP8 in the
+    seesaw schedule"): the FP8 cache with ``schedule=seesaw`` builds it.
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
     every setting of the workload's table, and ``lockstep`` for the FP8 cache), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
@@ -423,7 +424,7 @@ class MlaDecodeSm90(KernelPlan):
             if config.step not in (MlaSm90Config().step, *FP8_STEPS):
                 raise ShapeError(
                     f"{self.name}: the FP8 latent cache's seesaw builds are steps "
-                    f"{' and '.join(map(str, FP8_STEPS))} (got step={config.step}: drop --config "
+                    f"{FP8_STEPS[0]} to {FP8_STEPS[-1]} (got step={config.step}: drop --config "
                     f"step for step {FP8_STEP})"
                 )
             if config.splits:
