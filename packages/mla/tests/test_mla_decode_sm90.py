@@ -721,7 +721,7 @@ def test_fp8_seesaw_register_split_fits_the_launch():
     from cute_mla.mla_decode_sm90 import seesaw
 
     threads = 3 * seesaw.WG_THREADS
-    assert seesaw.LAUNCH_REGS == (65536 // threads) // 8 * 8
+    assert (65536 // threads) // 8 * 8 == seesaw.LAUNCH_REGS
     assert 2 * seesaw.MATH_REGS + seesaw.PRODUCER_REGS <= 3 * seesaw.LAUNCH_REGS
     for n in (seesaw.MATH_REGS, seesaw.PRODUCER_REGS):
         assert n % 8 == 0 and 24 <= n <= 256  # setmaxnreg's range and granularity
@@ -734,7 +734,6 @@ def test_e4m3_bit_placement_is_exact():
     the asm itself: scripts/device/fp8_dequant_check.py.)"""
     import numpy as np
     import torch
-
     from cute_mla.mla_decode_sm90 import seesaw
 
     def prmt(a, sel):
