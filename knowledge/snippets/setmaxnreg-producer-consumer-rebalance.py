@@ -32,8 +32,10 @@ WG = 128  # threads per warpgroup
 N_LOAD_WG, N_MMA_WG = 1, 2  # one TMA warpgroup, two wgmma warpgroups
 LOAD_REGS, MMA_REGS = 40, 232
 THREADS = WG * (N_LOAD_WG + N_MMA_WG)  # 384
-# launch allocation per thread: 65536 // (WG * (N_LOAD_WG + N_MMA_WG)) // 8 * 8 = 168
-assert WG * (N_LOAD_WG * LOAD_REGS + N_MMA_WG * MMA_REGS) <= 65536
+# launch allocation per thread: 65536 // THREADS rounded down to 8 = 168; setmaxnreg only
+# moves registers inside the CTA's launch pool (THREADS x 168 = 64512), not the SM's 65536
+LAUNCH_REGS = 65536 // THREADS // 8 * 8
+assert N_LOAD_WG * LOAD_REGS + N_MMA_WG * MMA_REGS <= (N_LOAD_WG + N_MMA_WG) * LAUNCH_REGS
 
 # snippet:end
 
