@@ -837,38 +837,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     mKV8, mSc, mPT, sK, mbar, tma_atom, tKgK, tKsKt, seq, p0, p1, f0, f1, tok,
                     par, ptid, warp, buf, sbuf,
                 )  # fmt: skip
-            elif cutlass.const_expr(self.one_buffer):
-                # step 17: one group in registers at a time, loaded right after the previous
-                # group's stores (the next half of this page, or the next page's first half)
-                page = cutlass.Int32(0)
-                if p1 > p0:
-                    page = mPT[seq, p0]
-                    self.fp8_load_half(mKV8, mSc, page, 0, tok, par, buf[0], sbuf[0])
-                for pg in cutlass.range(p0, p1, unroll=1):
-                    st = (pg - p0) % 2
-                    fill = f0 + (pg - p0) // 2
-                    if st == 1:
-                        fill = f1 + (pg - p0) // 2
-                    nxt = cutlass.Int32(0)
-                    if pg + 1 < p1:
-                        nxt = mPT[seq, pg + 1]
-                    self.fp8_fill(
-                        sK, mbar, tma_atom, tKgK, tKsKt, page, st, 0, fill, tok, par, ptid, warp,
-                        buf[0], sbuf[0],
-                    )  # fmt: skip
-                    self.fp8_load_half(mKV8, mSc, page, 1, tok, par, buf[0], sbuf[0])
-                    self.fp8_fill(
-                        sK, mbar, tma_atom, tKgK, tKsKt, page, st, 1, fill, tok, par, ptid, warp,
-                        buf[0], sbuf[0],
-                    )  # fmt: skip
-                    if pg + 1 < p1:
-                        self.fp8_load_half(mKV8, mSc, nxt, 0, tok, par, buf[0], sbuf[0])
-                    page = nxt
             else:
+                # steps 14, 15: each group's next load one page ahead into its own buffer;
+                # step 17: one buffer, loaded right after the previous group's stores (the
+                # next half of this page, or the next page's first half)
+                nb = 1 if self.one_buffer else NUM_WG
                 page = cutlass.Int32(0)
                 if p1 > p0:
                     page = mPT[seq, p0]
-                    for w in cutlass.range_constexpr(NUM_WG):
+                    for w in cutlass.range_constexpr(nb):
                         self.fp8_load_half(mKV8, mSc, page, w, tok, par, buf[w], sbuf[w])
                 for pg in cutlass.range(p0, p1, unroll=1):
                     st = (pg - p0) % 2
@@ -879,12 +856,17 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     if pg + 1 < p1:
                         nxt = mPT[seq, pg + 1]
                     for w in cutlass.range_constexpr(NUM_WG):
+                        b = w % nb
                         self.fp8_fill(
                             sK, mbar, tma_atom, tKgK, tKsKt, page, st, w, fill, tok, par, ptid,
-                            warp, buf[w], sbuf[w],
+                            warp, buf[b], sbuf[b],
                         )  # fmt: skip
-                        if pg + 1 < p1:
-                            self.fp8_load_half(mKV8, mSc, nxt, w, tok, par, buf[w], sbuf[w])
+                        if cutlass.const_expr(self.one_buffer and w == 0):
+                            self.fp8_load_half(mKV8, mSc, page, 1, tok, par, buf[b], sbuf[b])
+                        else:
+                            nw = (w + 1) % NUM_WG if self.one_buffer else w
+                            if pg + 1 < p1:
+                                self.fp8_load_half(mKV8, mSc, nxt, nw, tok, par, buf[b], sbuf[b])
                     page = nxt
             f0 = f0 + (p1 - p0 + 1) // 2
             f1 = f1 + (p1 - p0) // 2
