@@ -1,15 +1,18 @@
 #!/bin/bash
 # The FP8 (e4m3) latent KV cache of mla_decode_sm90 (issue 11, "Beyond: FP8 KV cache"; the
-# cp.async path dequantises each page on chip into the 16-bit SMEM stages) on the H200. NOT yet
-# run: written and dry-run on a CPU host (DRYRUN=1 below). One device call per step (each well
+# cp.async path and the seesaw producer warpgroup dequantise each page on chip into the 16-bit
+# SMEM stages) on the H200: run in sessions 3 (check, table) and 6 (check14, table14, ncu14;
+# results/logs/2026-12-01-h200-session6/NOTE.md). One device call per step (each well
 # under 10 minutes), after host-setup.sh and `source .device/bl/env.sh` (as for
 # mla-sm90-step3.sh):
 #
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh check   # -> $OUT/fp8-check.tgz
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh table   # -> $OUT/fp8-table.tgz
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh ncu     # -> $OUT/fp8-ncu.tgz
-#   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh check14 table14 ncu14   # step 14 (seesaw)
-#   FP8_STEP=15 FORMATS=step15 OUT=$OUT bash ... check14 table14 ncu14   # step 15
+#   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh check14 table14 ncu14   # the seesaw FP8 build
+#       (check14, ncu14: step FP8_STEP, default 17; table14: the entries of FORMATS, default
+#       fp8 = step 17 against the lockstep build: see mla_sm90_fp8_alt.py's FORMAT_SETS)
+#   FP8_STEP=15 FORMATS=step15 OUT=$OUT bash ... check14 table14 ncu14   # an older step
 #
 # check: the package check (every check problem of the workload the kernel takes: the 16-bit
 #   ones as a regression, and the two FP8 ones), then the FP8 check problems on their own
@@ -61,13 +64,13 @@ f8-tma-refused kernel --b 4 --t 1024 $f8 --config loads=tma $ck
 JOBS
 }
 
-# step 14 (the seesaw schedule with a dequantising producer warpgroup, --config schedule=seesaw):
+# the seesaw FP8 build (steps 14-17: a dequantising producer warpgroup; FP8_STEP, default 17):
 # the same formats, tails, dtypes and shapes as `check`, 3 launches per check (state kept
 # between launches is checked), the work list's cases (one sequence in many pieces, empty
 # sequences between long ones, 64 short ones, the table's settings), the planted faults, and
 # the refusals (another seesaw step, a split count; step 14 on a 16-bit cache)
 jobs_check14() {
-    local v="--config schedule=seesaw step=${FP8_STEP:-14}"
+    local v="--config schedule=seesaw step=${FP8_STEP:-17}"
     local c="--check --check-launches 3 --prof_type disabled"
     cat <<JOBS
 s14-tok-b8-t777-varlen kernel --b 8 --t 777 --varlen true $f8 $v $c
@@ -95,17 +98,18 @@ s14-bf16-refused kernel --b 4 --t 1024 --config step=14 $c
 JOBS
 }
 
-# step 14 timed: ours on bf16 (step 11), FP8 lockstep, FP8 step 14 (per_token, per_block) and
-# PEERS on bf16, alternated at h=128 (128, 4096) and (32, 4096) and h=64 (128, 4096)
+# the seesaw FP8 builds timed (FORMATS, default fp8: ours on bf16 (step 11), FP8 lockstep and
+# step 17, per_token and per_block) with PEERS on bf16, alternated at h=128 (128, 4096) and
+# (32, 4096) and h=64 (128, 4096)
 jobs_table14() {
-    echo "s14-table fp8alt --formats ${FORMATS:-seesaw} --shape 128,4096,128 --shape 32,4096,128 --shape 128,4096,64 --peers ${PEERS-flashinfer_mla} --cuda-graph --reps 30"
+    echo "s14-table fp8alt --formats ${FORMATS:-fp8} --shape 128,4096,128 --shape 32,4096,128 --shape 128,4096,64 --peers ${PEERS-flashinfer_mla} --cuda-graph --reps 30"
 }
 
-# step 14 under Nsight Compute at (128, 4096): h=128 and h=64, per_token
+# the seesaw FP8 build (FP8_STEP, default 17) under Nsight Compute at (128, 4096): h=128, h=64
 jobs_ncu14() {
     cat <<JOBS
-s14-ncu-tok-b128-t4096 kernel --b 128 --t 4096 $f8 --config schedule=seesaw step=${FP8_STEP:-14} --prof_type ncu --ncu-set full
-s14-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 --config schedule=seesaw step=${FP8_STEP:-14} --prof_type ncu --ncu-set full
+s14-ncu-tok-b128-t4096 kernel --b 128 --t 4096 $f8 --config schedule=seesaw step=${FP8_STEP:-17} --prof_type ncu --ncu-set full
+s14-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 --config schedule=seesaw step=${FP8_STEP:-17} --prof_type ncu --ncu-set full
 JOBS
 }
 

@@ -20,7 +20,8 @@ to the fastest, and the KV bytes per token read (the roofline's GB/s counts the 
 own bytes: 644 or 656 B per token against 1152).
 
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
-        [--peers flashinfer_mla] [--formats lockstep|seesaw] [--reps 30] [--cuda-graph]
+        [--peers flashinfer_mla] [--formats lockstep|seesaw|step15|step16|step17|fp8]
+        [--reps 30] [--cuda-graph]
         [--no-record] [--dry]
 
 ``--dry`` (any machine): every entry's problem, config and ``supports()`` as the device would
@@ -38,7 +39,9 @@ OURS = "mla_decode_sm90"
 #: the entries of ours timed per shape, by ``--formats``: (label suffix, problem fields,
 #: config overrides). ``lockstep``: the FP8 cache on its first build (the lockstep schedule,
 #: dequantised through every math thread's registers; session 3); ``seesaw``: step 14 (the
-#: seesaw schedule with a dequantising producer warpgroup) beside the lockstep build
+#: seesaw schedule with a dequantising producer warpgroup; session 6's first table) beside the
+#: lockstep build; ``step15``-``step17``: each step against the one before it; ``fp8`` (the
+#: default of mla-sm90-fp8.sh table14): the seesaw FP8 default (step 17) against lockstep
 FORMAT_SETS = {
     "lockstep": (
         ("bf16", {}, {}),
@@ -48,11 +51,27 @@ FORMAT_SETS = {
     "seesaw": (
         ("bf16", {}, {}),
         ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
-        ("fp8 per_token seesaw", {"kv_dtype": FP8}, {"schedule": "seesaw"}),
+        ("fp8 per_token seesaw", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "14"}),
         (
             "fp8 per_block seesaw",
             {"kv_dtype": FP8, "kv_scale": "per_block"},
-            {"schedule": "seesaw"},
+            {"schedule": "seesaw", "step": "14"},
+        ),
+    ),
+    # the seesaw FP8 default (step 17) against the lockstep build: which one `auto` should be
+    "fp8": (
+        ("bf16", {}, {}),
+        ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
+        (
+            "fp8 per_block lockstep",
+            {"kv_dtype": FP8, "kv_scale": "per_block"},
+            {"schedule": "lockstep"},
+        ),
+        ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
+        (
+            "fp8 per_block step17",
+            {"kv_dtype": FP8, "kv_scale": "per_block"},
+            {"schedule": "seesaw", "step": "17"},
         ),
     ),
     # step 15 (bit-placement dequantisation) against step 14 and the lockstep build
@@ -179,9 +198,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     peers = [x for x in a.peers.split(",") if x]
     if a.dry:
+        from kernelplan.errors import KernelPlanError
+
         for shape in a.shape:
             for label, kernel, fields, overrides in entries(shape, peers, a.formats):
-                _plan, prob, cfg = build(kernel, fields, overrides)
+                try:
+                    _plan, prob, cfg = build(kernel, fields, overrides)
+                except (KernelPlanError, ValueError) as e:
+                    print(
+                        f"error: {label} at --shape {','.join(map(str, shape))}: {e}",
+                        file=sys.stderr,
+                    )
+                    return 2
                 print(f"ok {label}: {prob.label()} {cfg.to_dict()}", flush=True)
         return 0
     from kernelplan import device as devmod

@@ -23,12 +23,14 @@ warp 0; the NaN tail's V rows zeroed in SMEM (see the kernel's docstring). Compi
 only; not yet measured on a GPU.
 
 FP8 latent cache (``--kv_dtype float8_e4m3fn``, ``--kv_scale per_token|per_block``; issue 11):
-the cp.async path only (``loads=cpasync``). The kernel takes the workload's three cache tensors
-(kv_cache e4m3 (pages, 64, 512), kv_scales fp32 (pages, 64, G), kv_rope (pages, 64, 64) in
-the dtype) and dequantises on chip into the same 16-bit SMEM stages: see the kernel's
-docstring. The kv format (kv_dtype, kv_scale, kv_block) is part of the problem's compile key
-(not a runtime field): one compile per (s, h, causal, dtype, kv format, split or not).
-Compile-verified only; not yet measured on a GPU.
+the kernel takes the workload's three cache tensors (kv_cache e4m3 (pages, 64, 512), kv_scales
+fp32 (pages, 64, G), kv_rope (pages, 64, 64) in the dtype) and dequantises on chip into the
+same 16-bit SMEM stages. The lockstep schedule (the ``auto`` default for it) does so through
+every math thread's registers on the cp.async path (kernel.py's docstring); the seesaw
+schedule (``--config schedule=seesaw``: steps 14-17, 17 by default) through a third, producer
+warpgroup (seesaw.py). The kv format (kv_dtype, kv_scale, kv_block) is part of the problem's
+compile key (not a runtime field): one compile per (s, h, causal, dtype, kv format, split or
+not). Both are checked and timed on the H200 (knowledge/kernels/mla-decode-sm90.md).
 """
 
 from __future__ import annotations
@@ -320,7 +322,7 @@ class MlaSm90Config(Config):
     ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
-    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 14, see
+    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 17, see
     :data:`.seesaw.STEPS`; for before/after runs). 11 is the default: a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9,
@@ -332,9 +334,10 @@ class MlaSm90Config(Config):
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
     every setting of the workload's table, and ``lockstep`` for the FP8 cache), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-13, :mod:`.seesaw`: each warpgroup owns every other page and the
+    ``seesaw`` (steps 4-17, :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
-    the FP8 cache's latent part through the producer warpgroup: step 14). ``step`` applies to
+    the FP8 cache's latent part through the producer warpgroup: steps 14-17; with the FP8 cache the
+    default ``step`` (11) builds 17). ``step`` applies to
     the seesaw schedule only."""
 
     splits: int = 0
@@ -376,7 +379,7 @@ class MlaDecodeSm90(KernelPlan):
         "own CuTe DSL MLA decode for sm_90a: WGMMA, 2 math warpgroups, V = transposed K page "
         "in SMEM, split-KV with a PDL combine; default: the seesaw schedule (seesaw.py) with "
         "TMA pages for 16-bit caches, the lockstep schedule (kernel.py) for the FP8 cache "
-        "(schedule=seesaw: step 14, a producer warpgroup dequantises the FP8 pages)"
+        "(schedule=seesaw: step 17, a producer warpgroup dequantises the FP8 pages)"
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
@@ -432,21 +435,26 @@ class MlaDecodeSm90(KernelPlan):
                     f"{self.name}: the FP8 latent cache's seesaw build plans its own parts (the "
                     f"work list; got splits={config.splits}: drop --config splits)"
                 )
-        if not problem.kv_fp8 and config.step in FP8_STEPS:
-            raise ShapeError(
-                f"{self.name}: step {config.step} is an FP8 latent cache build (add --kv_dtype "
-                "float8_e4m3fn, or take step 4 to 13 for a 16-bit cache)"
-            )
         if schedule == "seesaw" and config.loads == "cpasync":
+            how = (
+                "the 16-bit rope part by TMA, the FP8 latent part through its producer warpgroup"
+                if problem.kv_fp8
+                else "pages by TMA"
+            )
             raise ShapeError(
-                f"{self.name}: the seesaw schedule loads pages by TMA (got loads=cpasync: "
-                "use --config schedule=lockstep for cp.async pages)"
+                f"{self.name}: the seesaw schedule loads {how} (got loads=cpasync: use "
+                "--config schedule=lockstep for cp.async pages)"
             )
         newest = MlaSm90Config().step
         if schedule == "lockstep" and config.step != newest:
             raise ShapeError(
                 f"{self.name}: --config step applies to the seesaw schedule (got step="
                 f"{config.step} with schedule={schedule}: use --config schedule=seesaw)"
+            )
+        if not problem.kv_fp8 and config.step in FP8_STEPS:
+            raise ShapeError(
+                f"{self.name}: step {config.step} is an FP8 latent cache build (add --kv_dtype "
+                "float8_e4m3fn, or take step 4 to 13 for a 16-bit cache)"
             )
         cap = split_cap(problem)
         if config.splits > cap:
@@ -510,7 +518,7 @@ class MlaDecodeSm90(KernelPlan):
         """The seesaw step built for ``config``: its ``step``, except that steps 11-13 with an
         explicit ``splits`` build step 9 (the work list plans its own parts; a split count
         asks for the per-sequence splits), and that the FP8 cache (``problem.kv_fp8``) builds
-        step 14."""
+        the step asked among 14-17, else (the default 11) :data:`FP8_STEP`, 17."""
         if problem is not None and problem.kv_fp8:
             return config.step if config.step in FP8_STEPS else FP8_STEP
         return 9 if config.step >= 11 and config.splits else config.step

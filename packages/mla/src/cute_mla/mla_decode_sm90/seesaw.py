@@ -67,8 +67,12 @@ split kernel's last CTA per (sequence, m-tile), 11 is 9 with a host-planned work
 pages of all sequences end to end cut into one part per SM and m-tile; each CTA walks its
 part's segments, FlashMLA's tile scheduler idea; :class:`.mla_decode_sm90.WorkList`; the
 default), 12 is 11 with the next segment's first two pages loaded during the current one's
-last pairs, 13 is 11 with the combine merging 2 pieces per round, not 4. Each step's
-measured effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
+last pairs, 13 is 11 with the combine merging 2 pieces per round, not 4. Steps 14-17 take the
+FP8 latent cache (and it only them): 14 is 11 with a third, producer warpgroup that
+dequantises each page into the 16-bit stages (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15
+dequantises by bit placement (:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15
+with one group in flight in the producer's registers (the FP8 default). Each step's measured
+effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
 """
 
 from __future__ import annotations
@@ -183,8 +187,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             raise ValueError(f"step must be one of {STEPS} (got {step!r})")
         if kv_fp8 != (step in FP8_STEPS):
             raise ValueError(
-                f"the FP8 latent cache builds step {FP8_STEPS[0]} and only it (got step {step}"
-                f" with kv_fp8={kv_fp8})"
+                f"the FP8 latent cache builds steps {FP8_STEPS[0]}-{FP8_STEPS[-1]} and only them "
+                f"(got step {step} with kv_fp8={kv_fp8})"
             )
         super().__init__(s, h, causal, dtype, loads="tma")
         self.set_kv_format(kv_fp8, scale_block)
