@@ -20,7 +20,7 @@ to the fastest, and the KV bytes per token read (the roofline's GB/s counts the 
 own bytes: 644 or 656 B per token against 1152).
 
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
-        [--peers flashinfer_mla] [--formats lockstep|seesaw|step15|step16|step17|fp8]
+        [--peers flashinfer_mla] [--formats lockstep|seesaw|step15|step16|step17|step19|fp8]
         [--reps 30] [--cuda-graph]
         [--no-record] [--dry]
 
@@ -91,6 +91,14 @@ FORMAT_SETS = {
         ("bf16", {}, {}),
         ("fp8 per_token step15", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "15"}),
         ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
+    ),
+    # steps 18 and 19 (built in session 6, not yet timed) against 17 and lockstep
+    "step19": (
+        ("bf16", {}, {}),
+        ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
+        ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
+        ("fp8 per_token step18", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "18"}),
+        ("fp8 per_token step19", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "19"}),
     ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (

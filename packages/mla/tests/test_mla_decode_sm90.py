@@ -375,7 +375,7 @@ def test_mla_decode_sm90_fp8_tensors_and_key():
     [
         ({"kv_scale": "per_block", "kv_block": 8}, {}, "takes --kv_block >= 16"),
         ({}, {"loads": "tma"}, "lockstep schedule takes --config loads=cpasync or auto"),
-        ({}, {"schedule": "seesaw", "step": "9"}, "seesaw builds are steps 14 to 17 .got step=9"),
+        ({}, {"schedule": "seesaw", "step": "9"}, "seesaw builds are steps 14 to 19 .got step=9"),
         ({}, {"schedule": "seesaw", "splits": "2"}, "plans its own parts"),
     ],
 )
@@ -735,9 +735,14 @@ def test_fp8_seesaw_register_split_fits_the_launch():
 
     threads = 3 * seesaw.WG_THREADS
     assert (65536 // threads) // 8 * 8 == seesaw.LAUNCH_REGS
-    assert 2 * seesaw.MATH_REGS + seesaw.PRODUCER_REGS <= 3 * seesaw.LAUNCH_REGS
-    for n in (seesaw.MATH_REGS, seesaw.PRODUCER_REGS):
-        assert n % 8 == 0 and 24 <= n <= 256  # setmaxnreg's range and granularity
+    for math, producer in seesaw.REG_SPLITS.values():
+        assert 2 * math + producer <= 3 * seesaw.LAUNCH_REGS
+        for n in (math, producer):
+            assert n % 8 == 0 and 24 <= n <= 256  # setmaxnreg's range and granularity
+    # every FP8 step builds with the split in force from its step on
+    for step in seesaw.FP8_STEPS:
+        k = seesaw.MlaDecodeSm90Seesaw(1, 128, False, step=step, kv_fp8=True)
+        assert (k.math_regs, k.producer_regs) == seesaw.REG_SPLITS[18 if step >= 18 else 14]
 
 
 def test_e4m3_bit_placement_is_exact():
@@ -777,8 +782,9 @@ def test_e4m3_bit_placement_is_exact():
 
 
 #: (step, shape, the most spill-store bytes taken): the CPU compiles of this commit spill 80,
-#: 92, 416 and 40 B for steps 14-17 at h=128 s=1 (the math warpgroups' loop phase words at 208
-#: registers; step 16's producer too), 172 B for step 17 at h=64 s=1 and 188 B at h=64 s=2
+#: 92, 416, 40, 0 and 16 B for steps 14-19 at h=128 s=1 (the math warpgroups' loop phase words
+#: at 208 registers; step 16's producer too), 172 B for step 17 at h=64 s=1 and 188 B at h=64
+#: s=2
 FP8_SEESAW_CASES = [
     (14, {"b": 32, "t": 4096}, 96),
     (15, {"b": 32, "t": 4096}, 96),
@@ -786,6 +792,8 @@ FP8_SEESAW_CASES = [
     (17, {"b": 32, "t": 4096}, 64),
     (17, {"b": 128, "t": 4096, "h": 64}, 192),
     (17, {"b": 4, "s": 2, "h": 64, "t": 1000, "kv_scale": "per_block"}, 224),
+    (18, {"b": 32, "t": 4096}, 0),  # 216 / 72: the math warpgroups stop spilling
+    (19, {"b": 32, "t": 4096}, 32),
 ]
 
 

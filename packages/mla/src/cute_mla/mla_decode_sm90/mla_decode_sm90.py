@@ -27,7 +27,7 @@ the kernel takes the workload's three cache tensors (kv_cache e4m3 (pages, 64, 5
 fp32 (pages, 64, G), kv_rope (pages, 64, 64) in the dtype) and dequantises on chip into the
 same 16-bit SMEM stages. The lockstep schedule (the ``auto`` default for it) does so through
 every math thread's registers on the cp.async path (kernel.py's docstring); the seesaw
-schedule (``--config schedule=seesaw``: steps 14-17, 17 by default) through a third, producer
+schedule (``--config schedule=seesaw``: steps 14-19, 17 by default) through a third, producer
 warpgroup (seesaw.py). The kv format (kv_dtype, kv_scale, kv_block) is part of the problem's
 compile key (not a runtime field): one compile per (s, h, causal, dtype, kv format, split or
 not). Both are checked and timed on the H200 (knowledge/kernels/mla-decode-sm90.md).
@@ -73,7 +73,7 @@ GRID_BOUND = 4 * 132
 PARTS_CAP = 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
-FP8_STEPS = (14, 15, 16, 17)
+FP8_STEPS = (14, 15, 16, 17, 18, 19)
 FP8_STEP = 17
 
 
@@ -322,7 +322,7 @@ class MlaSm90Config(Config):
     ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
     every sequence cut into the same number of equal parts, sized for the longest) or
     ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
-    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 17, see
+    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 19, see
     :data:`.seesaw.STEPS`; for before/after runs). 11 is the default: a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9,
@@ -330,13 +330,14 @@ class MlaSm90Config(Config):
     the e4m3 pages into the 16-bit stages); 15 is 14 dequantising by bit placement instead of
     conversions; 16 is 15 filling a pair's groups in the order they are released; 17 is 15
     with one group in flight, not two, measured the fastest of them (the devlog, "FP8 in the
-    seesaw schedule"): the FP8 cache with ``schedule=seesaw`` builds it.
+    seesaw schedule"): the FP8 cache with ``schedule=seesaw`` builds it; 18 (setmaxnreg 216 /
+    72) and 19 (each chunk published as written) are built, not yet measured.
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
     every setting of the workload's table, and ``lockstep`` for the FP8 cache), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-17, :mod:`.seesaw`: each warpgroup owns every other page and the
+    ``seesaw`` (steps 4-19, :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
-    the FP8 cache's latent part through the producer warpgroup: steps 14-17; with the FP8 cache the
+    the FP8 cache's latent part through the producer warpgroup: steps 14-19; with the FP8 cache the
     default ``step`` (11) builds 17). ``step`` applies to
     the seesaw schedule only."""
 
@@ -349,9 +350,9 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in tuple(range(4, 18)):
+        if self.step not in tuple(range(4, 20)):
             raise ShapeError(
-                f"step must be 4 to 17 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to 19 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -518,7 +519,7 @@ class MlaDecodeSm90(KernelPlan):
         """The seesaw step built for ``config``: its ``step``, except that steps 11-13 with an
         explicit ``splits`` build step 9 (the work list plans its own parts; a split count
         asks for the per-sequence splits), and that the FP8 cache (``problem.kv_fp8``) builds
-        the step asked among 14-17, else (the default 11) :data:`FP8_STEP`, 17."""
+        the step asked among 14-19, else (the default 11) :data:`FP8_STEP`, 17."""
         if problem is not None and problem.kv_fp8:
             return config.step if config.step in FP8_STEPS else FP8_STEP
         return 9 if config.step >= 11 and config.splits else config.step

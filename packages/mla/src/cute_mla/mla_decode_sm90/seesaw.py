@@ -67,11 +67,12 @@ split kernel's last CTA per (sequence, m-tile), 11 is 9 with a host-planned work
 pages of all sequences end to end cut into one part per SM and m-tile; each CTA walks its
 part's segments, FlashMLA's tile scheduler idea; :class:`.mla_decode_sm90.WorkList`; the
 default), 12 is 11 with the next segment's first two pages loaded during the current one's
-last pairs, 13 is 11 with the combine merging 2 pieces per round, not 4. Steps 14-17 take the
+last pairs, 13 is 11 with the combine merging 2 pieces per round, not 4. Steps 14-19 take the
 FP8 latent cache (and it only them): 14 is 11 with a third, producer warpgroup that
 dequantises each page into the 16-bit stages (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15
 dequantises by bit placement (:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15
-with one group in flight in the producer's registers (the FP8 default). Each step's measured
+with one group in flight in the producer's registers (the FP8 default), 18 is 17 with
+setmaxnreg 216 / 72, 19 is 18 publishing each chunk as it is written. Each step's measured
 effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
 """
 
@@ -140,10 +141,13 @@ P_CHUNK = 8
 #: 16 is 15 with the producer filling a pair's groups in the order the math warpgroups
 #: release them, K1's chunks 4-7 released by WG1 right after its PV1R
 #: 17 is 15 (not 16) with one group in flight in the producer's registers instead of two
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
+#: 18 is 17 with setmaxnreg 216 / 72 (:data:`REG_SPLITS`); 19 is 18 publishing each chunk as
+#: it is written (4 barriers and arrives per group, not 1), so the QK k-blocks of a chunk can
+#: start while the producer converts the next
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 STEP = 11
-#: the FP8 cache's seesaw builds (steps 14-17 take only the FP8 cache, and it only them)
-FP8_STEPS = (14, 15, 16, 17)
+#: the FP8 cache's seesaw builds (steps 14-19 take only the FP8 cache, and it only them)
+FP8_STEPS = (14, 15, 16, 17, 18, 19)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
 #: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
 #: setmaxnreg only moves registers inside that pool: 2 x math + producer <= 3 x 168 = 504.
@@ -153,6 +157,9 @@ FP8_STEPS = (14, 15, 16, 17)
 LAUNCH_REGS = 168
 MATH_REGS = 208
 PRODUCER_REGS = 88
+#: the (math, producer) split from a step on: step 18 gives the math warpgroups step 11's
+#: budget back (216: no spills in a CPU compile), since step 17's producer fits in 72
+REG_SPLITS = {14: (MATH_REGS, PRODUCER_REGS), 18: (216, 72)}
 #: step 14: the producer warpgroup's own named barrier (its 128 threads)
 BAR_PROD = 7
 #: step 14: the "stage released" mbarriers after the 18 chunk barriers, one per (stage,
@@ -201,7 +208,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.release_order = step == 16
         #: step 17: step 15 with one group in flight in the producer's registers, not two
         #: (32 more registers for the conversions' instruction-level parallelism)
-        self.one_buffer = step == 17
+        self.one_buffer = step >= 17
+        #: steps 14-19: the setmaxnreg split (math, producer) of this step
+        self.math_regs, self.producer_regs = (
+            REG_SPLITS[max(k for k in REG_SPLITS if k <= step)] if kv_fp8 else (0, 0)
+        )
+        #: step 19: each chunk published as soon as it is written
+        self.chunk_publish = step >= 19
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -380,7 +393,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
         if math_wg:  # (a Python True without the producer: no branch)
             if cutlass.const_expr(self.producer_wg):
-                cute.arch.setmaxregister_increase(MATH_REGS)
+                cute.arch.setmaxregister_increase(self.math_regs)
             # ---- MMA partitions (once per CTA) ---------------------------------------------------
             thr_qk = qk_mma.get_slice(wg_tidx)
             tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ))  # (MMA, 1, 36)
@@ -773,7 +786,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
         else:
             if cutlass.const_expr(self.producer_wg):
-                cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+                cute.arch.setmaxregister_decrease(self.producer_regs)
                 self.fp8_producer(
                     mKV8, mSc, mPT, mLens, mWork, sK, mbar, tma_atom, tKgK, tKsKt, bidx, sp,
                     num_splits, pages_per_split, split, wg_tidx, warp,
@@ -905,12 +918,21 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             cute.arch.mbarrier_wait(mbar + EMPTY + st * NUM_WG + w, (fill - 1) % 2)
         if warp == NUM_WG * 4 and st != w:
             self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, st, P_CHUNK, N_CHUNKS, P_CHUNK)
-        self.fp8_store_half(sK, st, w, tok, par, rK8, rSc)
-        cute.arch.fence_proxy("async.shared", space="cta")
-        cute.arch.barrier(barrier_id=BAR_PROD, number_of_threads=WG_THREADS)
-        if ptid == 0:
-            for c in cutlass.range_constexpr(4 * w, 4 * w + 4):
-                cute.arch.mbarrier_arrive(mbar + st * N_CHUNKS + c)
+        if cutlass.const_expr(self.chunk_publish):
+            # step 19: vectors 2c and 2c + 1 of every thread are chunk c of the group
+            for c in cutlass.range_constexpr(4):
+                self.fp8_store_half(sK, st, w, tok, par, rK8, rSc, 2 * c, 2 * c + 2)
+                cute.arch.fence_proxy("async.shared", space="cta")
+                cute.arch.barrier(barrier_id=BAR_PROD, number_of_threads=WG_THREADS)
+                if ptid == 0:
+                    cute.arch.mbarrier_arrive(mbar + st * N_CHUNKS + 4 * w + c)
+        else:
+            self.fp8_store_half(sK, st, w, tok, par, rK8, rSc)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=BAR_PROD, number_of_threads=WG_THREADS)
+            if ptid == 0:
+                for c in cutlass.range_constexpr(4 * w, 4 * w + 4):
+                    cute.arch.mbarrier_arrive(mbar + st * N_CHUNKS + c)
 
     @cute.jit
     def fp8_fill_pairs(
@@ -1047,15 +1069,18 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         par: cutlass.Int32,
         rK8: cute.Tensor,
         rSc: cute.Tensor,
+        j_lo: cutlass.Constexpr = 0,
+        j_hi: cutlass.Constexpr = FP8_HALF_VECS,
     ):
         """Step 14: dequantise the registers of :meth:`fp8_load_half` (e4m3 -> fp32, times the
-        scale: exact with power-of-two scales, -> dtype) into SMEM stage ``stage`` at their
-        (token, column) places of the 128-byte-swizzled page the WGMMAs read: two 16-byte
-        stores per vector."""
+        scale: exact with power-of-two scales, -> dtype; from step 15 by bit placement) into
+        SMEM stage ``stage`` at their (token, column) places of the 128-byte-swizzled page the
+        WGMMAs read: two 16-byte stores per vector; vectors j_lo..j_hi-1 only (step 19 stores
+        a group chunk by chunk: vectors 2c and 2c + 1 are chunk c)."""
         sPage = sK[None, None, stage]
         out = cute.make_rmem_tensor(cute.make_layout((8,)), self.dtype)
         half16 = self.dtype is cutlass.Float16
-        for j in cutlass.range_constexpr(FP8_HALF_VECS):
+        for j in cutlass.range_constexpr(j_lo, j_hi):
             if cutlass.const_expr(self.scale_block >= CHUNK):
                 sc = rSc[(64 * (j // 2)) // self.scale_block]
             else:
