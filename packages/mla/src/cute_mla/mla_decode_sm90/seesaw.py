@@ -617,9 +617,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         # stage 0) is free for page pg0+2
                         warpgroup.wait_group(0)
                         cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                        if cutlass.const_expr(self.producer_wg):  # noqa: SIM102
-                            if wg_tidx == 0:  # step 14: stage 0's chunks 0-3 to the producer
-                                cute.arch.mbarrier_arrive(mbar + EMPTY + 0 * NUM_WG + 0)
+                        self.release_to_producer(mbar, 0, 0, wg_tidx)  # step 14: K0's 0-3
                         if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
                             if warp == 0 and pg0 + 2 < p1:
                                 pg = nx0
@@ -660,9 +658,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             warpgroup.wait_group(0)
                             # stage 1's V1L and P1 (chunks 0-3, 8) are free for page pg0+3
                             cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                            if cutlass.const_expr(self.producer_wg):  # noqa: SIM102
-                                if wg_tidx == 0:  # step 14: to the producer
-                                    cute.arch.mbarrier_arrive(mbar + EMPTY + 1 * NUM_WG + 0)
+                            self.release_to_producer(mbar, 1, 0, wg_tidx)  # step 14: K1's 0-3
                             if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
                                 if warp == 0 and pg0 + 3 < p1:
                                     pg = nx1
@@ -709,17 +705,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             # chunks 4-7 to the producer now, while PV0R runs
                             warpgroup.wait_group(1)
                             cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                            if wg_tidx == 0 and has1:
-                                cute.arch.mbarrier_arrive(mbar + EMPTY + 1 * NUM_WG + 1)
+                            if has1:
+                                self.release_to_producer(mbar, 1, 1, wg_tidx)
                         warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
                         cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                        if cutlass.const_expr(self.producer_wg):  # noqa: SIM102
-                            # step 14: stage 0's chunks 4-8 and stage 1's 4-7 to the producer
-                            if wg_tidx == 0:
-                                cute.arch.mbarrier_arrive(mbar + EMPTY + 0 * NUM_WG + 1)
-                                if cutlass.const_expr(not self.release_order):  # noqa: SIM102
-                                    if has1:
-                                        cute.arch.mbarrier_arrive(mbar + EMPTY + 1 * NUM_WG + 1)
+                        # step 14: K0's chunks 4-8 and K1's 4-7 to the producer
+                        self.release_to_producer(mbar, 0, 1, wg_tidx)
+                        if cutlass.const_expr(not self.release_order):  # noqa: SIM102
+                            if has1:
+                                self.release_to_producer(mbar, 1, 1, wg_tidx)
                         if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
                             if warp == NUM_WG * 2:  # warp 4, WG1's first
                                 if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
@@ -887,6 +881,17 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     page = nxt
             f0 = f0 + (p1 - p0 + 1) // 2
             f1 = f1 + (p1 - p0) // 2
+
+    @cute.jit
+    def release_to_producer(
+        self, mbar: cute.Pointer, stage: cutlass.Constexpr, w: cutlass.Constexpr, wg_tidx
+    ):
+        """Steps 14-19, a math warpgroup after its barrier: tell the producer that warpgroup
+        ``w`` is done with its chunks of ``stage`` (one arrive on the stage's "released"
+        mbarrier); nothing without the producer (the 16-bit builds reissue TMAs instead)."""
+        if cutlass.const_expr(self.producer_wg):  # noqa: SIM102 (compile time, then run time)
+            if wg_tidx == 0:
+                cute.arch.mbarrier_arrive(mbar + EMPTY + stage * NUM_WG + w)
 
     @cute.jit
     def fp8_fill(
