@@ -96,7 +96,7 @@ CHUNK_BYTES = PAGE * CHUNK * 2  # 8 KB (bf16 or fp16)
 #: the consumers that release a page stage: lane 0 of every math warp, after its PV WGMMAs
 RELEASE_ARRIVALS = THREADS // 32
 #: the named barrier of the two math warpgroups when a producer warpgroup runs beside them
-#: (the seesaw schedule's FP8 build; its own barriers are 1-8)
+#: (the seesaw schedule's FP8 builds; their other named barriers are 1-7)
 BAR_MATH = 9
 #: FP8 latent cache (``kv_fp8``): the rope columns, and each thread's share of a page's fp8
 #: latent part: one token (row tidx // 4), 8 vectors of 16 e4m3 values (16 bytes) at columns

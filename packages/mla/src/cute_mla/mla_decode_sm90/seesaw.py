@@ -72,7 +72,15 @@ FP8 latent cache (and it only them): 14 is 11 with a third, producer warpgroup t
 dequantises each page into the 16-bit stages (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15
 dequantises by bit placement (:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15
 with one group in flight in the producer's registers (the FP8 default), 18 is 17 with
-setmaxnreg 216 / 72, 19 is 18 publishing each chunk as it is written. Each step's measured
+setmaxnreg 216 / 72, 19 is 18 publishing each chunk as it is written. Their protocol: a
+stage group (chunks 4w..4w+3, with chunk 8 where w != stage) is released by the warpgroup
+that reads it last, after its wait_group and warpgroup barrier (the other warpgroup's QK
+reads of the stage are proven done by BAR_P0 / BAR_P1, as for the TMA reloads); the
+producer's k-th fill of a stage waits for release phase k - 1, so a release can never run two
+phases ahead (releasing fill k needs fill k), and groups are disjoint 8 KB chunks, so writing
+one while another is read is safe. The producer's stores are published by fence.proxy.async
+in every writing thread, its 128-thread barrier and one arrive on each chunk's mbarrier.
+Line-by-line review: results/logs/2026-12-01-fp8-producer-sync-review.md. Each step's measured
 effect is in the devlog (knowledge/kernels/mla-decode-sm90.md).
 """
 
@@ -818,7 +826,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         stores, ``fence.proxy.async`` and its own barrier, one thread arrives on the group's 4
         chunk mbarriers, on which the math warpgroups wait as for a TMA. Each group's global
         loads are issued one page ahead, right after the group's previous stores, so they are
-        in flight while the producer waits for the release."""
+        in flight while the producer waits for the release. Later steps change the order and
+        depth, not the protocol: step 16 fills a pair's groups in release order
+        (:meth:`fp8_fill_pairs`), steps 17-19 hold one group in flight (loaded right after
+        the previous group's stores), step 19 arrives on each chunk as it is written."""
         seg_lo, seg_hi = 0, 1
         if cutlass.const_expr(self.work_list):
             seg_lo = mWork[sp, 0]
@@ -1104,7 +1115,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     cute.autovec_copy(out, cute.local_tile(sPage, (1, 8), (tok, unit)))
                 continue
             # 8 values at a time (one 16-byte unit): fewer fp32 temporaries in the producer's
-            # 80 registers, 64 of which hold the two groups in flight
+            # registers (steps 14-16 hold two groups of loads in flight, 64 registers)
             for half in cutlass.range_constexpr(FP8_VEC // 8):
                 src = cute.local_tile(rK8[None, j], (8,), (half,))
                 out.store((src.load().to(cutlass.Float32) * sc).to(self.dtype))
