@@ -110,7 +110,7 @@ from .kernel import (
     MlaDecodeSm90Kernel,
     _mn_view,
 )
-from .mla_decode_sm90 import PARTS_CAP
+from .mla_decode_sm90 import FP8_STEPS, PARTS_CAP
 
 STAGES = 2  # K0 and K1
 WG_THREADS = 128
@@ -154,8 +154,8 @@ P_CHUNK = 8
 #: start while the producer converts the next
 STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 STEP = 11
-#: the FP8 cache's seesaw builds (steps 14-19 take only the FP8 cache, and it only them)
-FP8_STEPS = (14, 15, 16, 17, 18, 19)
+#: the FP8 cache's seesaw builds (steps 14-19 take only the FP8 cache, and it only them) are
+#: the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
 #: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
 #: setmaxnreg only moves registers inside that pool: 2 x math + producer <= 3 x 168 = 504.
