@@ -20,7 +20,7 @@ to the fastest, and the KV bytes per token read (the roofline's GB/s counts the 
 own bytes: 644 or 656 B per token against 1152).
 
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
-        [--peers flashinfer_mla] [--formats lockstep|seesaw|step15|step16|step17|step19|fp8]
+        [--peers flashinfer_mla] [--formats lockstep|seesaw|step15|step16|step17|step19|step21|fp8]
         [--reps 30] [--cuda-graph]
         [--no-record] [--dry]
 
@@ -99,6 +99,22 @@ FORMAT_SETS = {
         ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
         ("fp8 per_token step18", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "18"}),
         ("fp8 per_token step19", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "19"}),
+    ),
+    # steps 20 and 21 (the producer's pages prefetched into L2) against 18 and 19, 17 and
+    # lockstep: the 2 x 2 of per-chunk publication and L2 prefetch in one run
+    "step21": (
+        ("bf16", {}, {}),
+        ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
+        ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
+        ("fp8 per_token step18", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "18"}),
+        ("fp8 per_token step19", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "19"}),
+        ("fp8 per_token step20", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "20"}),
+        ("fp8 per_token step21", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "21"}),
+        (
+            "fp8 per_block step20",
+            {"kv_dtype": FP8, "kv_scale": "per_block"},
+            {"schedule": "seesaw", "step": "20"},
+        ),
     ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (

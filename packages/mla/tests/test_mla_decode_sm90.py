@@ -782,9 +782,9 @@ def test_e4m3_bit_placement_is_exact():
 
 
 #: (step, shape, the most spill-store bytes taken): the CPU compiles of this commit spill 80,
-#: 92, 416, 40, 0 and 16 B for steps 14-19 at h=128 s=1 (the math warpgroups' loop phase words
-#: at 208 registers; step 16's producer too), 172 B for step 17 at h=64 s=1 and 188 B at h=64
-#: s=2
+#: 92, 416, 40, 0, 16, 0 and 16 B for steps 14-21 at h=128 s=1 (the math warpgroups' loop
+#: phase words at 208 registers; step 16's producer too), 172 B for step 17 at h=64 s=1 and
+#: 188 B at h=64 s=2
 FP8_SEESAW_CASES = [
     (14, {"b": 32, "t": 4096}, 96),
     (15, {"b": 32, "t": 4096}, 96),
@@ -794,6 +794,9 @@ FP8_SEESAW_CASES = [
     (17, {"b": 4, "s": 2, "h": 64, "t": 1000, "kv_scale": "per_block"}, 224),
     (18, {"b": 32, "t": 4096}, 0),  # 216 / 72: the math warpgroups stop spilling
     (19, {"b": 32, "t": 4096}, 32),
+    (20, {"b": 32, "t": 4096}, 0),  # 18 + the L2 prefetch: no register cost
+    (20, {"b": 128, "t": 4096, "h": 64}, 8),  # 4 B, as step 18 at h=64
+    (21, {"b": 32, "t": 4096}, 32),
 ]
 
 
@@ -826,6 +829,9 @@ def test_fp8_seesaw_compiles_for_sm90a(step, shape, spill_cap, tmp_path, monkeyp
         sites = 2 if step == 16 else 1  # step 16's unrolled pair converts in two places
         assert ops.get("PRMT") == 128 * sites and ops.get("HMUL2") == 256 * sites
         assert "HADD2" not in ops
+    # steps 20-21: one L2 bulk prefetch per page for the e4m3 part and one for its scales,
+    # issued before the page loop and in it (2 sites); none before step 20
+    assert ops.get("UBLKPF", 0) == (4 if step >= 20 else 0)
     meta = st["meta"]
     assert meta["seesaw_step"] == step and meta["producer_warpgroup"] is True
     assert meta["kv_load"].startswith("ldg + dequant")

@@ -95,6 +95,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import T, dsl_user_op
+from cutlass.experimental.primitives.nvvm_wrapper import cp_async_bulk_prefetch
 
 from .kernel import (
     CHUNK,
@@ -152,7 +153,12 @@ P_CHUNK = 8
 #: 18 is 17 with setmaxnreg 216 / 72 (:data:`REG_SPLITS`); 19 is 18 publishing each chunk as
 #: it is written (4 barriers and arrives per group, not 1), so the QK k-blocks of a chunk can
 #: start while the producer converts the next
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
+#: 20 is 18 with the producer's pages prefetched into L2 (one cp.async.bulk.prefetch.L2 per
+#: page's e4m3 part and one per its scales, issued by one thread :data:`FP8_L2_AHEAD` pages
+#: before the producer's loads): the loads that the producer waits for hit L2, and the HBM
+#: reads of the next pages run while it converts (step 17's ncu: long_scoreboard the top
+#: stall with one group of loads in flight); 21 is 19 with the same prefetch
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
 STEP = 11
 #: the FP8 cache's seesaw builds (steps 14-19 take only the FP8 cache, and it only them) are
 #: the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
@@ -182,6 +188,9 @@ FP8_HALF_VECS = 8
 #: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
 #: KV loads use it: docs/20250422-new-kernel-deep-dive.md, "Cache hints")
 EVICT_FIRST = 0x12F0000000000000
+#: steps 20-21: how many pages ahead of its loads the producer prefetches into L2 (within a
+#: segment; 2 x 33 KB per CTA in flight at per-token scales)
+FP8_L2_AHEAD = 2
 
 
 class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
@@ -221,8 +230,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.math_regs, self.producer_regs = (
             REG_SPLITS[max(k for k in REG_SPLITS if k <= step)] if kv_fp8 else (0, 0)
         )
-        #: step 19: each chunk published as soon as it is written
-        self.chunk_publish = step >= 19
+        #: step 19: each chunk published as soon as it is written (and step 21, not 20)
+        self.chunk_publish = step in (19, 21)
+        #: steps 20-21: the producer's pages prefetched into L2 FP8_L2_AHEAD pages ahead
+        self.l2_ahead = FP8_L2_AHEAD if step >= 20 else 0
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -869,7 +880,14 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     page = mPT[seq, p0]
                     for w in cutlass.range_constexpr(nb):
                         self.fp8_load_half(mKV8, mSc, page, w, tok, par, buf[w], sbuf[w])
+                    # steps 20-21: the segment's next pages into L2 (the first is loaded now)
+                    for d in cutlass.range_constexpr(1, self.l2_ahead):
+                        if p0 + d < p1:
+                            self.fp8_prefetch_l2(mKV8, mSc, mPT[seq, p0 + d], ptid)
                 for pg in cutlass.range(p0, p1, unroll=1):
+                    if cutlass.const_expr(self.l2_ahead):  # noqa: SIM102 (compile, then run time)
+                        if pg + self.l2_ahead < p1:
+                            self.fp8_prefetch_l2(mKV8, mSc, mPT[seq, pg + self.l2_ahead], ptid)
                     st = (pg - p0) % 2
                     fill = f0 + (pg - p0) // 2
                     if st == 1:
@@ -892,6 +910,19 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     page = nxt
             f0 = f0 + (p1 - p0 + 1) // 2
             f1 = f1 + (p1 - p0) // 2
+
+    @cute.jit
+    def fp8_prefetch_l2(
+        self, mKV8: cute.Tensor, mSc: cute.Tensor, page: cutlass.Int32, ptid: cutlass.Int32
+    ):
+        """Steps 20-21, the producer: cache page ``page`` (an index from the page table) into
+        L2 ahead of its loads: its e4m3 part (64 x 512 B, contiguous) and its scales (64 x G
+        fp32), one ``cp.async.bulk.prefetch.L2.global`` each from producer thread 0. Nothing
+        waits for a prefetch and nothing is written to SMEM: a page evicted before its loads
+        is read from HBM as in step 18."""
+        if ptid == 0:
+            cp_async_bulk_prefetch(mKV8[page, None, None].iterator, PAGE * D_V)
+            cp_async_bulk_prefetch(mSc[page, None, None].iterator, PAGE * self.groups * 4)
 
     @cute.jit
     def release_to_producer(
