@@ -20,7 +20,8 @@ to the fastest, and the KV bytes per token read (the roofline's GB/s counts the 
 own bytes: 644 or 656 B per token against 1152).
 
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
-        [--peers flashinfer_mla] [--formats lockstep|seesaw|step15|step16|step17|step19|step21|fp8]
+        [--peers flashinfer_mla]
+        [--formats lockstep|seesaw|step15|step16|step17|step19|step21|step23|fp8]
         [--reps 30] [--cuda-graph]
         [--no-record] [--dry]
 
@@ -114,6 +115,21 @@ FORMAT_SETS = {
             "fp8 per_block step20",
             {"kv_dtype": FP8, "kv_scale": "per_block"},
             {"schedule": "seesaw", "step": "20"},
+        ),
+    ),
+    # steps 22 (each prefetch's page index read a page early) and 23 (prefetch 4 pages
+    # ahead) against 20 and 18
+    "step23": (
+        ("bf16", {}, {}),
+        ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
+        ("fp8 per_token step18", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "18"}),
+        ("fp8 per_token step20", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "20"}),
+        ("fp8 per_token step22", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "22"}),
+        ("fp8 per_token step23", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "23"}),
+        (
+            "fp8 per_block step22",
+            {"kv_dtype": FP8, "kv_scale": "per_block"},
+            {"schedule": "seesaw", "step": "22"},
         ),
     ),
     # step 16 (the producer fills in release order) against step 15

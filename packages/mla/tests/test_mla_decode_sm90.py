@@ -782,7 +782,7 @@ def test_e4m3_bit_placement_is_exact():
 
 
 #: (step, shape, the most spill-store bytes taken): the CPU compiles of this commit spill 80,
-#: 92, 416, 40, 0, 16, 0 and 16 B for steps 14-21 at h=128 s=1 (the math warpgroups' loop
+#: 92, 416, 40, 0, 16, 0, 16, 0 and 0 B for steps 14-23 at h=128 s=1 (the math warpgroups' loop
 #: phase words at 208 registers; step 16's producer too), 172 B for step 17 at h=64 s=1 and
 #: 188 B at h=64 s=2
 FP8_SEESAW_CASES = [
@@ -797,6 +797,8 @@ FP8_SEESAW_CASES = [
     (20, {"b": 32, "t": 4096}, 0),  # 18 + the L2 prefetch: no register cost
     (20, {"b": 128, "t": 4096, "h": 64}, 8),  # 4 B, as step 18 at h=64
     (21, {"b": 32, "t": 4096}, 32),
+    (22, {"b": 32, "t": 4096}, 0),  # 20 + each prefetch's page index a page early
+    (23, {"b": 32, "t": 4096}, 0),  # 22 prefetching 4 pages ahead
 ]
 
 
@@ -831,7 +833,8 @@ def test_fp8_seesaw_compiles_for_sm90a(step, shape, spill_cap, tmp_path, monkeyp
         assert "HADD2" not in ops
     # steps 20-21: one L2 bulk prefetch per page for the e4m3 part and one for its scales,
     # issued before the page loop and in it (2 sites); none before step 20
-    assert ops.get("UBLKPF", 0) == (4 if step >= 20 else 0)
+    # (step 23 prefetches 3 pages before its loop: 8)
+    assert ops.get("UBLKPF", 0) == (0 if step < 20 else 8 if step == 23 else 4)
     meta = st["meta"]
     assert meta["seesaw_step"] == step and meta["producer_warpgroup"] is True
     assert meta["kv_load"].startswith("ldg + dequant")

@@ -73,7 +73,7 @@ GRID_BOUND = 4 * 132
 PARTS_CAP = 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
-FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21)
+FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
 FP8_STEP = 17
 
 
@@ -350,9 +350,9 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in tuple(range(4, 22)):
+        if self.step not in tuple(range(4, 24)):
             raise ShapeError(
-                f"step must be 4 to 21 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to 23 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):

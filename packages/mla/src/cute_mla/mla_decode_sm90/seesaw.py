@@ -158,7 +158,11 @@ P_CHUNK = 8
 #: before the producer's loads): the loads that the producer waits for hit L2, and the HBM
 #: reads of the next pages run while it converts (step 17's ncu: long_scoreboard the top
 #: stall with one group of loads in flight); 21 is 19 with the same prefetch
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
+#: 22 is 20 with the page index of each prefetch read one page earlier (step 20's ncu source
+#: page: the prefetch consumed its page-table load at once, and the producer's warp 8 waited
+#: for it at every page: 16% of the producer's stall samples on that load); 23 is 22 with the
+#: prefetch FP8_L2_AHEAD_FAR pages ahead
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
 STEP = 11
 #: the FP8 cache's seesaw builds (steps 14-19 take only the FP8 cache, and it only them) are
 #: the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
@@ -191,6 +195,8 @@ EVICT_FIRST = 0x12F0000000000000
 #: steps 20-21: how many pages ahead of its loads the producer prefetches into L2 (within a
 #: segment; 2 x 33 KB per CTA in flight at per-token scales)
 FP8_L2_AHEAD = 2
+#: step 23's distance (4 x 33 KB per CTA, 17 MB of the H200's 50 MB L2 over 132 CTAs)
+FP8_L2_AHEAD_FAR = 4
 
 
 class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
@@ -232,8 +238,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         )
         #: step 19: each chunk published as soon as it is written (and step 21, not 20)
         self.chunk_publish = step in (19, 21)
-        #: steps 20-21: the producer's pages prefetched into L2 FP8_L2_AHEAD pages ahead
-        self.l2_ahead = FP8_L2_AHEAD if step >= 20 else 0
+        #: steps 20-23: the producer's pages prefetched into L2 FP8_L2_AHEAD pages ahead
+        #: (step 23: FP8_L2_AHEAD_FAR)
+        self.l2_ahead = 0 if step < 20 else FP8_L2_AHEAD_FAR if step == 23 else FP8_L2_AHEAD
+        #: step 22: each prefetch's page index loaded one page before it is used
+        self.l2_index_early = step >= 22
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -880,12 +889,22 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     page = mPT[seq, p0]
                     for w in cutlass.range_constexpr(nb):
                         self.fp8_load_half(mKV8, mSc, page, w, tok, par, buf[w], sbuf[w])
-                    # steps 20-21: the segment's next pages into L2 (the first is loaded now)
+                    # steps 20-23: the segment's next pages into L2 (the first is loaded now)
                     for d in cutlass.range_constexpr(1, self.l2_ahead):
                         if p0 + d < p1:
                             self.fp8_prefetch_l2(mKV8, mSc, mPT[seq, p0 + d], ptid)
+                # step 22: the page index of the next prefetch, loaded a page before its use
+                pf = cutlass.Int32(0)
+                if cutlass.const_expr(self.l2_index_early):  # noqa: SIM102
+                    if p0 + self.l2_ahead < p1:
+                        pf = mPT[seq, p0 + self.l2_ahead]
                 for pg in cutlass.range(p0, p1, unroll=1):
-                    if cutlass.const_expr(self.l2_ahead):  # noqa: SIM102 (compile, then run time)
+                    if cutlass.const_expr(self.l2_index_early):
+                        if pg + self.l2_ahead < p1:
+                            self.fp8_prefetch_l2(mKV8, mSc, pf, ptid)
+                        if pg + self.l2_ahead + 1 < p1:
+                            pf = mPT[seq, pg + self.l2_ahead + 1]
+                    elif cutlass.const_expr(self.l2_ahead):  # noqa: SIM102 (compile, run time)
                         if pg + self.l2_ahead < p1:
                             self.fp8_prefetch_l2(mKV8, mSc, mPT[seq, pg + self.l2_ahead], ptid)
                     st = (pg - p0) % 2
@@ -915,7 +934,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     def fp8_prefetch_l2(
         self, mKV8: cute.Tensor, mSc: cute.Tensor, page: cutlass.Int32, ptid: cutlass.Int32
     ):
-        """Steps 20-21, the producer: cache page ``page`` (an index from the page table) into
+        """Steps 20-23, the producer: cache page ``page`` (an index from the page table) into
         L2 ahead of its loads: its e4m3 part (64 x 512 B, contiguous) and its scales (64 x G
         fp32), one ``cp.async.bulk.prefetch.L2.global`` each from producer thread 0. Nothing
         waits for a prefetch and nothing is written to SMEM: a page evicted before its loads
