@@ -1,0 +1,131 @@
+"""Where a warp-specialised kernel's warps stall, per role and per SASS instruction.
+
+Input: the SASS source page of an Nsight Compute report, exported as CSV on the machine that
+has ``ncu`` (the report needs the SourceCounters section, which ``--set full`` collects)::
+
+    ncu --import REPORT.ncu-rep --page source --csv --print-source sass > REPORT.csv
+
+(``scripts/device/ncu-source.sh`` does that for every report in a folder). The CSV may be
+xz-compressed. Only the first kernel of the file is read (the main kernel; a split-KV
+combine kernel follows it).
+
+Roles come from ``setmaxnreg``: the SASS after ``USETMAXREG.TRY_ALLOC`` is the warpgroups that
+raise their registers (the MMA warpgroups, "math"), the SASS after ``USETMAXREG.DEALLOC`` the
+ones that give registers back (the load or dequantisation warpgroup, "producer"), everything
+before either "common". A kernel without setmaxnreg is one role, "common". This relies on the
+compiler laying the roles' code out in that order, as ptxas did for mla_decode_sm90's
+producer builds (CUDA 13, nvidia-cutlass-dsl 4.8.1).
+
+Output: per role, the share of the warp-stall samples and its top stall reasons; then the
+instructions with the most samples, each with its role and its top reasons. A
+``@!P BRA`` with ``long_sb`` right after a ``SYNCS.PHASECHK.TRANS64.TRYWAIT`` is an mbarrier
+wait (the warp waits for a TMA or a producer's arrive); ``long_sb`` on an ALU instruction is
+a wait for a global (or local) load's data.
+
+    python scripts/ncu_source_stalls.py REPORT.csv[.xz] [--top 25] [--context N]
+
+Exit status 2 with one line when the file is not such a CSV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import io
+import lzma
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+SAMPLES = "Warp Stall Sampling (All Samples)"
+
+
+def read_source_page(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The first kernel's rows of an ``ncu --page source --csv`` export: (stall reason
+    columns, one dict per SASS instruction in address order). Raises ValueError when the file
+    has no such table."""
+    opener = lzma.open if path.suffix == ".xz" else open
+    with opener(path, "rt", newline="") as fh:
+        rows = list(csv.reader(io.StringIO(fh.read())))
+    head = next((i for i, r in enumerate(rows) if SAMPLES in r and "Source" in r), None)
+    if head is None:
+        raise ValueError(f"{path}: no '{SAMPLES}' column (export with --page source --csv)")
+    hdr = rows[head]
+    stalls = [h for h in hdr if h.startswith("stall_") and "Not Issued" not in h]
+    data = []
+    for r in rows[head + 1 :]:
+        if r and r[0] == "Kernel Name":
+            break  # the next kernel
+        if len(r) == len(hdr) and r != hdr:
+            data.append(dict(zip(hdr, r, strict=True)))
+    if not data:
+        raise ValueError(f"{path}: the source table is empty")
+    return stalls, data
+
+
+def roles(data: list[dict[str, str]]) -> list[str]:
+    """The role of each instruction: common, then math after TRY_ALLOC, producer after
+    DEALLOC (module docstring)."""
+    role, out = "common", []
+    for d in data:
+        src = d["Source"]
+        if "USETMAXREG.TRY_ALLOC" in src:
+            role = "math"
+        elif "USETMAXREG.DEALLOC" in src:
+            role = "producer"
+        out.append(role)
+    return out
+
+
+def _int(text: str) -> int:
+    try:
+        return int(float(text))
+    except ValueError:
+        return 0
+
+
+def summarise(path: Path, top: int = 25, context: int = 0) -> str:
+    stalls, data = read_source_page(path)
+    lab = roles(data)
+    per_role: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    total = collections.Counter()
+    for d, r in zip(data, lab, strict=True):
+        total[r] += _int(d[SAMPLES])
+        for k in stalls:
+            per_role[r][k[len("stall_") :]] += _int(d[k])
+    n = sum(total.values()) or 1
+    out = [f"{path.name}: {len(data)} instructions, {sum(total.values())} stall samples"]
+    for r, c in total.most_common():
+        reasons = ", ".join(f"{k} {v}" for k, v in per_role[r].most_common(5) if v)
+        out.append(f"  {r:8s} {c:7d} ({100 * c / n:4.1f}%)  {reasons}")
+    out.append(f"  top {top} instructions (index, role, samples, SASS, top reasons):")
+    order = sorted(range(len(data)), key=lambda i: -_int(data[i][SAMPLES]))[:top]
+    for i in order:
+        d = data[i]
+        why = sorted(((_int(d[k]), k[len("stall_") :]) for k in stalls), reverse=True)[:2]
+        why_s = ", ".join(f"{k} {v}" for v, k in why if v)
+        sass = d["Source"].strip()[:64]
+        out.append(f"  {i:6d} {lab[i]:8s} {_int(d[SAMPLES]):6d}  {sass:64s} {why_s}")
+        for j in range(max(0, i - context), i):
+            out.append(f"  {'':6s} {'':8s} {'':6s}    {data[j]['Source'].strip()[:64]}")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="ncu_source_stalls.py", description=__doc__.split("\n")[0])
+    ap.add_argument("csv", nargs="+", type=Path, help="ncu --page source --csv exports (.xz ok)")
+    ap.add_argument("--top", type=int, default=25, help="instructions listed (default 25)")
+    ap.add_argument("--context", type=int, default=0, help="instructions shown before each")
+    args = ap.parse_args(argv)
+    for p in args.csv:
+        try:
+            print(summarise(p, args.top, args.context))
+        except (OSError, ValueError, lzma.LZMAError) as e:
+            print(f"ncu_source_stalls: {e}", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
