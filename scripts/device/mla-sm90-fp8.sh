@@ -10,12 +10,13 @@
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh table   # -> $OUT/fp8-table.tgz
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh ncu     # -> $OUT/fp8-ncu.tgz
 #   OUT=$OUT bash scripts/device/mla-sm90-fp8.sh check14 table14 ncu14   # the seesaw FP8 build
-#       (check14, ncu14: step FP8_STEP, default 17; table14: the entries of FORMATS, default
-#       fp8 = step 17 against the lockstep build: see mla_sm90_fp8_alt.py's FORMAT_SETS)
+#       (check14, ncu14: step FP8_STEP, default 22; table14: the entries of FORMATS, default
+#       fp8 = step 22 against the lockstep build: see mla_sm90_fp8_alt.py's FORMAT_SETS)
 #   FP8_STEP=15 FORMATS=step15 OUT=$OUT bash ... check14 table14 ncu14   # an older step
 #
 # check: the package check (every check problem of the workload the kernel takes: the 16-bit
-#   ones as a regression, and the two FP8 ones), then the FP8 check problems on their own
+#   ones as a regression, and the two FP8 ones on the default build, seesaw step 22), then the
+#   lockstep FP8 build (--config schedule=lockstep, every job below): the FP8 check problems
 #   (per_token: B=8 T=777 varlen h=128; per_block 128: B=4 s=2 T=1000 h=64), tails of
 #   1/63/64/65/127 tokens for both granularities (NaN values and NaN scales past the end),
 #   kv_block 32 (a scale per 16-value vector), fp16, h=16 varlen, s=4 causal, the unsplit path
@@ -26,7 +27,7 @@
 #   PEERS (default flashinfer_mla, on the bf16 cache: FlashInfer's FP8 MLA needs an FP8 rope
 #   cache, another problem) alternated in one run at h=128 and h=64, (B, T) = (128, 4096)
 #   (scripts/device/mla_sm90_fp8_alt.py; each entry checked first; --cuda-graph --reps 30).
-# ncu: Nsight Compute at (128, 4096): bf16 vs FP8 per_token at h=128 (does the dequantisation
+# ncu: Nsight Compute at (128, 4096): bf16 vs FP8 per_token (lockstep) at h=128 (does the dequantisation
 #   compete with the MMAs?) and FP8 per_token at h=64 (DRAM bytes and throughput).
 #
 # Logs: $OUT/logs/fp8-<step>/<job>.log + summary.txt; records: $OUT/results; both in the tgz.
@@ -43,34 +44,35 @@ py=${PY:-python3}
 f8="--kv_dtype float8_e4m3fn"
 blk="--kv_dtype float8_e4m3fn --kv_scale per_block"
 ck="--check --prof_type disabled"
+ls="--config schedule=lockstep"
 
 jobs_check() {
     cat <<JOBS
 f8-check-pkg session check mla mla_decode_sm90
-f8-tok-b8-t777-varlen kernel --b 8 --t 777 --varlen true $f8 $ck
-f8-blk-b4-s2-t1000-h64 kernel --b 4 --s 2 --t 1000 --h 64 $blk $ck
-f8-tok-tails kernel --b 5 --seqlens [1,63,64,65,127] $f8 $ck
-f8-blk-tails kernel --b 5 --seqlens [1,63,64,65,127] $blk $ck
-f8-blk32-t1000 kernel --b 4 --t 1000 $blk --kv_block 32 $ck
-f8-tok-fp16 kernel --b 4 --t 1000 --dtype float16 $f8 $ck
-f8-blk-h16-varlen kernel --b 4 --t 300 --h 16 --varlen true $blk $ck
-f8-tok-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $f8 $ck
-f8-tok-nosplit-t16384 kernel --b 2 --t 16384 $f8 --config splits=1 $ck
-f8-blk-splits64 kernel --b 2 --t 8192 $blk --config splits=64 $ck
-f8-tok-t1-empty kernel --b 2 --seqlens [1,0] $f8 $ck
-f8-tok-fault-wrong-page kernel --b 4 --t 1024 $f8 --inject-fault wrong-page --prof_type disabled
-f8-blk-fault-perturb kernel --b 4 --t 1000 --h 64 $blk --inject-fault perturb --prof_type disabled
-f8-tma-refused kernel --b 4 --t 1024 $f8 --config loads=tma $ck
+f8-tok-b8-t777-varlen kernel --b 8 --t 777 --varlen true $f8 $ls $ck
+f8-blk-b4-s2-t1000-h64 kernel --b 4 --s 2 --t 1000 --h 64 $blk $ls $ck
+f8-tok-tails kernel --b 5 --seqlens [1,63,64,65,127] $f8 $ls $ck
+f8-blk-tails kernel --b 5 --seqlens [1,63,64,65,127] $blk $ls $ck
+f8-blk32-t1000 kernel --b 4 --t 1000 $blk --kv_block 32 $ls $ck
+f8-tok-fp16 kernel --b 4 --t 1000 --dtype float16 $f8 $ls $ck
+f8-blk-h16-varlen kernel --b 4 --t 300 --h 16 --varlen true $blk $ls $ck
+f8-tok-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $f8 $ls $ck
+f8-tok-nosplit-t16384 kernel --b 2 --t 16384 $f8 --config schedule=lockstep splits=1 $ck
+f8-blk-splits64 kernel --b 2 --t 8192 $blk --config schedule=lockstep splits=64 $ck
+f8-tok-t1-empty kernel --b 2 --seqlens [1,0] $f8 $ls $ck
+f8-tok-fault-wrong-page kernel --b 4 --t 1024 $f8 --inject-fault wrong-page $ls --prof_type disabled
+f8-blk-fault-perturb kernel --b 4 --t 1000 --h 64 $blk --inject-fault perturb $ls --prof_type disabled
+f8-tma-refused kernel --b 4 --t 1024 $f8 --config schedule=lockstep loads=tma $ck
 JOBS
 }
 
-# the seesaw FP8 build (steps 14-17: a dequantising producer warpgroup; FP8_STEP, default 17):
+# the seesaw FP8 build (steps 14-23: a dequantising producer warpgroup; FP8_STEP, default 22):
 # the same formats, tails, dtypes and shapes as `check`, 3 launches per check (state kept
 # between launches is checked), the work list's cases (one sequence in many pieces, empty
 # sequences between long ones, 64 short ones, the table's settings), the planted faults, and
 # the refusals (another seesaw step, a split count; step 14 on a 16-bit cache)
 jobs_check14() {
-    local v="--config schedule=seesaw step=${FP8_STEP:-17}"
+    local v="--config schedule=seesaw step=${FP8_STEP:-22}"
     local c="--check --check-launches 3 --prof_type disabled"
     cat <<JOBS
 s14-tok-b8-t777-varlen kernel --b 8 --t 777 --varlen true $f8 $v $c
@@ -99,17 +101,17 @@ JOBS
 }
 
 # the seesaw FP8 builds timed (FORMATS, default fp8: ours on bf16 (step 11), FP8 lockstep and
-# step 17, per_token and per_block) with PEERS on bf16, alternated at h=128 (128, 4096) and
+# step 22, per_token and per_block) with PEERS on bf16, alternated at h=128 (128, 4096) and
 # (32, 4096) and h=64 (128, 4096)
 jobs_table14() {
     echo "s14-table fp8alt --formats ${FORMATS:-fp8} --shape 128,4096,128 --shape 32,4096,128 --shape 128,4096,64 --peers ${PEERS-flashinfer_mla} --cuda-graph --reps 30"
 }
 
-# the seesaw FP8 build (FP8_STEP, default 17) under Nsight Compute at (128, 4096): h=128, h=64
+# the seesaw FP8 build (FP8_STEP, default 22) under Nsight Compute at (128, 4096): h=128, h=64
 jobs_ncu14() {
     cat <<JOBS
-s14-ncu-tok-b128-t4096 kernel --b 128 --t 4096 $f8 --config schedule=seesaw step=${FP8_STEP:-17} --prof_type ncu --ncu-set full
-s14-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 --config schedule=seesaw step=${FP8_STEP:-17} --prof_type ncu --ncu-set full
+s14-ncu-tok-b128-t4096 kernel --b 128 --t 4096 $f8 --config schedule=seesaw step=${FP8_STEP:-22} --prof_type ncu --ncu-set full
+s14-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 --config schedule=seesaw step=${FP8_STEP:-22} --prof_type ncu --ncu-set full
 JOBS
 }
 
@@ -120,8 +122,8 @@ jobs_table() {
 jobs_ncu() {
     cat <<JOBS
 f8-ncu-bf16-b128-t4096 kernel --b 128 --t 4096 --prof_type ncu --ncu-set full
-f8-ncu-tok-b128-t4096 kernel --b 128 --t 4096 $f8 --prof_type ncu --ncu-set full
-f8-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 --prof_type ncu --ncu-set full
+f8-ncu-tok-b128-t4096 kernel --b 128 --t 4096 $f8 $ls --prof_type ncu --ncu-set full
+f8-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 $ls --prof_type ncu --ncu-set full
 JOBS
 }
 

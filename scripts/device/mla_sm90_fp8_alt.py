@@ -42,12 +42,12 @@ OURS = "mla_decode_sm90"
 #: dequantised through every math thread's registers; session 3); ``seesaw``: step 14 (the
 #: seesaw schedule with a dequantising producer warpgroup; session 6's first table) beside the
 #: lockstep build; ``step15``-``step17``: each step against the one before it; ``fp8`` (the
-#: default of mla-sm90-fp8.sh table14): the seesaw FP8 default (step 17) against lockstep
+#: default of mla-sm90-fp8.sh table14): the FP8 default (seesaw step 22) against lockstep
 FORMAT_SETS = {
     "lockstep": (
         ("bf16", {}, {}),
-        ("fp8 per_token", {"kv_dtype": FP8}, {}),
-        ("fp8 per_block", {"kv_dtype": FP8, "kv_scale": "per_block"}, {}),
+        ("fp8 per_token", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
+        ("fp8 per_block", {"kv_dtype": FP8, "kv_scale": "per_block"}, {"schedule": "lockstep"}),
     ),
     "seesaw": (
         ("bf16", {}, {}),
@@ -59,7 +59,7 @@ FORMAT_SETS = {
             {"schedule": "seesaw", "step": "14"},
         ),
     ),
-    # the seesaw FP8 default (step 17) against the lockstep build: which one `auto` should be
+    # the FP8 default (``auto``: seesaw step 22) against the lockstep build
     "fp8": (
         ("bf16", {}, {}),
         ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
@@ -68,12 +68,8 @@ FORMAT_SETS = {
             {"kv_dtype": FP8, "kv_scale": "per_block"},
             {"schedule": "lockstep"},
         ),
-        ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
-        (
-            "fp8 per_block step17",
-            {"kv_dtype": FP8, "kv_scale": "per_block"},
-            {"schedule": "seesaw", "step": "17"},
-        ),
+        ("fp8 per_token step22", {"kv_dtype": FP8}, {}),
+        ("fp8 per_block step22", {"kv_dtype": FP8, "kv_scale": "per_block"}, {}),
     ),
     # step 15 (bit-placement dequantisation) against step 14 and the lockstep build
     "step15": (

@@ -291,18 +291,20 @@ FP8 = "float8_e4m3fn"
     ],
 )
 def test_mla_decode_sm90_fp8_compiles_for_sm90a(shape, scales, tmp_path, monkeypatch):
-    """The FP8 latent cache on the cp.async path: the SMEM stages stay 16-bit (same SMEM, same
-    MMAs as the 16-bit cache); each page's fp8 latent part comes through registers (8 LDG.128
-    per thread per page, before the loop and in it) and is stored dequantised (2 STS.128 per
-    vector: 16 per site); the rope columns by cp.async (2 x 2 LDGSTS per site, a valid and a
-    stand-in row variant), Q by cp.async as before (2 x 2 x 9); 0 spills."""
+    """The FP8 latent cache on the lockstep schedule's cp.async path: the SMEM stages stay
+    16-bit (same SMEM, same MMAs as the 16-bit cache); each page's fp8 latent part comes
+    through registers (8 LDG.128 per thread per page, before the loop and in it) and is stored
+    dequantised (2 STS.128 per vector: 16 per site); the rope columns by cp.async (2 x 2 LDGSTS
+    per site, a valid and a stand-in row variant), Q by cp.async as before (2 x 2 x 9); 0
+    spills."""
     from kernelplan.registry import load_plan_class
 
     monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
     plan = load_plan_class("mla", "mla_decode_sm90")()
     prob = plan.problem(kv_dtype=FP8, **shape)
     assert prob.kv_fp8 and prob.scale_groups() * prob.scale_block() == 512
-    st = plan.run_static(prob, plan.default_config(prob))
+    lockstep = plan.config(prob, {"schedule": "lockstep"})  # auto builds seesaw step 22
+    st = plan.run_static(prob, lockstep)
     assert st["arch"] == "sm_90a" and st["cache"]["hit"] is False
     assert st["registers"] <= 255
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
@@ -319,7 +321,7 @@ def test_mla_decode_sm90_fp8_compiles_for_sm90a(shape, scales, tmp_path, monkeyp
     assert st["meta"]["kv_cache"].startswith(f"float8_e4m3fn {prob.kv_scale}")
     for f in st.get("functions", []):
         assert f["spill_store_bytes"] == 0 and f["spill_load_bytes"] == 0
-    kern = plan.plan(prob, plan.default_config(prob), plan.target("sm_90a", 132)).fn
+    kern = plan.plan(prob, lockstep, plan.target("sm_90a", 132)).fn
     assert kern.n_scales == scales
 
 
@@ -374,9 +376,14 @@ def test_mla_decode_sm90_fp8_tensors_and_key():
     ("shape", "overrides", "needle"),
     [
         ({"kv_scale": "per_block", "kv_block": 8}, {}, "takes --kv_block >= 16"),
-        ({}, {"loads": "tma"}, "lockstep schedule takes --config loads=cpasync or auto"),
-        ({}, {"schedule": "seesaw", "step": "9"}, "seesaw builds are steps 14 to 19 .got step=9"),
+        (
+            {},
+            {"schedule": "lockstep", "loads": "tma"},
+            "lockstep schedule takes --config loads=cpasync or auto",
+        ),
+        ({}, {"schedule": "seesaw", "step": "9"}, "seesaw builds are steps 14 to 23 .got step=9"),
         ({}, {"schedule": "seesaw", "splits": "2"}, "plans its own parts"),
+        ({}, {"splits": "2"}, "drop --config splits, or add --config schedule=lockstep"),
     ],
 )
 def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
@@ -396,13 +403,20 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
     for kw in ({}, {"kv_scale": "per_block"}, {"kv_scale": "per_block", "kv_block": 16}):
         plan.supports(plan.problem(b=2, t=100, kv_dtype=FP8, **kw))
     assert sum(q.kv_fp8 for q in plan.check_problems()) == 2
-    # the seesaw schedule takes the FP8 cache (step 17 by default, 14-17 when asked by
-    # number); a 16-bit cache does not take them
+    # the FP8 cache builds the seesaw schedule by default (step 22; 14-23 when asked by
+    # number), the lockstep one when asked; a 16-bit cache does not take the FP8 steps
     prob = plan.problem(b=2, t=100, kv_dtype=FP8)
-    from cute_mla.mla_decode_sm90.mla_decode_sm90 import MlaDecodeSm90
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import FP8_STEPS, MlaDecodeSm90
 
-    assert MlaDecodeSm90.kernel_step(plan.config(prob, {"schedule": "seesaw"}), prob) == 17
-    for ov in ({"schedule": "seesaw"}, *({"schedule": "seesaw", "step": str(n)} for n in (14, 17))):
+    for ov in ({}, {"schedule": "auto"}, {"schedule": "seesaw"}):
+        cfg = plan.config(prob, ov)
+        assert MlaDecodeSm90.schedule_for(prob, cfg) == "seesaw"
+        assert MlaDecodeSm90.kernel_step(cfg, prob) == 22
+    lock = plan.config(prob, {"schedule": "lockstep", "splits": "2"})
+    assert MlaDecodeSm90.schedule_for(prob, lock) == "lockstep"
+    plan.supports_config(prob, lock)
+    asked = ({"schedule": "seesaw", "step": str(n)} for n in FP8_STEPS)
+    for ov in ({"schedule": "seesaw"}, *asked):
         plan.supports_config(prob, plan.config(prob, ov))
     bf16 = plan.problem(b=2, t=100)
     with pytest.raises(ShapeError, match="step 14 is an FP8 latent cache build") as e:
@@ -462,6 +476,9 @@ def test_fp8_alt_entries():
     ]
     assert got[2][2] == {"b": 128, "t": 4096, "h": 64, "kv_dtype": FP8, "kv_scale": "per_block"}
     assert "kv_dtype" not in got[3][2]
+    # --formats lockstep (session 3's table) names the lockstep schedule: auto is seesaw now
+    lockstep = {"schedule": "lockstep"}
+    assert [o for _lab, _k, _f, o in got[:3]] == [{}, lockstep, lockstep]
     for _lab, kernel, fields, overrides in got:
         plan, prob, _cfg = alt.build(kernel, fields, overrides)
         assert prob.kv_fp8 == ("kv_dtype" in fields)
@@ -480,7 +497,7 @@ def test_fp8_alt_entries():
     }
     assert steps["mla_decode_sm90 fp8 per_token seesaw"] == 14  # session 6's first table
     assert steps["mla_decode_sm90 bf16"] == 11
-    # --formats fp8 (table14's default): the seesaw FP8 default, step 17, against lockstep
+    # --formats fp8 (table14's default): the FP8 default (auto: seesaw step 22) against lockstep
     got = {lab: alt.build(k, f, o) for lab, k, f, o in alt.entries((32, 4096, 128), [], "fp8")}
     assert {
         lab: (sched, MlaDecodeSm90.kernel_step(c, p) if sched == "seesaw" else None)
@@ -490,8 +507,8 @@ def test_fp8_alt_entries():
     } == {
         "mla_decode_sm90 fp8 per_token lockstep": ("lockstep", None),
         "mla_decode_sm90 fp8 per_block lockstep": ("lockstep", None),
-        "mla_decode_sm90 fp8 per_token step17": ("seesaw", 17),
-        "mla_decode_sm90 fp8 per_block step17": ("seesaw", 17),
+        "mla_decode_sm90 fp8 per_token step22": ("seesaw", 22),
+        "mla_decode_sm90 fp8 per_block step22": ("seesaw", 22),
     }
 
 

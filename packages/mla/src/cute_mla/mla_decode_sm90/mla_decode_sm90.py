@@ -22,15 +22,16 @@ path, unchanged): pages by TMA, one box per 64-column chunk with its own mbarrie
 warp 0; the NaN tail's V rows zeroed in SMEM (see the kernel's docstring). Compile-verified
 only; not yet measured on a GPU.
 
-FP8 latent cache (``--kv_dtype float8_e4m3fn``, ``--kv_scale per_token|per_block``; issue 11):
-the kernel takes the workload's three cache tensors (kv_cache e4m3 (pages, 64, 512), kv_scales
-fp32 (pages, 64, G), kv_rope (pages, 64, 64) in the dtype) and dequantises on chip into the
-same 16-bit SMEM stages. The lockstep schedule (the ``auto`` default for it) does so through
-every math thread's registers on the cp.async path (kernel.py's docstring); the seesaw
-schedule (``--config schedule=seesaw``: steps 14-19, 17 by default) through a third, producer
-warpgroup (seesaw.py). The kv format (kv_dtype, kv_scale, kv_block) is part of the problem's
-compile key (not a runtime field): one compile per (s, h, causal, dtype, kv format, split or
-not). Both are checked and timed on the H200 (knowledge/kernels/mla-decode-sm90.md).
+FP8 latent cache (``--kv_dtype float8_e4m3fn``, ``--kv_scale per_token|per_block``; issue 11): the
+kernel takes the workload's three cache tensors (kv_cache e4m3 (pages, 64, 512), kv_scales fp32
+(pages, 64, G), kv_rope (pages, 64, 64) in the dtype) and dequantises on chip into the same 16-bit
+SMEM stages. The seesaw schedule (the ``auto`` default for it: steps 14-23, 22 by default, measured
+1.1x faster than lockstep at every shape of the FP8 table) does so through a third, producer
+warpgroup (seesaw.py); the lockstep schedule (``--config schedule=lockstep``) through every math
+thread's registers on the cp.async path (kernel.py's docstring). The kv format (kv_dtype, kv_scale,
+kv_block) is part of the problem's compile key (not a runtime field): one compile per (s, h, causal,
+dtype, kv format, split or not). Both are checked and timed on the H200
+(knowledge/kernels/mla-decode-sm90.md).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ PARTS_CAP = 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
 FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
-FP8_STEP = 17
+FP8_STEP = 22
 
 
 def _ceil(a: int, b: int) -> int:
@@ -329,16 +330,17 @@ class MlaSm90Config(Config):
     the per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup dequantises
     the e4m3 pages into the 16-bit stages); 15 is 14 dequantising by bit placement instead of
     conversions; 16 is 15 filling a pair's groups in the order they are released; 17 is 15
-    with one group in flight, not two, measured the fastest of them (the devlog, "FP8 in the
-    seesaw schedule"): the FP8 cache with ``schedule=seesaw`` builds it; 18 (setmaxnreg 216 /
-    72) and 19 (each chunk published as written) are built, not yet measured.
+    with one group in flight, not two; 18 is 17 with setmaxnreg 216 / 72; 19 and 21 publish
+    each chunk as written (slower); 20 is 18 prefetching each page's e4m3 part and scales into
+    L2 two pages ahead; 22 is 20 reading each prefetch's page index a page early, the FP8
+    default (the devlog, "FP8 in the seesaw schedule"); 23 is 22 prefetching 4 pages ahead.
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
-    every setting of the workload's table, and ``lockstep`` for the FP8 cache), ``lockstep``
+    every setting of the workload's table, and for the FP8 cache), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-19, :mod:`.seesaw`: each warpgroup owns every other page and the
+    ``seesaw`` (steps 4-23, :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
-    the FP8 cache's latent part through the producer warpgroup: steps 14-19; with the FP8 cache the
-    default ``step`` (11) builds 17). ``step`` applies to
+    the FP8 cache's latent part through the producer warpgroup: steps 14-23; with the FP8 cache the
+    default ``step`` (11) builds 22). ``step`` applies to
     the seesaw schedule only."""
 
     splits: int = 0
@@ -379,8 +381,8 @@ class MlaDecodeSm90(KernelPlan):
     description: ClassVar[str] = (
         "own CuTe DSL MLA decode for sm_90a: WGMMA, 2 math warpgroups, V = transposed K page "
         "in SMEM, split-KV with a PDL combine; default: the seesaw schedule (seesaw.py) with "
-        "TMA pages for 16-bit caches, the lockstep schedule (kernel.py) for the FP8 cache "
-        "(schedule=seesaw: step 17, a producer warpgroup dequantises the FP8 pages)"
+        "TMA pages for 16-bit caches and, for the FP8 cache, step 22 (a producer warpgroup "
+        "dequantises the FP8 pages); schedule=lockstep: kernel.py"
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
@@ -434,7 +436,8 @@ class MlaDecodeSm90(KernelPlan):
             if config.splits:
                 raise ShapeError(
                     f"{self.name}: the FP8 latent cache's seesaw build plans its own parts (the "
-                    f"work list; got splits={config.splits}: drop --config splits)"
+                    f"work list; got splits={config.splits}: drop --config splits, or add --config "
+                    "schedule=lockstep)"
                 )
         if schedule == "seesaw" and config.loads == "cpasync":
             how = (
@@ -489,11 +492,8 @@ class MlaDecodeSm90(KernelPlan):
 
     @staticmethod
     def schedule_for(problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
-        """The schedule a call builds: ``auto`` is seesaw for a 16-bit cache, lockstep for the
-        FP8 one."""
-        if config.schedule == "auto":
-            return "lockstep" if problem.kv_fp8 else "seesaw"
-        return config.schedule
+        """The schedule a call builds: ``auto`` is seesaw, for either cache."""
+        return "seesaw" if config.schedule == "auto" else config.schedule
 
     @staticmethod
     def loads_for(config: MlaSm90Config) -> str:
@@ -519,7 +519,7 @@ class MlaDecodeSm90(KernelPlan):
         """The seesaw step built for ``config``: its ``step``, except that steps 11-13 with an
         explicit ``splits`` build step 9 (the work list plans its own parts; a split count
         asks for the per-sequence splits), and that the FP8 cache (``problem.kv_fp8``) builds
-        the step asked among 14-19, else (the default 11) :data:`FP8_STEP`, 17."""
+        the step asked among 14-23, else (the default 11) :data:`FP8_STEP`, 22."""
         if problem is not None and problem.kv_fp8:
             return config.step if config.step in FP8_STEPS else FP8_STEP
         return 9 if config.step >= 11 and config.splits else config.step
