@@ -156,11 +156,11 @@ P_CHUNK = 8
 #: 20 is 18 with the producer's pages prefetched into L2 (one cp.async.bulk.prefetch.L2 per
 #: page's e4m3 part and one per its scales, issued by one thread :data:`FP8_L2_AHEAD` pages
 #: before the producer's loads): the loads that the producer waits for hit L2, and the HBM
-#: reads of the next pages run while it converts (step 17's ncu: long_scoreboard the top
-#: stall with one group of loads in flight); 21 is 19 with the same prefetch
+#: reads of the next pages run while it converts (step 15's ncu: long_scoreboard the top
+#: stall; the devlog); 21 is 19 with the same prefetch
 #: 22 is 20 with the page index of each prefetch read one page earlier (step 20's ncu source
-#: page: the prefetch consumed its page-table load at once, and the producer's warp 8 waited
-#: for it at every page: 16% of the producer's stall samples on that load); 23 is 22 with the
+#: page, session 7, whose record did not survive: the prefetch consumed its page-table load
+#: at once, and the producer's thread 0 waited for it at every page); 23 is 22 with the
 #: prefetch FP8_L2_AHEAD_FAR pages ahead
 STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
 STEP = 11
@@ -192,7 +192,7 @@ FP8_HALF_VECS = 8
 #: include/cute/arch/copy_sm90_desc.hpp:L186-L190, CacheHintSm90::EVICT_FIRST; FlashMLA's
 #: KV loads use it: docs/20250422-new-kernel-deep-dive.md, "Cache hints")
 EVICT_FIRST = 0x12F0000000000000
-#: steps 20-21: how many pages ahead of its loads the producer prefetches into L2 (within a
+#: steps 20-22: how many pages ahead of its loads the producer prefetches into L2 (within a
 #: segment; 2 x 33 KB per CTA in flight at per-token scales)
 FP8_L2_AHEAD = 2
 #: step 23's distance (4 x 33 KB per CTA, 17 MB of the H200's 50 MB L2 over 132 CTAs)
