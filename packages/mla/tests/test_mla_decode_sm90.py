@@ -381,7 +381,7 @@ def test_mla_decode_sm90_fp8_tensors_and_key():
             {"schedule": "lockstep", "loads": "tma"},
             "lockstep schedule takes --config loads=cpasync or auto",
         ),
-        ({}, {"schedule": "seesaw", "step": "9"}, "seesaw builds are steps 14 to 23 .got step=9"),
+        ({}, {"schedule": "seesaw", "step": "9"}, r"seesaw builds are steps 14 to \d+ .got step=9"),
         ({}, {"schedule": "seesaw", "splits": "2"}, "plans its own parts"),
         ({}, {"splits": "2"}, "drop --config splits, or add --config schedule=lockstep"),
     ],
@@ -398,6 +398,10 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
         prob = plan.problem(b=2, t=100, kv_dtype=FP8, **shape)
         plan.supports_config(prob, plan.config(prob, overrides))
     assert "\n" not in str(e.value)
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import FP8_STEPS
+
+    if "builds are steps" in needle:  # the range named is the plan's own list
+        assert f"14 to {FP8_STEPS[-1]} " in str(e.value)
     # both granularities at the default block are taken, and the workload's FP8 check
     # problems are among the plan's own
     for kw in ({}, {"kv_scale": "per_block"}, {"kv_scale": "per_block", "kv_block": 16}):
@@ -816,6 +820,11 @@ FP8_SEESAW_CASES = [
     (21, {"b": 32, "t": 4096}, 32),
     (22, {"b": 32, "t": 4096}, 0),  # 20 + each prefetch's page index a page early
     (23, {"b": 32, "t": 4096}, 0),  # 22 prefetching 4 pages ahead
+    (24, {"b": 32, "t": 4096}, 0),  # 22 reloading vector by vector
+    (24, {"b": 128, "t": 4096, "h": 64}, 8),
+    # the second scale set: per_block 128 holds 2 per group (step 22: 0 and 16 B here)
+    (24, {"b": 32, "t": 4096, "kv_scale": "per_block"}, 32),
+    (24, {"b": 4, "s": 2, "h": 64, "t": 1000, "kv_scale": "per_block"}, 48),
 ]
 
 
@@ -855,3 +864,69 @@ def test_fp8_seesaw_compiles_for_sm90a(step, shape, spill_cap, tmp_path, monkeyp
     meta = st["meta"]
     assert meta["seesaw_step"] == step and meta["producer_warpgroup"] is True
     assert meta["kv_load"].startswith("ldg + dequant")
+
+
+def _producer_loop_groups(sass: str) -> list[int]:
+    """Per group of the FP8 producer's page loop (the longest backward branch after
+    ``USETMAXREG.DEALLOC``, cut at each ``FENCE.VIEW.ASYNC``): how many LDG.E.128 lie between
+    the group's first and last STS.128, i.e. are issued while the group is being stored."""
+    import re
+
+    ins = []
+    for line in sass.splitlines():
+        m = re.match(r"\s+/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);", line)
+        if m:
+            ins.append((int(m.group(1), 16), m.group(2), m.group(3)))
+    start = next(k for k, x in enumerate(ins) if x[1].startswith("USETMAXREG.DEALLOC"))
+    prod = ins[start:]
+    loop = None
+    for addr, op, rest in prod:
+        target = re.search(r"0x([0-9a-f]+)", rest) if op.startswith("BRA") else None
+        if target and prod[0][0] <= int(target.group(1), 16) < addr:
+            lo = int(target.group(1), 16)
+            if loop is None or addr - lo > loop[1] - loop[0]:
+                loop = (lo, addr)
+    assert loop is not None, "no producer loop in the SASS"
+    groups: list[list[str]] = [[]]
+    for addr, op, _ in prod:
+        if loop[0] <= addr <= loop[1]:
+            if op.startswith("FENCE.VIEW.ASYNC"):
+                groups.append([])
+            else:
+                groups[-1].append(op)
+    out = []
+    for g in groups:
+        sts = [k for k, op in enumerate(g) if op.startswith("STS.128")]
+        if sts:
+            out.append(sum(1 for k in range(sts[0], sts[-1]) if g[k].startswith("LDG.E.128")))
+    return out
+
+
+def test_fp8_seesaw_step24_reloads_while_it_stores(tmp_path, monkeypatch):
+    """Step 24's point, in the SASS: the producer issues the next group's LDG.E.128 between
+    the current group's stores (7 of its 8 vectors' loads in each group of the page loop),
+    where step 22 issues none there (ptxas sinks them to the group's end, after the last
+    STS.128, unless a warp sync holds each in place)."""
+    import subprocess
+    from pathlib import Path
+
+    from kernelplan import static
+    from kernelplan.cutlass_src import repo_root
+
+    got = {}
+    for step in (22, 24):
+        plan, prob, cfg = _seesaw_case(
+            {"b": 32, "t": 4096, "kv_dtype": FP8}, {"schedule": "seesaw", "step": str(step)},
+            tmp_path / str(step), monkeypatch,
+        )  # fmt: skip
+        st = plan.run_static(prob, cfg)
+        cubin = Path(st["cubin_path"])
+        cubin = cubin if cubin.is_absolute() else repo_root() / cubin
+        sass = subprocess.run(
+            [str(static.find_tool("cuobjdump")), "-sass", str(cubin)],
+            capture_output=True, text=True, check=True, timeout=120,
+        ).stdout  # fmt: skip
+        got[step] = _producer_loop_groups(sass)
+    assert len(got[22]) == len(got[24]) == 2  # the page loop's two groups (w = 0, 1)
+    assert got[22] == [0, 0]
+    assert all(n >= 7 for n in got[24]), got[24]

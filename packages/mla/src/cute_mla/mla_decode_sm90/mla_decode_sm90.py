@@ -25,7 +25,7 @@ only; not yet measured on a GPU.
 FP8 latent cache (``--kv_dtype float8_e4m3fn``, ``--kv_scale per_token|per_block``; issue 11): the
 kernel takes the workload's three cache tensors (kv_cache e4m3 (pages, 64, 512), kv_scales fp32
 (pages, 64, G), kv_rope (pages, 64, 64) in the dtype) and dequantises on chip into the same 16-bit
-SMEM stages. The seesaw schedule (the ``auto`` default for it: steps 14-23, 22 by default, measured
+SMEM stages. The seesaw schedule (the ``auto`` default for it: steps 14-24, 22 by default, measured
 1.1x faster than lockstep at every shape of the FP8 table) does so through a third, producer
 warpgroup (seesaw.py); the lockstep schedule (``--config schedule=lockstep``) through every math
 thread's registers on the cp.async path (kernel.py's docstring). The kv format (kv_dtype, kv_scale,
@@ -74,7 +74,7 @@ GRID_BOUND = 4 * 132
 PARTS_CAP = 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
-FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
+FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
 FP8_STEP = 22
 
 
@@ -333,13 +333,15 @@ class MlaSm90Config(Config):
     with one group in flight, not two; 18 is 17 with setmaxnreg 216 / 72; 19 and 21 publish
     each chunk as written (slower); 20 is 18 prefetching each page's e4m3 part and scales into
     L2 two pages ahead; 22 is 20 reading each prefetch's page index a page early, the FP8
-    default (the devlog, "FP8 in the seesaw schedule"); 23 is 22 prefetching 4 pages ahead.
+    default (the devlog, "FP8 in the seesaw schedule"); 23 is 22 prefetching 4 pages ahead; 24
+    is 22 reloading the next group vector by vector as the current one converts (built, not
+    yet measured).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
     every setting of the workload's table, and for the FP8 cache), ``lockstep``
     (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-23, :mod:`.seesaw`: each warpgroup owns every other page and the
+    ``seesaw`` (steps 4-24, :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
-    the FP8 cache's latent part through the producer warpgroup: steps 14-23; with the FP8 cache the
+    the FP8 cache's latent part through the producer warpgroup: steps 14-24; with the FP8 cache the
     default ``step`` (11) builds 22). ``step`` applies to
     the seesaw schedule only."""
 
@@ -352,9 +354,10 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in tuple(range(4, 24)):
+        if not 4 <= self.step <= FP8_STEPS[-1]:
             raise ShapeError(
-                f"step must be 4 to 23 (the seesaw schedule's steps; got {self.step}; steps 0-3 "
+                f"step must be 4 to {FP8_STEPS[-1]} (the seesaw schedule's steps; got "
+                f"{self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -519,7 +522,7 @@ class MlaDecodeSm90(KernelPlan):
         """The seesaw step built for ``config``: its ``step``, except that steps 11-13 with an
         explicit ``splits`` build step 9 (the work list plans its own parts; a split count
         asks for the per-sequence splits), and that the FP8 cache (``problem.kv_fp8``) builds
-        the step asked among 14-23, else (the default 11) :data:`FP8_STEP`, 22."""
+        the step asked among 14-24, else (the default 11) :data:`FP8_STEP`, 22."""
         if problem is not None and problem.kv_fp8:
             return config.step if config.step in FP8_STEPS else FP8_STEP
         return 9 if config.step >= 11 and config.splits else config.step

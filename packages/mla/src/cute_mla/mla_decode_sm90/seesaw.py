@@ -162,7 +162,12 @@ P_CHUNK = 8
 #: page, session 7, whose record did not survive: the prefetch consumed its page-table load
 #: at once, and the producer's thread 0 waited for it at every page); 23 is 22 with the
 #: prefetch FP8_L2_AHEAD_FAR pages ahead
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
+#: 24 is 22 with a rolling reload: the producer loads vector j of the next group into the
+#: registers of vector j right after converting it (the next group's scales at the start of
+#: the group, into a second scale set), not the whole next group after the group's stores, so
+#: each load has a whole group's conversion to land in instead of none (the same 32 registers
+#: of e4m3 values; steps 17-23 wait for the next group's loads at its first conversion)
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
 STEP = 11
 #: the FP8 cache's seesaw builds (steps 14-19 take only the FP8 cache, and it only them) are
 #: the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
@@ -243,6 +248,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.l2_ahead = 0 if step < 20 else FP8_L2_AHEAD_FAR if step == 23 else FP8_L2_AHEAD
         #: step 22: each prefetch's page index loaded one page before it is used
         self.l2_index_early = step >= 22
+        #: step 24: the next group's vectors reloaded one by one as the current group's are
+        #: converted (:meth:`fp8_store_half`), its scales into the other scale set
+        self.rolling_reload = step >= 24
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -916,6 +924,24 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         nxt = mPT[seq, pg + 1]
                     for w in cutlass.range_constexpr(NUM_WG):
                         b = w % nb
+                        if cutlass.const_expr(self.rolling_reload):
+                            # step 24: group w from buf[0] and sbuf[w]; the next group (this
+                            # page's second half, or the next page's first) is loaded while
+                            # it converts: its scales first, each vector after its own. No
+                            # branch: after a segment's last page it reloads from nxt = 0,
+                            # a valid page whose values nothing reads. Each load is followed
+                            # by a warp sync, which ptxas does not move loads across: without
+                            # it, ptxas sinks them all to the group's end (the loads' uses
+                            # are in the next group), as in step 22
+                            nw = (w + 1) % NUM_WG
+                            npage = page if w == 0 else nxt
+                            self.fp8_load_scales(mSc, npage, nw, tok, par, sbuf[nw])
+                            cute.arch.sync_warp()
+                            self.fp8_fill(
+                                sK, mbar, tma_atom, tKgK, tKsKt, page, st, w, fill, tok, par,
+                                ptid, warp, buf[0], sbuf[w], (mKV8, npage, nw),
+                            )  # fmt: skip
+                            continue
                         self.fp8_fill(
                             sK, mbar, tma_atom, tKgK, tKsKt, page, st, w, fill, tok, par, ptid,
                             warp, buf[b], sbuf[b],
@@ -972,6 +998,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         warp: cutlass.Int32,
         rK8: cute.Tensor,
         rSc: cute.Tensor,
+        reload: cutlass.Constexpr = None,
     ):
         """Steps 14-16, the producer: group ``w`` (latent chunks 4w..4w+3) of the ``fill``-th
         page of stage ``st`` from registers ``rK8``/``rSc`` (:meth:`fp8_load_half`): wait for
@@ -979,7 +1006,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         for nothing), the rope chunk by TMA where this group frees it (stage 0's with WG1's,
         stage 1's with WG0's: the warpgroup that last reads P there), the dequantised stores,
         ``fence.proxy.async``, the producer's barrier and one arrive on each chunk's
-        mbarrier."""
+        mbarrier. Step 24 passes ``reload`` = (mKV8, page, w): the next group, whose vectors
+        :meth:`fp8_store_half` loads into ``rK8`` as it frees them."""
         if fill > 0:
             cute.arch.mbarrier_wait(mbar + EMPTY + st * NUM_WG + w, (fill - 1) % 2)
         if warp == NUM_WG * 4 and st != w:
@@ -993,7 +1021,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 if ptid == 0:
                     cute.arch.mbarrier_arrive(mbar + st * N_CHUNKS + 4 * w + c)
         else:
-            self.fp8_store_half(sK, st, w, tok, par, rK8, rSc)
+            self.fp8_store_half(sK, st, w, tok, par, rK8, rSc, reload=reload)
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier(barrier_id=BAR_PROD, number_of_threads=WG_THREADS)
             if ptid == 0:
@@ -1112,10 +1140,38 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         (:meth:`fp8_vector`) into ``rK8`` (16, 8) and their scales into ``rSc``. Tokens past
         the sequence's end are loaded as they are (their stage rows are masked in S and their
         V rows zeroed by the math warpgroups, as with 16-bit TMA pages)."""
-        gRow = mKV8[page, tok, None]  # (512,) e4m3
         for j in cutlass.range_constexpr(FP8_HALF_VECS):
-            v = cute.local_tile(gRow, (FP8_VEC,), (16 * w + self.fp8_vector(j, par),))
-            cute.autovec_copy(v, rK8[None, j])
+            self.fp8_load_vector(mKV8, page, w, tok, par, rK8, j)
+        self.fp8_load_scales(mSc, page, w, tok, par, rSc)
+
+    @cute.jit
+    def fp8_load_vector(
+        self,
+        mKV8: cute.Tensor,
+        page: cutlass.Int32,
+        w: cutlass.Constexpr,
+        tok: cutlass.Int32,
+        par: cutlass.Int32,
+        rK8: cute.Tensor,
+        j: cutlass.Constexpr,
+    ):
+        """Step 14: the j-th of :meth:`fp8_load_half`'s 8 vectors (16 e4m3 values, one
+        LDG.128) into ``rK8[None, j]``."""
+        v = cute.local_tile(mKV8[page, tok, None], (FP8_VEC,), (16 * w + self.fp8_vector(j, par),))
+        cute.autovec_copy(v, rK8[None, j])
+
+    @cute.jit
+    def fp8_load_scales(
+        self,
+        mSc: cute.Tensor,
+        page: cutlass.Int32,
+        w: cutlass.Constexpr,
+        tok: cutlass.Int32,
+        par: cutlass.Int32,
+        rSc: cute.Tensor,
+    ):
+        """Step 14: the scales of :meth:`fp8_load_half`'s vectors into ``rSc``
+        (:meth:`fp8_half_scales` of them)."""
         if cutlass.const_expr(self.scale_block >= CHUNK):
             base = (HALF_V * w) // self.scale_block
             for i in cutlass.range_constexpr(self.fp8_half_scales()):
@@ -1137,12 +1193,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         rSc: cute.Tensor,
         j_lo: cutlass.Constexpr = 0,
         j_hi: cutlass.Constexpr = FP8_HALF_VECS,
+        reload: cutlass.Constexpr = None,
     ):
         """Step 14: dequantise the registers of :meth:`fp8_load_half` (e4m3 -> fp32, times the
         scale: exact with power-of-two scales, -> dtype; from step 15 by bit placement) into
         SMEM stage ``stage`` at their (token, column) places of the 128-byte-swizzled page the
         WGMMAs read: two 16-byte stores per vector; vectors j_lo..j_hi-1 only (step 19 stores
-        a group chunk by chunk: vectors 2c and 2c + 1 are chunk c)."""
+        a group chunk by chunk: vectors 2c and 2c + 1 are chunk c). Step 24 (``reload`` =
+        (mKV8, page, w)): once vector j is converted, the next group's vector j is loaded into
+        its registers."""
         sPage = sK[None, None, stage]
         out = cute.make_rmem_tensor(cute.make_layout((8,)), self.dtype)
         half16 = self.dtype is cutlass.Float16
@@ -1163,6 +1222,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         out32[2 * i + 1] = e4m3x4_to_16bit(x, sc2, half16, True)
                     unit = 32 * w + 2 * self.fp8_vector(j, par) + half
                     cute.autovec_copy(out, cute.local_tile(sPage, (1, 8), (tok, unit)))
+                if cutlass.const_expr(reload is not None):
+                    kv8, npage, nw = reload
+                    self.fp8_load_vector(kv8, npage, nw, tok, par, rK8, j)
+                    cute.arch.sync_warp()  # keeps the load here (see fp8_producer, step 24)
                 continue
             # 8 values at a time (one 16-byte unit): fewer fp32 temporaries in the producer's
             # registers (steps 14-16 hold two groups of loads in flight, 64 registers)
