@@ -745,6 +745,32 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
         )  # the combine kernel beside the main one
 
 
+@pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
+def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
+    """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the
+    pair after next, one TMA prefetch per chunk (2 sites x 9 = 18 UTMAPF, none in step 11),
+    the same 36 page TMAs and MMAs, 0 spills; the FP8 cache does not take it."""
+    from kernelplan import ShapeError
+
+    got = {}
+    for step in (11, 25):
+        where = tmp_path / str(step)
+        plan, prob, cfg = _seesaw_case(shape, {"step": str(step)}, where, monkeypatch)
+        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+        assert k.fn.l2_pages == (step == 25) and k.fn.work_list
+        st = plan.run_static(prob, cfg)
+        assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+        assert st["registers"] <= 255
+        got[step] = st
+    for step, st in got.items():
+        assert st["opcodes"].get("UTMALDG") == 36
+        assert st["opcodes"].get("UTMAPF", 0) == (18 if step == 25 else 0)
+        assert st["mma_mnemonics"] == got[11]["mma_mnemonics"]
+    fp8 = plan.problem(**shape, kv_dtype=FP8)
+    with pytest.raises(ShapeError, match="seesaw builds are steps 14 to"):
+        plan.supports_config(fp8, plan.config(fp8, {"step": "25"}))
+
+
 # -- steps 14-17: the FP8 latent cache in the seesaw schedule (a dequantising producer) ---------
 
 

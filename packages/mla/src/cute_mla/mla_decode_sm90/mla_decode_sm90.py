@@ -75,6 +75,8 @@ PARTS_CAP = 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
 FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
+#: the seesaw builds for a 16-bit cache (steps 4-13, then 25: 11 with an L2 prefetch stream)
+BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25)
 FP8_STEP = 22
 
 
@@ -314,36 +316,36 @@ def choose_splits(problem: MlaDecodeProblem, sm_count: int) -> int:
 
 @dataclass(frozen=True)
 class MlaSm90Config(Config):
-    """``splits``: KV splits per sequence; 0 chooses per call (:func:`choose_splits`), 1 is
-    v0's path (no workspace, no combine kernel). ``loads``: how pages reach SMEM: ``auto``
-    (the default: ``tma`` for the seesaw schedule, ``cpasync`` for lockstep), ``cpasync``
-    (lockstep steps 0-2: all 256 math threads issue cp.async and meet at a CTA barrier per
-    page; the only loads of the FP8 cache) or ``tma`` (step 3 with lockstep, and always with
-    seesaw: one TMA per 64-column chunk by the page's coordinate, one mbarrier per chunk).
-    ``split_rule`` (with ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4:
-    every sequence cut into the same number of equal parts, sized for the longest) or
-    ``balanced`` (step 5b, :func:`choose_balanced`: the same number of pages per split for
-    every sequence). ``step``: the devlog step of the seesaw schedule to build (4 to 19, see
-    :data:`.seesaw.STEPS`; for before/after runs). 11 is the default: a work list of the
-    pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
-    workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9,
-    the per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup dequantises
-    the e4m3 pages into the 16-bit stages); 15 is 14 dequantising by bit placement instead of
-    conversions; 16 is 15 filling a pair's groups in the order they are released; 17 is 15
-    with one group in flight, not two; 18 is 17 with setmaxnreg 216 / 72; 19 and 21 publish
-    each chunk as written (slower); 20 is 18 prefetching each page's e4m3 part and scales into
-    L2 two pages ahead; 22 is 20 reading each prefetch's page index a page early, the FP8
+    """``splits``: KV splits per sequence; 0 chooses per call (:func:`choose_splits`), 1 is v0's
+    path (no workspace, no combine kernel). ``loads``: how pages reach SMEM: ``auto`` (the default:
+    ``tma`` for the seesaw schedule, ``cpasync`` for lockstep), ``cpasync`` (lockstep steps 0-2:
+    all 256 math threads issue cp.async and meet at a CTA barrier per page; the only loads of
+    the FP8 cache) or ``tma`` (step 3 with lockstep, and always with seesaw: one TMA per
+    64-column chunk by the page's coordinate, one mbarrier per chunk). ``split_rule`` (with
+    ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
+    into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
+    :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
+    the devlog step of the seesaw schedule to build (4 to 25, see :data:`.seesaw.STEPS`; for
+    before/after runs). 11 is the default: a work list of the pages of all sequences end to end,
+    one part per SM and m-tile, measured fastest over the workload's table (the devlog, "Step
+    11"); with an explicit ``splits`` it builds step 9, the per-sequence splits. 14 is step 11
+    for the FP8 cache (a third warpgroup dequantises the e4m3 pages into the 16-bit stages); 15
+    is 14 dequantising by bit placement instead of conversions; 16 is 15 filling a pair's groups
+    in the order they are released; 17 is 15 with one group in flight, not two; 18 is 17 with
+    setmaxnreg 216 / 72; 19 and 21 publish each chunk as written (timed in session 7, whose
+    records were lost: to be re-timed); 20 is 18 prefetching each page's e4m3 part and scales
+    into L2 two pages ahead; 22 is 20 reading each prefetch's page index a page early, the FP8
     default (the devlog, "FP8 in the seesaw schedule"); 23 is 22 prefetching 4 pages ahead; 24
-    is 22 reloading the next group vector by vector as the current one converts (built, not
-    yet measured).
-    ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at
-    every setting of the workload's table, and for the FP8 cache), ``lockstep``
-    (steps 0-3: both warpgroups run QK, softmax and PV of the same page together) or
-    ``seesaw`` (steps 4-24, :mod:`.seesaw`: each warpgroup owns every other page and the
-    running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
-    the FP8 cache's latent part through the producer warpgroup: steps 14-24; with the FP8 cache the
-    default ``step`` (11) builds 22). ``step`` applies to
-    the seesaw schedule only."""
+    is 22 reloading the next group vector by vector as the current one converts (built, not yet
+    measured); 25 is 11 for a 16-bit cache with an L2 prefetch stream of the pair after next
+    (built, not yet measured).
+    ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
+    setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-25,
+    :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed between
+    them, FlashMLA's schedule; 16-bit pages always come by TMA, the FP8 cache's latent part
+    through the producer warpgroup: steps 14-24; with the FP8 cache the default ``step`` (11)
+    builds 22). ``step`` applies to the seesaw schedule only."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"
@@ -354,9 +356,10 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if not 4 <= self.step <= FP8_STEPS[-1]:
+        last = max(*FP8_STEPS, *BF16_STEPS)
+        if not 4 <= self.step <= last:
             raise ShapeError(
-                f"step must be 4 to {FP8_STEPS[-1]} (the seesaw schedule's steps; got "
+                f"step must be 4 to {last} (the seesaw schedule's steps; got "
                 f"{self.step}; steps 0-3 "
                 "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
             )
@@ -461,7 +464,7 @@ class MlaDecodeSm90(KernelPlan):
         if not problem.kv_fp8 and config.step in FP8_STEPS:
             raise ShapeError(
                 f"{self.name}: step {config.step} is an FP8 latent cache build (add --kv_dtype "
-                "float8_e4m3fn, or take step 4 to 13 for a 16-bit cache)"
+                "float8_e4m3fn, or take step 4 to 13 or 25 for a 16-bit cache)"
             )
         cap = split_cap(problem)
         if config.splits > cap:
