@@ -551,7 +551,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 pf0 = cutlass.Int32(0)
                 pf1 = cutlass.Int32(0)
                 if cutlass.const_expr(self.l2_pages):  # noqa: SIM102 (compile time, then run time)
-                    if warp == 0:
+                    if warp == 0 and p1 > p0:  # (an empty segment has no table entry to read)
                         pf0 = mPT[seq, cutlass.min(p0 + BF16_L2_AHEAD, p1 - 1)]
                         pf1 = mPT[seq, cutlass.min(p0 + BF16_L2_AHEAD + 1, p1 - 1)]
                 for it in cutlass.range(n_pairs, unroll=1):
