@@ -24,7 +24,7 @@ a wait for a global (or local) load's data.
 
     python scripts/ncu_source_stalls.py REPORT.csv[.xz] [--top 25] [--context N]
 
-Exit status 2 with one line when the file is not such a CSV.
+Exit status 2 with one line for each file that is not such a CSV (the others are still read).
 """
 
 from __future__ import annotations
@@ -46,8 +46,20 @@ def read_source_page(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     columns, one dict per SASS instruction in address order). Raises ValueError when the file
     has no such table."""
     opener = lzma.open if path.suffix == ".xz" else open
-    with opener(path, "rt", newline="") as fh:
-        rows = list(csv.reader(io.StringIO(fh.read())))
+    try:
+        with opener(path, "rt", newline="") as fh:
+            text = fh.read()
+    except (EOFError, lzma.LZMAError) as e:  # a truncated or foreign .xz (an interrupted copy)
+        raise ValueError(f"{path}: not a complete .xz file ({e}): copy or export it again") from e
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path}: not a text CSV ({e.reason} at byte {e.start}); an xz file must end in .xz"
+        ) from e
+    csv.field_size_limit(max(csv.field_size_limit(), len(text)))  # one SASS line per field
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as e:
+        raise ValueError(f"{path}: not a CSV export ({e})") from e
     head = next((i for i, r in enumerate(rows) if SAMPLES in r and "Source" in r), None)
     if head is None:
         raise ValueError(f"{path}: no '{SAMPLES}' column (export with --page source --csv)")
@@ -79,14 +91,30 @@ def roles(data: list[dict[str, str]]) -> list[str]:
 
 
 def _int(text: str) -> int:
-    try:
-        return int(float(text))
-    except ValueError:
+    """A sample count as ncu prints it: ``1234``, ``1,234`` (thousands separators) or
+    ``1234.0``; an empty cell is 0. Raises ValueError on anything else, so that no count is
+    silently dropped."""
+    t = text.strip().replace(",", "")
+    if not t:
         return 0
+    try:
+        return int(float(t))
+    except ValueError:
+        raise ValueError(f"sample count {text!r} is not a number") from None
 
 
 def summarise(path: Path, top: int = 25, context: int = 0) -> str:
+    """The report for one export: samples and top reasons per role, then the ``top``
+    instructions by samples, each with ``context`` instructions before it. Raises ValueError
+    (the file named) on an unreadable export or a count that is not a number."""
     stalls, data = read_source_page(path)
+    try:
+        return _report(path, stalls, data, top, context)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from e
+
+
+def _report(path, stalls, data, top, context) -> str:
     lab = roles(data)
     per_role: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     total = collections.Counter()
@@ -115,16 +143,28 @@ def summarise(path: Path, top: int = 25, context: int = 0) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="ncu_source_stalls.py", description=__doc__.split("\n")[0])
     ap.add_argument("csv", nargs="+", type=Path, help="ncu --page source --csv exports (.xz ok)")
-    ap.add_argument("--top", type=int, default=25, help="instructions listed (default 25)")
-    ap.add_argument("--context", type=int, default=0, help="instructions shown before each")
+    ap.add_argument("--top", type=_count, default=25, help="instructions listed (default 25)")
+    ap.add_argument("--context", type=_count, default=0, help="instructions shown before each")
     args = ap.parse_args(argv)
-    for p in args.csv:
+    status = 0
+    for p in args.csv:  # every file is read: a bad one is reported and the rest still run
         try:
             print(summarise(p, args.top, args.context))
-        except (OSError, ValueError, lzma.LZMAError) as e:
+        except (OSError, ValueError) as e:
             print(f"ncu_source_stalls: {e}", file=sys.stderr)
-            return 2
-    return 0
+            status = 2
+    return status
+
+
+def _count(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"give an integer >= 0 (got {text!r})")
+    return n
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ import importlib.util
 import lzma
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 HDR = ["Address", "Source", "Warp Stall Sampling (All Samples)", "stall_long_sb", "stall_barrier",
        "stall_long_sb (Not Issued)"]  # fmt: skip
@@ -59,3 +61,36 @@ def test_not_a_source_page(tmp_path, capsys):
     assert _tool().main([str(f)]) == 2
     err = capsys.readouterr().err.strip()
     assert "no 'Warp Stall Sampling (All Samples)' column" in err and "\n" not in err
+
+
+def test_thousands_separators_count_and_bad_counts_fail(tmp_path, capsys):
+    """ncu may print ``1,234``: it counts as 1234; a count that is no number fails the file in
+    one line instead of counting as 0."""
+    good = tmp_path / "g.csv.xz"
+    _write(good, [["0x00", "LDG.E R1, [R2]", "1,234", "1,200", "34", "0"]])
+    assert _tool().main([str(good)]) == 0
+    assert "1234 stall samples" in capsys.readouterr().out
+    bad = tmp_path / "b.csv.xz"
+    _write(bad, [["0x00", "LDG.E R1, [R2]", "n/a", "0", "0", "0"]])
+    assert _tool().main([str(bad), str(good)]) == 2  # the good file is still reported
+    cap = capsys.readouterr()
+    assert "sample count 'n/a' is not a number" in cap.err and str(bad) in cap.err
+    assert "1234 stall samples" in cap.out
+
+
+def test_damaged_files_fail_in_one_line(tmp_path, capsys):
+    """A truncated .xz (an interrupted copy), binary data named .csv, and a negative --top."""
+    whole = tmp_path / "w.csv.xz"
+    _write(whole, [["0x00", "LDG.E R1, [R2]", "5", "5", "0", "0"]])
+    cut = tmp_path / "cut.csv.xz"
+    cut.write_bytes(whole.read_bytes()[:-20])
+    binary = tmp_path / "bin.csv"
+    binary.write_bytes(whole.read_bytes())
+    for f, needle in ((cut, "not a complete .xz file"), (binary, "not a text CSV")):
+        assert _tool().main([str(f)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and str(f) in err and "\n" not in err
+    with pytest.raises(SystemExit) as e:
+        _tool().main([str(whole), "--top", "-1"])
+    assert e.value.code == 2
+    assert "give an integer >= 0" in capsys.readouterr().err

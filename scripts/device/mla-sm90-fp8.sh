@@ -66,7 +66,7 @@ f8-tma-refused kernel --b 4 --t 1024 $f8 --config schedule=lockstep loads=tma $c
 JOBS
 }
 
-# the seesaw FP8 build (steps 14-23: a dequantising producer warpgroup; FP8_STEP, default 22):
+# the seesaw FP8 build (steps 14-24: a dequantising producer warpgroup; FP8_STEP, default 22):
 # the same formats, tails, dtypes and shapes as `check`, 3 launches per check (state kept
 # between launches is checked), the work list's cases (one sequence in many pieces, empty
 # sequences between long ones, 64 short ones, the table's settings), the planted faults, and

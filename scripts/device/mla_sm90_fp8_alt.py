@@ -46,8 +46,12 @@ OURS = "mla_decode_sm90"
 FORMAT_SETS = {
     "lockstep": (
         ("bf16", {}, {}),
-        ("fp8 per_token", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
-        ("fp8 per_block", {"kv_dtype": FP8, "kv_scale": "per_block"}, {"schedule": "lockstep"}),
+        ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
+        (
+            "fp8 per_block lockstep",
+            {"kv_dtype": FP8, "kv_scale": "per_block"},
+            {"schedule": "lockstep"},
+        ),
     ),
     "seesaw": (
         ("bf16", {}, {}),

@@ -474,8 +474,8 @@ def test_fp8_alt_entries():
     got = alt.entries((128, 4096, 64), ["flashinfer_mla"])
     assert [(lab, k) for lab, k, _, _ in got] == [
         ("mla_decode_sm90 bf16", "mla_decode_sm90"),
-        ("mla_decode_sm90 fp8 per_token", "mla_decode_sm90"),
-        ("mla_decode_sm90 fp8 per_block", "mla_decode_sm90"),
+        ("mla_decode_sm90 fp8 per_token lockstep", "mla_decode_sm90"),
+        ("mla_decode_sm90 fp8 per_block lockstep", "mla_decode_sm90"),
         ("flashinfer_mla bf16", "flashinfer_mla"),
     ]
     assert got[2][2] == {"b": 128, "t": 4096, "h": 64, "kv_dtype": FP8, "kv_scale": "per_block"}
@@ -956,3 +956,30 @@ def test_fp8_seesaw_step24_reloads_while_it_stores(tmp_path, monkeypatch):
     assert len(got[22]) == len(got[24]) == 2  # the page loop's two groups (w = 0, 1)
     assert got[22] == [0, 0]
     assert all(n >= 7 for n in got[24]), got[24]
+
+
+def test_mla_decode_sm90_build_label_names_what_is_built():
+    """``step=11`` (the config default) is not what every call builds: the label the CLI prints
+    and every record keeps as ``build`` names the resolved schedule and step."""
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    fp8 = plan.problem(b=2, t=100, kv_dtype=FP8)
+    bf16 = plan.problem(b=2, t=100)
+    cases = [
+        (fp8, {}, "seesaw step 22 (FP8 cache: producer warpgroup)"),
+        (fp8, {"step": "24"}, "seesaw step 24 (FP8 cache: producer warpgroup)"),
+        (
+            fp8,
+            {"schedule": "lockstep"},
+            "lockstep schedule, cpasync pages, FP8 dequantised by the math warpgroups",
+        ),
+        (bf16, {}, "seesaw step 11"),
+        (bf16, {"splits": "2"}, "seesaw step 9"),
+        (bf16, {"schedule": "lockstep", "loads": "tma"}, "lockstep schedule, tma pages"),
+    ]
+    for prob, overrides, label in cases:
+        assert plan.build_label(prob, plan.config(prob, overrides)) == label
+    rec = plan.record_base("static", fp8, plan.config(fp8, {}))
+    assert rec["build"] == "seesaw step 22 (FP8 cache: producer warpgroup)"
+    assert rec["config"]["step"] == 11  # the config as given, beside what it built

@@ -159,6 +159,13 @@ class KernelPlan(abc.ABC):
         self.supports_config(problem, cfg)
         return cfg
 
+    def build_label(self, problem: Problem, config: Config) -> str | None:
+        """One line naming what ``config`` builds for ``problem`` when the config's own fields
+        do not say it (a default that resolves per problem, such as a schedule or step chosen
+        by the cache format), else None. The CLI prints it and every record keeps it as
+        ``build``."""
+        return None
+
     def supports_config(self, problem: Problem, config: Config) -> None:  # noqa: B027
         """Raise :class:`ShapeError` for a config that is valid on its own but not for this
         problem (a tile that must divide M, a split that must divide K). Called by
@@ -571,6 +578,7 @@ class KernelPlan(abc.ABC):
         from .records import environment
 
         dev = devmod.current_device() if kind != "static" else None
+        build = self.build_label(problem, config)
         return {
             "kind": kind,
             "workload": self.workload.name,
@@ -581,6 +589,7 @@ class KernelPlan(abc.ABC):
             "target": target.to_dict() if target is not None else None,
             "problem": problem.to_dict(),
             "config": config.to_dict(),
+            **({"build": build} if build else {}),
             "device": dev.to_dict() if dev else None,
             "env": environment(),
         }

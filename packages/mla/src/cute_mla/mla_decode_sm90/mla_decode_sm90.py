@@ -356,12 +356,11 @@ class MlaSm90Config(Config):
     def validate(self) -> None:
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        last = max(*FP8_STEPS, *BF16_STEPS)
-        if not 4 <= self.step <= last:
+        if self.step not in (*BF16_STEPS, *FP8_STEPS):
             raise ShapeError(
-                f"step must be 4 to {last} (the seesaw schedule's steps; got "
-                f"{self.step}; steps 0-3 "
-                "are the lockstep schedule: --config schedule=lockstep [loads=tma])"
+                f"step must be a seesaw step: 4 to 13 or 25 for a 16-bit cache, "
+                f"{FP8_STEPS[0]} to {FP8_STEPS[-1]} for the FP8 one (got {self.step}; the "
+                "lockstep schedule has no step: --config schedule=lockstep)"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
             raise ShapeError(f"schedule must be auto, lockstep or seesaw (got {self.schedule!r})")
@@ -495,6 +494,16 @@ class MlaDecodeSm90(KernelPlan):
                 leading_dim=len(s.shape) - 1, align=16,
             )  # fmt: skip
         return specs
+
+    def build_label(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
+        """The schedule and step a call builds (``step=11``, the default, builds 22 with the
+        FP8 cache, and 9 with an explicit split count), e.g. ``seesaw step 22 (FP8 cache:
+        producer warpgroup)`` or ``lockstep schedule, cpasync pages``."""
+        fp8 = " (FP8 cache: producer warpgroup)" if problem.kv_fp8 else ""
+        if self.schedule_for(problem, config) == "lockstep":
+            how = ", FP8 dequantised by the math warpgroups" if problem.kv_fp8 else ""
+            return f"lockstep schedule, {self.loads_for(config)} pages{how}"
+        return f"seesaw step {self.kernel_step(config, problem)}{fp8}"
 
     @staticmethod
     def schedule_for(problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
