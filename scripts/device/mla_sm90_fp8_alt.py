@@ -21,7 +21,7 @@ own bytes: 644 or 656 B per token against 1152).
 
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
         [--peers flashinfer_mla]
-        [--formats lockstep|seesaw|step15|step16|step17|step19|step21|step23|step24|fp8]
+        [--formats lockstep|seesaw|step15|step16|step17|step19|step21|step23|step24|step26|fp8]
         [--reps 30] [--cuda-graph]
         [--no-record] [--dry]
 
@@ -147,6 +147,19 @@ FORMAT_SETS = {
             "fp8 per_block step24",
             {"kv_dtype": FP8, "kv_scale": "per_block"},
             {"schedule": "seesaw", "step": "24"},
+        ),
+    ),
+    # step 26 (the crossover: at h=128 clusters of 2, each producer half of every page)
+    # against step 22 and step 24; at h=64 (one m-tile) step 26 is step 22's code, a control
+    "step26": (
+        ("bf16", {}, {}),
+        ("fp8 per_token step22", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "22"}),
+        ("fp8 per_token step24", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "24"}),
+        ("fp8 per_token step26", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "26"}),
+        (
+            "fp8 per_block step26",
+            {"kv_dtype": FP8, "kv_scale": "per_block"},
+            {"schedule": "seesaw", "step": "26"},
         ),
     ),
     # step 16 (the producer fills in release order) against step 15

@@ -892,6 +892,37 @@ def test_fp8_seesaw_compiles_for_sm90a(step, shape, spill_cap, tmp_path, monkeyp
     assert meta["kv_load"].startswith("ldg + dequant")
 
 
+def test_fp8_seesaw_step26_crossover(tmp_path, monkeypatch):
+    """Step 26 (FlashMLA's crossover): at h=128 the two m-tiles of a sequence run as a cluster
+    of 2 (one cluster barrier at the start and one at the end), each CTA's producer converts
+    one group per page and stores it into both CTAs (16 STAS.128 st.async per group, one copy
+    of the loop per cluster rank), each CTA loads its own rope chunk (2 TMA sites per copy),
+    216 / 72 as step 22, no spill in either loop (24 B of the math warpgroups' segment-level
+    values); where the m-tiles do not pair up (h=64, one m-tile) it is step 22's code."""
+
+    def build(step, shape):
+        where = tmp_path / f"{step}-{shape.get('h', 128)}"
+        fields = {"b": 32, "t": 4096, "kv_dtype": FP8, **shape}
+        plan, prob, cfg = _seesaw_case(fields, {"step": str(step)}, where, monkeypatch)
+        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+        return k, plan.run_static(prob, cfg)
+
+    k, st = build(26, {})
+    assert k.fn.crossover and k.meta["crossover"] and st["meta"]["crossover"]
+    assert (k.fn.math_regs, k.fn.producer_regs) == (216, 72)
+    assert st["spill_store_bytes"] <= 24 and st["spill_load_bytes"] <= 24
+    ops = st["opcodes"]
+    assert ops.get("STAS") == 2 * 16 and ops.get("UCGABAR_ARV") == ops.get("UCGABAR_WAIT") == 2
+    assert ops.get("UTMALDG") == 2 * 2 and ops.get("UBLKPF") == 2 * 4
+    assert ops.get("HMUL2") == 2 * 128  # one group (half a page) per copy of the loop
+    assert st["mma_mnemonics"] == {"HGMMA.64x64x16.F32.BF16": 36, "HGMMA.64x256x16.F32.BF16": 12}
+    # one m-tile (h=64): no cluster, and the same SASS opcode counts as step 22
+    k64, st64 = build(26, {"h": 64})
+    _, st22 = build(22, {"h": 64})
+    assert not k64.fn.crossover and not k64.meta["crossover"]
+    assert st64["opcodes"] == st22["opcodes"]
+
+
 def _producer_loop_groups(sass: str) -> list[int]:
     """Per group of the FP8 producer's page loop (the longest backward branch after
     ``USETMAXREG.DEALLOC``, cut at each ``FENCE.VIEW.ASYNC``): how many LDG.E.128 lie between

@@ -74,7 +74,7 @@ GRID_BOUND = 4 * 132
 PARTS_CAP = 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
-FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
+FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 26)
 #: the seesaw builds for a 16-bit cache (steps 4-13, then 25: 11 with an L2 prefetch stream)
 BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25)
 FP8_STEP = 22
@@ -338,6 +338,8 @@ class MlaSm90Config(Config):
     default (the devlog, "FP8 in the seesaw schedule"); 23 is 22 prefetching 4 pages ahead; 24
     is 22 reloading the next group vector by vector as the current one converts (built, not yet
     measured); 25 is 11 for a 16-bit cache with an L2 prefetch stream of the pair after next
+    (built, not yet measured); 26 is 22 with FlashMLA's crossover where the m-tiles pair up
+    (h=128): clusters of 2 CTAs, each producer dequantising half of every page into both
     (built, not yet measured).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
@@ -503,7 +505,11 @@ class MlaDecodeSm90(KernelPlan):
         if self.schedule_for(problem, config) == "lockstep":
             how = ", FP8 dequantised by the math warpgroups" if problem.kv_fp8 else ""
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
-        return f"seesaw step {self.kernel_step(config, problem)}{fp8}"
+        step = self.kernel_step(config, problem)
+        m_tiles = -(-problem.s * problem.h // 64)  # the kernel's 64-row tiles
+        if problem.kv_fp8 and step == 26 and m_tiles % 2 == 0:
+            fp8 = " (FP8 cache: producer warpgroups in clusters of 2, the crossover)"
+        return f"seesaw step {step}{fp8}"
 
     @staticmethod
     def schedule_for(problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
@@ -623,6 +629,8 @@ class MlaDecodeSm90(KernelPlan):
                 "math_warpgroups": 2,
                 # step 14: a third warpgroup dequantises the FP8 pages into the stages
                 "producer_warpgroup": bool(p.kv_fp8 and schedule == "seesaw"),
+                # step 26: the m-tile pairs as clusters of 2, each producer one group per page
+                "crossover": bool(getattr(k, "crossover", False)),
                 "combine": (
                     None
                     if (work and max(work.pieces, default=0) <= 1) or (not work and splits == 1)

@@ -102,6 +102,7 @@ from cutlass.experimental.primitives.nvvm_wrapper import cp_async_bulk_prefetch
 
 from .kernel import (
     CHUNK,
+    CHUNK_BYTES,
     D_ROPE,
     D_V,
     FP8_VEC,
@@ -174,7 +175,13 @@ P_CHUNK = 8
 #: pair after next (:data:`BF16_L2_AHEAD` pages past the pair being computed) by TMA prefetch,
 #: their page indices read a pair earlier (step 22's lesson), so that the page TMAs a stage's
 #: release issues find their lines in L2 (steps 20-22 took 3.5-4.3% off the FP8 producer so)
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25)
+#: 26 (the FP8 cache) is 22 with FlashMLA's crossover where the m-tiles come in pairs (h=128,
+#: or s x h = 128): the two CTAs of a sequence's m-tiles run as a cluster of 2, and the
+#: producer of CTA r dequantises only group r of every page (latent columns 256r..256r+255),
+#: storing it into its own stage and, by st.async, into its peer's, so each producer does
+#: half the conversions (deepseek-ai/FlashMLA docs/20250929-hopper-fp8-sparse-deep-dive.md,
+#: "Crossover"); each CTA loads its own rope chunk by TMA
+STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26)
 STEP = 11
 #: the FP8 cache's seesaw builds (steps 14-24 take only the FP8 cache, and it only them) are
 #: the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
@@ -188,7 +195,8 @@ LAUNCH_REGS = 168
 MATH_REGS = 208
 PRODUCER_REGS = 88
 #: the (math, producer) split from a step on: step 18 gives the math warpgroups step 11's
-#: budget back (216: no spills in a CPU compile), since step 17's producer fits in 72
+#: budget back (216: no spills in a CPU compile), since step 17's producer fits in 72; step 26
+#: keeps 216 / 72 (its producer spills at 56; its math warpgroups a few bytes at 216)
 REG_SPLITS = {14: (MATH_REGS, PRODUCER_REGS), 18: (216, 72)}
 #: step 14: the producer warpgroup's own named barrier (its 128 threads)
 BAR_PROD = 7
@@ -197,6 +205,8 @@ BAR_PROD = 7
 #: w != s, the warpgroup that last reads P there)
 EMPTY = STAGES * N_CHUNKS
 N_EMPTY = STAGES * NUM_WG
+#: step 26: per stage, "this CTA's warpgroup 1 - stage freed the rope chunk" (after EMPTY's)
+ROPE_EMPTY = EMPTY + N_EMPTY
 #: step 14's share of a page per producer thread and group (half of the latent columns):
 #: token tidx // 2, 8 vectors of 16 e4m3 values (:meth:`MlaDecodeSm90Seesaw.fp8_vector`)
 FP8_HALF_VECS = 8
@@ -248,7 +258,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: step 17: step 15 with one group in flight in the producer's registers, not two
         #: (32 more registers for the conversions' instruction-level parallelism)
         self.one_buffer = step >= 17
-        #: steps 14-24: the setmaxnreg split (math, producer) of this step
+        #: step 26 (builds on 22): the crossover, where the m-tiles pair up into clusters of 2
+        self.crossover = step == 26 and kv_fp8 and self.m_tiles % 2 == 0
+        #: steps 14-26: the setmaxnreg split (math, producer) of this step
         self.math_regs, self.producer_regs = (
             REG_SPLITS[max(k for k in REG_SPLITS if k <= step)] if kv_fp8 else (0, 0)
         )
@@ -261,7 +273,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.l2_index_early = step >= 22
         #: step 24: the next group's vectors reloaded one by one as the current group's are
         #: converted (:meth:`fp8_store_half`), its scales into the other scale set
-        self.rolling_reload = step >= 24
+        self.rolling_reload = step == 24
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -333,7 +345,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         else:
             tma_atom, mKVt = self.page_tma(kv_cache, atom)
 
-        n_mbar = EMPTY + (N_EMPTY if self.producer_wg else 0)
+        n_mbar = EMPTY + (N_EMPTY if self.producer_wg else 0) + (STAGES if self.crossover else 0)
 
         @cute.struct
         class SharedStorage:
@@ -365,7 +377,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             sQ_layout, sK_layout, sVt_outer, split,
         ).launch(grid=[self.m_tiles, 1 if self.work_list else q.shape[0], num_splits],
                  block=[threads, 1, 1],
-                 stream=stream)  # fmt: skip
+                 stream=stream,
+                 **({"cluster": [2, 1, 1]} if self.crossover else {}))  # fmt: skip
         if cutlass.const_expr(split and not self.fused_combine):
             self.launch_combine(o, lse, o_acc, lse_acc, num_splits, q.shape[0], stream, work)
 
@@ -425,7 +438,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 cute.arch.mbarrier_init(mbar + i, 1)
             if cutlass.const_expr(self.producer_wg):
                 for i in cutlass.range_constexpr(N_EMPTY):
-                    cute.arch.mbarrier_init(mbar + EMPTY + i, 1)  # one releasing thread
+                    # one releasing thread (step 26: and the peer CTA's same warpgroup)
+                    cute.arch.mbarrier_init(mbar + EMPTY + i, 2 if self.crossover else 1)
+            if cutlass.const_expr(self.crossover):
+                for i in cutlass.range_constexpr(STAGES):
+                    cute.arch.mbarrier_init(mbar + ROPE_EMPTY + i, 1)  # this CTA's rope reader
         cute.arch.mbarrier_init_fence()
         tKsKt, tKgK = self.page_tma_partitions(tma_atom, mKVt, sK)
         if warp == 0:
@@ -439,6 +456,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         if cutlass.const_expr(self.producer_wg):
             math_wg = wg < NUM_WG
             cute.arch.barrier()  # the mbarrier inits, seen by all 384 threads
+            if cutlass.const_expr(self.crossover):
+                # step 26: and by the peer CTA, which arrives and stores into this one's SMEM
+                cute.arch.cluster_arrive()
+                cute.arch.cluster_wait()
 
         if math_wg:  # (a Python True without the producer: no branch)
             if cutlass.const_expr(self.producer_wg):
@@ -590,10 +611,18 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     if wg == 0 or has1:
                         warpgroup.fence()
                         for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
-                            if cutlass.const_expr(k % (CHUNK // 16) == 0):
-                                cute.arch.mbarrier_wait(
-                                    mbar + own * N_CHUNKS + k // (CHUNK // 16), phase
-                                )
+                            c = k // (CHUNK // 16)
+                            if cutlass.const_expr(k % (CHUNK // 16) == 0 and not self.crossover):
+                                cute.arch.mbarrier_wait(mbar + own * N_CHUNKS + c, phase)
+                            if cutlass.const_expr(
+                                k % (CHUNK // 16) == 0 and self.crossover and c % 4 == 0
+                            ):
+                                # step 26: a latent group lands at once (from one producer);
+                                # its 4 chunks, then one proxy fence (the rope chunk: a TMA)
+                                for cc in cutlass.range_constexpr(c, min(c + 4, N_CHUNKS)):
+                                    cute.arch.mbarrier_wait(mbar + own * N_CHUNKS + cc, phase)
+                                if cutlass.const_expr(c < P_CHUNK):
+                                    self.fence_remote_chunk()
                             qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
                             cute.gemm(
                                 qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, own], acc_s
@@ -711,6 +740,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 cute.arch.mbarrier_wait(
                                     mbar + N_CHUNKS + c, phase1
                                 )  # V1L landed (seen)
+                            self.fence_remote_chunk()
                             self.zero_tail_half(
                                 sK, 1, seqlen - (pg0 + 1) * PAGE, 0, wg_tidx, bar_me
                             )
@@ -758,6 +788,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             cute.arch.mbarrier_wait(
                                 mbar + c, phase0
                             )  # V0R landed (seen by this WG)
+                        self.fence_remote_chunk()
                         self.zero_tail_half(sK, 0, seqlen - pg0 * PAGE, 1, wg_tidx, bar_me)
                         warpgroup.fence()
                         for k in cutlass.range_constexpr(PAGE // 16):
@@ -850,6 +881,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     mKV8, mSc, mPT, mLens, mWork, sK, mbar, tma_atom, tKgK, tKsKt, bidx, sp,
                     num_splits, pages_per_split, split, wg_tidx, warp,
                 )  # fmt: skip
+        if cutlass.const_expr(self.crossover):
+            # step 26: neither CTA leaves while its peer may still arrive on its mbarriers or
+            # store into its SMEM
+            cute.arch.cluster_arrive()
+            cute.arch.cluster_wait()
 
     # ---- helpers ------------------------------------------------------------------------------
     @cute.jit
@@ -887,6 +923,18 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         depth, not the protocol: step 16 fills a pair's groups in release order
         (:meth:`fp8_fill_pairs`), steps 17-19 hold one group in flight (loaded right after
         the previous group's stores), step 19 arrives on each chunk as it is written."""
+        if cutlass.const_expr(self.crossover):
+            # one copy of the loop per cluster rank: the group's columns stay compile-time
+            # (a run-time group index cost 172 spill bytes in the producer's 72 registers)
+            if cute.arch.block_idx_in_cluster() == 0:
+                self.fp8_producer_crossover(
+                    mKV8, mSc, mPT, mWork, sK, mbar, tma_atom, tKgK, tKsKt, sp, ptid, warp, 0
+                )
+            else:
+                self.fp8_producer_crossover(
+                    mKV8, mSc, mPT, mWork, sK, mbar, tma_atom, tKgK, tKsKt, sp, ptid, warp, 1
+                )
+            return
         seg_lo, seg_hi = 0, 1
         if cutlass.const_expr(self.work_list):
             seg_lo = mWork[sp, 0]
@@ -986,6 +1034,129 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             f1 = f1 + (p1 - p0) // 2
 
     @cute.jit
+    def fp8_producer_crossover(
+        self,
+        mKV8: cute.Tensor,
+        mSc: cute.Tensor,
+        mPT: cute.Tensor,
+        mWork: cute.Tensor,
+        sK: cute.Tensor,
+        mbar: cute.Pointer,
+        tma_atom: cute.CopyAtom,
+        tKgK: cute.Tensor,
+        tKsKt: cute.Tensor,
+        sp: cutlass.Int32,
+        ptid: cutlass.Int32,
+        warp: cutlass.Int32,
+        rank: cutlass.Constexpr,
+    ):
+        """Step 26, the producer of CTA ``rank`` = r of a cluster of 2 (the sequence's m-tiles 2k
+        and 2k + 1 walk the same work-list part, page for page): step 22's loop over the
+        part's pages with one group per page instead of two, group ``r`` (latent chunks
+        4r..4r+3), dequantised into this CTA's stage and, by st.async, into the peer's
+        (:meth:`fp8_fill_crossover`); one group in flight in registers, the L2 prefetch of
+        step 22 (each CTA prefetches the whole page: the second request hits L2)."""
+        seg_lo = mWork[sp, 0]
+        seg_hi = mWork[sp, 1]
+        f0 = cutlass.Int32(0)
+        f1 = cutlass.Int32(0)
+        tok = ptid // 2
+        par = ptid % 2
+        buf = cute.make_rmem_tensor(
+            cute.make_layout((FP8_VEC, FP8_HALF_VECS)), cutlass.Float8E4M3FN
+        )
+        sbuf = cute.make_rmem_tensor(cute.make_layout(self.fp8_half_scales()), cutlass.Float32)
+        for seg in cutlass.range(seg_lo, seg_hi, unroll=1):
+            seq = mWork[seg, 0]
+            p0 = mWork[seg, 1]
+            p1 = mWork[seg, 2]
+            page = cutlass.Int32(0)
+            if p1 > p0:
+                page = mPT[seq, p0]
+                self.fp8_load_half(mKV8, mSc, page, rank, tok, par, buf, sbuf)
+                for d in cutlass.range_constexpr(1, self.l2_ahead):
+                    if p0 + d < p1:
+                        self.fp8_prefetch_l2(mKV8, mSc, mPT[seq, p0 + d], ptid)
+            pf = cutlass.Int32(0)
+            if p0 + self.l2_ahead < p1:
+                pf = mPT[seq, p0 + self.l2_ahead]
+            for pg in cutlass.range(p0, p1, unroll=1):
+                if pg + self.l2_ahead < p1:
+                    self.fp8_prefetch_l2(mKV8, mSc, pf, ptid)
+                if pg + self.l2_ahead + 1 < p1:
+                    pf = mPT[seq, pg + self.l2_ahead + 1]
+                st = (pg - p0) % 2
+                fill = f0 + (pg - p0) // 2
+                if st == 1:
+                    fill = f1 + (pg - p0) // 2
+                nxt = cutlass.Int32(0)
+                if pg + 1 < p1:
+                    nxt = mPT[seq, pg + 1]
+                self.fp8_fill_crossover(
+                    sK, mbar, tma_atom, tKgK, tKsKt, page, st, rank, fill, tok, par, ptid, warp,
+                    buf, sbuf,
+                )  # fmt: skip
+                if pg + 1 < p1:
+                    self.fp8_load_half(mKV8, mSc, nxt, rank, tok, par, buf, sbuf)
+                page = nxt
+            f0 = f0 + (p1 - p0 + 1) // 2
+            f1 = f1 + (p1 - p0) // 2
+
+    @cute.jit
+    def fp8_fill_crossover(
+        self,
+        sK: cute.Tensor,
+        mbar: cute.Pointer,
+        tma_atom: cute.CopyAtom,
+        tKgK: cute.Tensor,
+        tKsKt: cute.Tensor,
+        page: cutlass.Int32,
+        st: cutlass.Int32,
+        rank: cutlass.Constexpr,
+        fill: cutlass.Int32,
+        tok: cutlass.Int32,
+        par: cutlass.Int32,
+        ptid: cutlass.Int32,
+        warp: cutlass.Int32,
+        rK8: cute.Tensor,
+        rSc: cute.Tensor,
+    ):
+        """Step 26, the producer of CTA ``rank``: group ``rank`` of the ``fill``-th page of
+        stage ``st``, in both CTAs. It waits until warpgroup ``rank`` of both CTAs released
+        the group (this CTA's "released" mbarrier counts 2 arrivals, one of them remote),
+        stores the dequantised values into this CTA's stage (STS, then fence.proxy.async,
+        the producer's barrier and one arrive on each of the 4 chunk mbarriers, as step 14)
+        and the same 16-byte units into the peer's stage by st.async, each completing the
+        bytes on the peer's chunk mbarrier, on which thread 0 then arrives with the group's
+        bytes expected (an mbarrier's tx-count may go below zero until then). The rope chunk
+        of this CTA's stage comes by this CTA's TMA once this CTA's warpgroup 1 - st freed
+        it: before the stores when that warpgroup's release is the one just waited for
+        (rank != st), else after them, on its own mbarrier (``ROPE_EMPTY``)."""
+        if fill > 0:
+            cute.arch.mbarrier_wait(mbar + EMPTY + st * NUM_WG + rank, (fill - 1) % 2)
+        peer = 1 - rank
+        if warp == NUM_WG * 4 and st != rank:
+            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, st, P_CHUNK, N_CHUNKS, P_CHUNK)
+        self.fp8_store_half(
+            sK, st, rank, tok, par, rK8, rSc, remote=(peer, mbar + st * N_CHUNKS)
+        )  # fmt: skip
+        cute.arch.fence_proxy("async.shared", space="cta")
+        cute.arch.barrier(barrier_id=BAR_PROD, number_of_threads=WG_THREADS)
+        if ptid == 0:
+            for c in cutlass.range_constexpr(4):
+                bar = mbar + st * N_CHUNKS + 4 * rank + c
+                cute.arch.mbarrier_arrive(bar)
+                # the peer's copy: the data's visibility comes with st.async's complete_tx;
+                # this arrive only counts (relaxed: no MEMBAR before it)
+                cute.arch.mbarrier_arrive_and_expect_tx(
+                    bar, CHUNK_BYTES, peer_cta_rank_in_cluster=peer, relaxed=True
+                )
+        if warp == NUM_WG * 4 and st == rank:
+            if fill > 0:
+                cute.arch.mbarrier_wait(mbar + ROPE_EMPTY + st, (fill - 1) % 2)
+            self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, st, P_CHUNK, N_CHUNKS, P_CHUNK)
+
+    @cute.jit
     def fp8_prefetch_l2(
         self, mKV8: cute.Tensor, mSc: cute.Tensor, page: cutlass.Int32, ptid: cutlass.Int32
     ):
@@ -999,6 +1170,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             cp_async_bulk_prefetch(mSc[page, None, None].iterator, PAGE * self.groups * 4)
 
     @cute.jit
+    def fence_remote_chunk(self):
+        """Step 26, a math warpgroup after waiting for a latent group's chunks: half of each
+        page's latent chunks were written by the peer CTA's st.async; a proxy fence before the
+        WGMMAs read them (the conservative reading of the memory model for data that the async
+        proxy reads after another CTA's stores; one fence per group waited for, not per
+        chunk: a group lands at once). Nothing in the other steps."""
+        if cutlass.const_expr(self.crossover):
+            cute.arch.fence_proxy("async.shared", space="cta")
+
+    @cute.jit
     def release_to_producer(
         self, mbar: cute.Pointer, stage: cutlass.Constexpr, w: cutlass.Constexpr, wg_tidx
     ):
@@ -1007,7 +1188,19 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         mbarrier); nothing without the producer (the 16-bit builds reissue TMAs instead)."""
         if cutlass.const_expr(self.producer_wg):  # noqa: SIM102 (compile time, then run time)
             if wg_tidx == 0:
-                cute.arch.mbarrier_arrive(mbar + EMPTY + stage * NUM_WG + w)
+                if cutlass.const_expr(self.crossover):
+                    # step 26: group w of every page is filled by the producer of CTA w of the
+                    # cluster (this one or the peer); the rope chunk by this CTA's own. The
+                    # arrive hands over no data (this warpgroup's WGMMA reads of the stage are
+                    # complete: wait_group and its barrier came first), so the default CTA
+                    # scope: a cluster-scoped arrive adds MEMBAR.ALL.GPU before it in the SASS
+                    cute.arch.mbarrier_arrive(
+                        mbar + EMPTY + stage * NUM_WG + w, peer_cta_rank_in_cluster=w
+                    )
+                    if cutlass.const_expr(w != stage):
+                        cute.arch.mbarrier_arrive(mbar + ROPE_EMPTY + stage)
+                else:
+                    cute.arch.mbarrier_arrive(mbar + EMPTY + stage * NUM_WG + w)
 
     @cute.jit
     def fp8_fill(
@@ -1223,6 +1416,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         j_lo: cutlass.Constexpr = 0,
         j_hi: cutlass.Constexpr = FP8_HALF_VECS,
         reload: cutlass.Constexpr = None,
+        remote: cutlass.Constexpr = None,
     ):
         """Step 14: dequantise the registers of :meth:`fp8_load_half` (e4m3 -> fp32, times the
         scale: exact with power-of-two scales, -> dtype; from step 15 by bit placement) into
@@ -1250,7 +1444,18 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         out32[2 * i] = e4m3x4_to_16bit(x, sc2, half16, False)
                         out32[2 * i + 1] = e4m3x4_to_16bit(x, sc2, half16, True)
                     unit = 32 * w + 2 * self.fp8_vector(j, par) + half
-                    cute.autovec_copy(out, cute.local_tile(sPage, (1, 8), (tok, unit)))
+                    dst = cute.local_tile(sPage, (1, 8), (tok, unit))
+                    cute.autovec_copy(out, dst)
+                    if cutlass.const_expr(remote is not None):
+                        # step 26: the same 16 bytes into the peer CTA's stage (st.async, its
+                        # chunk mbarrier completing the bytes)
+                        peer, bars = remote
+                        vals = (out32[0], out32[1], out32[2], out32[3])  # (not `words`: the
+                        # e4m3 input of the next half)
+                        cute.arch.store_async_dsmem(
+                            swizzled_smem_ptr(dst.iterator, self.dtype), vals, bars + unit // 8,
+                            peer,
+                        )  # fmt: skip
                 if cutlass.const_expr(reload is not None):
                     kv8, npage, nw = reload
                     self.fp8_load_vector(kv8, npage, nw, tok, par, rK8, j)
@@ -1357,6 +1562,18 @@ def pack_scale(sc, half16: bool, *, loc=None, ip=None) -> cutlass.Uint32:
 
 
 @dsl_user_op
+def swizzled_smem_ptr(ptr: cute.Pointer, dtype, *, loc=None, ip=None) -> cute.Pointer:
+    """Step 26: the physical SMEM address of a 16-byte unit that ``ptr`` (an element pointer of
+    the 128-byte-swizzled stages, as ``local_tile`` of ``sK`` gives it) points at, as a plain
+    16-byte-aligned pointer: the swizzle (Swizzle<3,4,3> on byte addresses: bits 4-6 XOR bits
+    7-9, the stages 1024-byte aligned) applied to the address the pointer holds. A swizzled
+    pointer keeps its offset unswizzled and applies the swizzle where cute copies through it;
+    ``st.async`` takes a raw address, so it is applied here, the same XOR that the DSL emits
+    for the local 16-byte store to the same tile."""
+    a = ptr.toint()
+    return cute.make_ptr(dtype, a ^ ((a >> 3) & 0x70), cute.AddressSpace.smem, assumed_align=16)
+
+
 def e4m3x4_to_16bit(x, sc2, half16: bool, high: bool, *, loc=None, ip=None) -> cutlass.Uint32:
     """Step 15: dequantise two of the four e4m3 values in the 32-bit word ``x`` (bytes 0-1,
     or 2-3 with ``high``) into a pair of 16-bit values (bf16, or fp16 with ``half16``), times
