@@ -75,6 +75,20 @@ PARTS_CAP = 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
 FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 26)
+
+
+def steps_text(steps: tuple[int, ...]) -> str:
+    """``(4, 5, 6, 7, 25)`` as ``4 to 7 or 25``: the runs of consecutive steps, for messages."""
+    runs: list[list[int]] = []
+    for n in sorted(steps):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    parts = [f"{r[0]} to {r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
+    return ", ".join(parts[:-1]) + (" or " if len(parts) > 1 else "") + parts[-1]
+
+
 #: the seesaw builds for a 16-bit cache (steps 4-13, then 25: 11 with an L2 prefetch stream)
 BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25)
 FP8_STEP = 22
@@ -360,8 +374,8 @@ class MlaSm90Config(Config):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
         if self.step not in (*BF16_STEPS, *FP8_STEPS):
             raise ShapeError(
-                f"step must be a seesaw step: 4 to 13 or 25 for a 16-bit cache, "
-                f"{FP8_STEPS[0]} to {FP8_STEPS[-1]} for the FP8 one (got {self.step}; the "
+                f"step must be a seesaw step: {steps_text(BF16_STEPS)} for a 16-bit cache, "
+                f"{steps_text(FP8_STEPS)} for the FP8 one (got {self.step}; the "
                 "lockstep schedule has no step: --config schedule=lockstep)"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -437,7 +451,7 @@ class MlaDecodeSm90(KernelPlan):
             if config.step not in (MlaSm90Config().step, *FP8_STEPS):
                 raise ShapeError(
                     f"{self.name}: the FP8 latent cache's seesaw builds are steps "
-                    f"{FP8_STEPS[0]} to {FP8_STEPS[-1]} (got step={config.step}: drop --config "
+                    f"{steps_text(FP8_STEPS)} (got step={config.step}: drop --config "
                     f"step for step {FP8_STEP})"
                 )
             if config.splits:
@@ -465,7 +479,7 @@ class MlaDecodeSm90(KernelPlan):
         if not problem.kv_fp8 and config.step in FP8_STEPS:
             raise ShapeError(
                 f"{self.name}: step {config.step} is an FP8 latent cache build (add --kv_dtype "
-                "float8_e4m3fn, or take step 4 to 13 or 25 for a 16-bit cache)"
+                f"float8_e4m3fn, or take step {steps_text(BF16_STEPS)} for a 16-bit cache)"
             )
         cap = split_cap(problem)
         if config.splits > cap:

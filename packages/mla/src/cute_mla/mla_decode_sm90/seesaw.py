@@ -243,7 +243,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             raise ValueError(f"step must be one of {STEPS} (got {step!r})")
         if kv_fp8 != (step in FP8_STEPS):
             raise ValueError(
-                f"the FP8 latent cache builds steps {FP8_STEPS[0]}-{FP8_STEPS[-1]} and only them "
+                f"the FP8 latent cache builds steps {FP8_STEPS} and only them "
                 f"(got step {step} with kv_fp8={kv_fp8})"
             )
         super().__init__(s, h, causal, dtype, loads="tma")
