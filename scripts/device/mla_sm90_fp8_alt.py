@@ -37,6 +37,17 @@ from collections.abc import Sequence
 
 FP8 = "float8_e4m3fn"
 OURS = "mla_decode_sm90"
+
+
+def _seesaw(step: int, kv_scale: str = "per_token"):
+    """The table entry of seesaw step ``step`` on the FP8 cache: ("fp8 <kv_scale> step<N>",
+    problem fields, config overrides)."""
+    fields = (
+        {"kv_dtype": FP8} if kv_scale == "per_token" else {"kv_dtype": FP8, "kv_scale": kv_scale}
+    )
+    return (f"fp8 {kv_scale} step{step}", fields, {"schedule": "seesaw", "step": str(step)})
+
+
 #: the entries of ours timed per shape, by ``--formats``: (label suffix, problem fields,
 #: config overrides). ``lockstep``: the FP8 cache on its first build (the lockstep schedule,
 #: dequantised through every math thread's registers; session 3); ``seesaw``: step 14 (the
@@ -79,100 +90,72 @@ FORMAT_SETS = {
     "step15": (
         ("bf16", {}, {}),
         ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
-        ("fp8 per_token step14", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "14"}),
-        ("fp8 per_token step15", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "15"}),
-        (
-            "fp8 per_block step15",
-            {"kv_dtype": FP8, "kv_scale": "per_block"},
-            {"schedule": "seesaw", "step": "15"},
-        ),
+        _seesaw(14),
+        _seesaw(15),
+        _seesaw(15, "per_block"),
     ),
     # step 17 (one group in flight in the producer) against step 15, ours only
     "step17": (
         ("bf16", {}, {}),
-        ("fp8 per_token step15", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "15"}),
-        ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
+        _seesaw(15),
+        _seesaw(17),
     ),
     # steps 18 and 19 (built in session 6, not yet timed) against 17 and lockstep
     "step19": (
         ("bf16", {}, {}),
         ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
-        ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
-        ("fp8 per_token step18", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "18"}),
-        ("fp8 per_token step19", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "19"}),
+        _seesaw(17),
+        _seesaw(18),
+        _seesaw(19),
     ),
     # steps 20 and 21 (the producer's pages prefetched into L2) against 18 and 19, 17 and
     # lockstep: the 2 x 2 of per-chunk publication and L2 prefetch in one run
     "step21": (
         ("bf16", {}, {}),
         ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
-        ("fp8 per_token step17", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "17"}),
-        ("fp8 per_token step18", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "18"}),
-        ("fp8 per_token step19", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "19"}),
-        ("fp8 per_token step20", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "20"}),
-        ("fp8 per_token step21", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "21"}),
-        (
-            "fp8 per_block step20",
-            {"kv_dtype": FP8, "kv_scale": "per_block"},
-            {"schedule": "seesaw", "step": "20"},
-        ),
+        _seesaw(17),
+        _seesaw(18),
+        _seesaw(19),
+        _seesaw(20),
+        _seesaw(21),
+        _seesaw(20, "per_block"),
     ),
     # steps 22 (each prefetch's page index read a page early) and 23 (prefetch 4 pages
     # ahead) against 20 and 18
     "step23": (
         ("bf16", {}, {}),
         ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
-        ("fp8 per_token step18", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "18"}),
-        ("fp8 per_token step20", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "20"}),
-        ("fp8 per_token step22", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "22"}),
-        ("fp8 per_token step23", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "23"}),
-        (
-            "fp8 per_block step22",
-            {"kv_dtype": FP8, "kv_scale": "per_block"},
-            {"schedule": "seesaw", "step": "22"},
-        ),
+        _seesaw(18),
+        _seesaw(20),
+        _seesaw(22),
+        _seesaw(23),
+        _seesaw(22, "per_block"),
     ),
     # step 24 (the next group reloaded vector by vector while the current one is stored)
     # against step 22, the default, both granularities
     "step24": (
         ("bf16", {}, {}),
-        ("fp8 per_token step22", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "22"}),
-        ("fp8 per_token step24", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "24"}),
-        (
-            "fp8 per_block step22",
-            {"kv_dtype": FP8, "kv_scale": "per_block"},
-            {"schedule": "seesaw", "step": "22"},
-        ),
-        (
-            "fp8 per_block step24",
-            {"kv_dtype": FP8, "kv_scale": "per_block"},
-            {"schedule": "seesaw", "step": "24"},
-        ),
+        _seesaw(22),
+        _seesaw(24),
+        _seesaw(22, "per_block"),
+        _seesaw(24, "per_block"),
     ),
     # step 26 (the crossover: at h=128 clusters of 2, each producer half of every page)
     # against step 22 and step 24; at h=64 (one m-tile) step 26 is step 22's code, a control
     "step26": (
         ("bf16", {}, {}),
-        ("fp8 per_token step22", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "22"}),
-        ("fp8 per_token step24", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "24"}),
-        ("fp8 per_token step26", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "26"}),
-        (
-            "fp8 per_block step26",
-            {"kv_dtype": FP8, "kv_scale": "per_block"},
-            {"schedule": "seesaw", "step": "26"},
-        ),
+        _seesaw(22),
+        _seesaw(24),
+        _seesaw(26),
+        _seesaw(26, "per_block"),
     ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),
         ("fp8 per_token lockstep", {"kv_dtype": FP8}, {"schedule": "lockstep"}),
-        ("fp8 per_token step15", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "15"}),
-        ("fp8 per_token step16", {"kv_dtype": FP8}, {"schedule": "seesaw", "step": "16"}),
-        (
-            "fp8 per_block step16",
-            {"kv_dtype": FP8, "kv_scale": "per_block"},
-            {"schedule": "seesaw", "step": "16"},
-        ),
+        _seesaw(15),
+        _seesaw(16),
+        _seesaw(16, "per_block"),
     ),
 }
 
