@@ -58,3 +58,24 @@ def test_queue_usage_errors_exit_2(tmp_path, case):
                            text=True, timeout=60)  # fmt: skip
         assert "WORK must be outside OUT" in r.stderr
     assert r.returncode == 2
+
+
+def test_queue_never_bundles_an_earlier_calls_files(tmp_path):
+    """A WORK folder with files in it is refused (an earlier call's records would come back as
+    this call's); without WORK every call gets a fresh folder; OUT unset is a usage error."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "old.log").write_text("earlier call\n")
+    r = _run(tmp_path, "true")
+    assert r.returncode == 2 and "is not empty" in r.stderr
+    env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "o2"), "TICK_S": "1"}
+    for _ in range(2):
+        r = subprocess.run(["bash", str(QUEUE), 'echo x > "$OUT/f"'], env=env,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert r.returncode == 0
+        with tarfile.open(tmp_path / "o2" / "queue.tgz") as tar:
+            assert sorted(n for n in tar.getnames() if n.startswith("./j")) == [
+                "./j1", "./j1.log", "./j1/f"
+            ]  # fmt: skip
+    r = subprocess.run(["bash", str(QUEUE), "true"], env={"PATH": "/usr/bin:/bin"},
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 2 and "set OUT" in r.stderr

@@ -5,8 +5,8 @@
 #   OUT=$OUT [BUDGET_S=540] bash scripts/device/queue.sh 'CMD1' 'CMD2' ...
 #
 # Job k runs as `bash -c "CMD"` with OUT=$WORK/jk (so each script writes its own tgz and
-# records there) and its output in $WORK/jk.log; WORK is a folder outside $OUT (default
-# /tmp/queue-work). Every TICK_S (15) seconds the whole of $WORK is bundled into $OUT/partial.tgz; at the end
+# records there) and its output in $WORK/jk.log; WORK is an empty or new folder outside $OUT
+# (default: a fresh mktemp folder per call, so no earlier call's files are bundled). Every TICK_S (15) seconds the whole of $WORK is bundled into $OUT/partial.tgz; at the end
 # into $OUT/queue.tgz (partial.tgz removed). A job is not started once BUDGET_S seconds have
 # passed since the queue began (it is listed as skipped). $WORK/summary.txt: one line per job
 # (rc, seconds, or skipped), plus nvidia-smi at the start and the end when it is there.
@@ -20,12 +20,21 @@
 # jk/results/. results/` (never overwrite a record) and its logs/ under results/logs/.
 set -u
 [ $# -gt 0 ] || { sed -n '2,/^set -u/p' "$0" | grep '^#'; exit 2; }
-: "${OUT:?set OUT to the folder whose files come back}"
-work=${WORK:-/tmp/queue-work}
+[ -n "${OUT:-}" ] || { echo "set OUT to the folder whose files come back" >&2; exit 2; }
 budget=${BUDGET_S:-540}
 tick=${TICK_S:-15}
-case $work in "$OUT" | "$OUT"/*) echo "WORK must be outside OUT (got $work)" >&2; exit 2 ;; esac
-mkdir -p "$work" "$OUT" || exit 2
+out=$(realpath -m "$OUT")
+if [ -n "${WORK:-}" ]; then
+    work=$(realpath -m "$WORK")
+    if [ -e "$work" ] && [ -n "$(ls -A "$work" 2>/dev/null)" ]; then
+        echo "WORK ($work) is not empty: give an empty or new folder, or none" >&2; exit 2
+    fi
+else
+    work=$(mktemp -d /tmp/queue-work.XXXXXX) || exit 2
+fi
+case $work in "$out" | "$out"/*) echo "WORK must be outside OUT (got $work)" >&2; exit 2 ;; esac
+mkdir -p "$work" "$out" || exit 2
+OUT=$out
 summary=$work/summary.txt
 : > "$summary"
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -43,14 +52,14 @@ k=0
 for cmd in "$@"; do
     k=$((k + 1))
     if [ $((SECONDS - start)) -ge "$budget" ]; then
-        echo "j$k: skipped (${budget} s budget spent): $cmd" >> "$summary"
+        echo "j$k: skipped (${budget} s budget spent): ${cmd//$'\n'/ }" >> "$summary"
         status=1
         continue
     fi
     t0=$SECONDS
     OUT="$work/j$k" bash -c "mkdir -p \"\$OUT\" && $cmd" > "$work/j$k.log" 2>&1
     rc=$?
-    echo "j$k: rc=$rc $((SECONDS - t0)) s: $cmd" >> "$summary"
+    echo "j$k: rc=$rc $((SECONDS - t0)) s: ${cmd//$'\n'/ }" >> "$summary"
     [ $rc -eq 0 ] || status=1
 done
 kill "$ticker" 2>/dev/null

@@ -22,16 +22,16 @@ path, unchanged): pages by TMA, one box per 64-column chunk with its own mbarrie
 warp 0; the NaN tail's V rows zeroed in SMEM (see the kernel's docstring). Compile-verified
 only; not yet measured on a GPU.
 
-FP8 latent cache (``--kv_dtype float8_e4m3fn``, ``--kv_scale per_token|per_block``; issue 11): the
-kernel takes the workload's three cache tensors (kv_cache e4m3 (pages, 64, 512), kv_scales fp32
-(pages, 64, G), kv_rope (pages, 64, 64) in the dtype) and dequantises on chip into the same 16-bit
-SMEM stages. The seesaw schedule (the ``auto`` default for it: steps 14-24, 22 by default, measured
-1.1x faster than lockstep at every shape of the FP8 table) does so through a third, producer
-warpgroup (seesaw.py); the lockstep schedule (``--config schedule=lockstep``) through every math
-thread's registers on the cp.async path (kernel.py's docstring). The kv format (kv_dtype, kv_scale,
-kv_block) is part of the problem's compile key (not a runtime field): one compile per (s, h, causal,
-dtype, kv format, split or not). Both are checked and timed on the H200
-(knowledge/kernels/mla-decode-sm90.md).
+FP8 latent cache (``--kv_dtype float8_e4m3fn``, ``--kv_scale per_token|per_block``; issue 11):
+the kernel takes the workload's three cache tensors (kv_cache e4m3 (pages, 64, 512), kv_scales
+fp32 (pages, 64, G), kv_rope (pages, 64, 64) in the dtype) and dequantises on chip into the same
+16-bit SMEM stages. The seesaw schedule (the ``auto`` default for it: steps 14-24 and 26, 22 by
+default, measured 1.1x faster than lockstep at every shape of the FP8 table) does so through a
+third, producer warpgroup (seesaw.py); the lockstep schedule (``--config schedule=lockstep``)
+through every math thread's registers on the cp.async path (kernel.py's docstring). The kv
+format (kv_dtype, kv_scale, kv_block) is part of the problem's compile key (not a runtime
+field): one compile per (s, h, causal, dtype, kv format, split or not). Both are checked and
+timed on the H200 (knowledge/kernels/mla-decode-sm90.md).
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 25, see :data:`.seesaw.STEPS`; for
+    the devlog step of the seesaw schedule to build (4 to 26, see :data:`.seesaw.STEPS`; for
     before/after runs). 11 is the default: a work list of the pages of all sequences end to end,
     one part per SM and m-tile, measured fastest over the workload's table (the devlog, "Step
     11"); with an explicit ``splits`` it builds step 9, the per-sequence splits. 14 is step 11
@@ -357,10 +357,10 @@ class MlaSm90Config(Config):
     (built, not yet measured).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-25,
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-26,
     :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed between
     them, FlashMLA's schedule; 16-bit pages always come by TMA, the FP8 cache's latent part
-    through the producer warpgroup: steps 14-24; with the FP8 cache the default ``step`` (11)
+    through the producer warpgroup: steps 14-24 and 26; with the FP8 cache the default ``step`` (11)
     builds 22). ``step`` applies to the seesaw schedule only."""
 
     splits: int = 0
@@ -521,8 +521,12 @@ class MlaDecodeSm90(KernelPlan):
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
         step = self.kernel_step(config, problem)
         m_tiles = -(-problem.s * problem.h // 64)  # the kernel's 64-row tiles
-        if problem.kv_fp8 and step == 26 and m_tiles % 2 == 0:
-            fp8 = " (FP8 cache: producer warpgroups in clusters of 2, the crossover)"
+        if problem.kv_fp8 and step == 26:
+            fp8 = (
+                " (FP8 cache: producer warpgroups in clusters of 2, the crossover)"
+                if m_tiles % 2 == 0
+                else " (FP8 cache: m-tiles do not pair up, so step 22's code, no crossover)"
+            )
         return f"seesaw step {step}{fp8}"
 
     @staticmethod
@@ -554,7 +558,7 @@ class MlaDecodeSm90(KernelPlan):
         """The seesaw step built for ``config``: its ``step``, except that steps 11-13 with an
         explicit ``splits`` build step 9 (the work list plans its own parts; a split count
         asks for the per-sequence splits), and that the FP8 cache (``problem.kv_fp8``) builds
-        the step asked among 14-24, else (the default 11) :data:`FP8_STEP`, 22."""
+        the step asked among 14-24 and 26, else (the default 11) :data:`FP8_STEP`, 22."""
         if problem is not None and problem.kv_fp8:
             return config.step if config.step in FP8_STEPS else FP8_STEP
         return 9 if config.step >= 11 and config.splits else config.step

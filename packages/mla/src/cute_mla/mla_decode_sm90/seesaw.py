@@ -61,21 +61,22 @@ causal limits for s > 1, the epilogue.
 
 The schedule above is step 4; the compile-time ``step`` (:data:`STEPS`, ``--config step=N``)
 builds each later step for before/after runs in one process: 5 reads the next pair's page
-indices early, 6 stores P with stmatrix, 7 marks page loads evict-first, 8 batches the
-combine's reads, 9 is 8 without 5, 10 is 9 with the combine merged into the
-split kernel's last CTA per (sequence, m-tile), 11 is 9 with a host-planned work list (the
-pages of all sequences end to end cut into one part per SM and m-tile; each CTA walks its
-part's segments, FlashMLA's tile scheduler idea; :class:`.mla_decode_sm90.WorkList`; the
-default), 12 is 11 with the next segment's first two pages loaded during the current one's
-last pairs, 13 is 11 with the combine merging 2 pieces per round, not 4, and 25 is 11 with an
-L2 prefetch stream of the pair after next. Steps 14-24 take the FP8 latent cache (and it only
-them): 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit
-stages (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
-(:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15 with one group in flight in
-the producer's registers, 18 is 17 with setmaxnreg 216 / 72, 19 is 18 publishing each chunk
-as it is written, 20 is 18 prefetching the pages into L2 two ahead, 21 is 19 with that
-prefetch, 22 is 20 with each prefetch's page index read a page early (the FP8 default), 23 is
-22 four pages ahead, 24 is 22 reloading the next group vector by vector. Their protocol: a
+indices early, 6 stores P with stmatrix, 7 marks page loads evict-first, 8 batches the combine's
+reads, 9 is 8 without 5, 10 is 9 with the combine merged into the split kernel's last CTA per
+(sequence, m-tile), 11 is 9 with a host-planned work list (the pages of all sequences end to end
+cut into one part per SM and m-tile; each CTA walks its part's segments, FlashMLA's tile
+scheduler idea; :class:`.mla_decode_sm90.WorkList`; the default), 12 is 11 with the next
+segment's first two pages loaded during the current one's last pairs, 13 is 11 with the combine
+merging 2 pieces per round, not 4, and 25 is 11 with an L2 prefetch stream of the pair after
+next. Steps 14-24 and 26 take the FP8 latent cache (and it only them): 14 is 11 with a third,
+producer warpgroup that dequantises each page into the 16-bit stages
+(:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
+(:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15 with one group in flight in the
+producer's registers, 18 is 17 with setmaxnreg 216 / 72, 19 is 18 publishing each chunk as it is
+written, 20 is 18 prefetching the pages into L2 two ahead, 21 is 19 with that prefetch, 22 is 20
+with each prefetch's page index read a page early (the FP8 default), 23 is 22 four pages ahead,
+24 is 22 reloading the next group vector by vector, 26 is 22 with the crossover (clusters of 2
+at h=128). Their protocol: a
 stage group (chunks 4w..4w+3, with chunk 8 where w != stage) is released by the warpgroup
 that reads it last, after its wait_group and warpgroup barrier (the other warpgroup's QK
 reads of the stage are proven done by BAR_P0 / BAR_P1, as for the TMA reloads); the
@@ -183,7 +184,7 @@ P_CHUNK = 8
 #: "Crossover"); each CTA loads its own rope chunk by TMA
 STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26)
 STEP = 11
-#: the FP8 cache's seesaw builds (steps 14-24 take only the FP8 cache, and it only them) are
+#: the FP8 cache's seesaw builds (steps 14-24 and 26 take only the FP8 cache, and it only them) are
 #: the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
 #: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
@@ -1183,7 +1184,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     def release_to_producer(
         self, mbar: cute.Pointer, stage: cutlass.Constexpr, w: cutlass.Constexpr, wg_tidx
     ):
-        """Steps 14-24, a math warpgroup after its barrier: tell the producer that warpgroup
+        """Steps 14-26, a math warpgroup after its barrier: tell the producer that warpgroup
         ``w`` is done with its chunks of ``stage`` (one arrive on the stage's "released"
         mbarrier); nothing without the producer (the 16-bit builds reissue TMAs instead)."""
         if cutlass.const_expr(self.producer_wg):  # noqa: SIM102 (compile time, then run time)
