@@ -89,6 +89,13 @@ def steps_text(steps: tuple[int, ...]) -> str:
     return ", ".join(parts[:-1]) + (" or " if len(parts) > 1 else "") + parts[-1]
 
 
+def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
+    """Whether seesaw ``step`` builds FlashMLA's crossover (step 26, seesaw.py): the FP8 cache
+    and m-tiles (64 query rows each) that pair up into clusters of 2; elsewhere step 26 is
+    step 22's code. One rule for the kernel's build and the plan's label."""
+    return step == 26 and kv_fp8 and m_tiles % 2 == 0
+
+
 #: the seesaw builds for a 16-bit cache (steps 4-13, then 25: 11 with an L2 prefetch stream)
 BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25)
 FP8_STEP = 22
@@ -520,13 +527,10 @@ class MlaDecodeSm90(KernelPlan):
             how = ", FP8 dequantised by the math warpgroups" if problem.kv_fp8 else ""
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
         step = self.kernel_step(config, problem)
-        m_tiles = -(-problem.s * problem.h // 64)  # the kernel's 64-row tiles
-        if problem.kv_fp8 and step == 26:
-            fp8 = (
-                " (FP8 cache: producer warpgroups in clusters of 2, the crossover)"
-                if m_tiles % 2 == 0
-                else " (FP8 cache: m-tiles do not pair up, so step 22's code, no crossover)"
-            )
+        if crossover_built(step, problem.kv_fp8, _ceil(problem.s * problem.h, 64)):
+            fp8 = " (FP8 cache: producer warpgroups in clusters of 2, the crossover)"
+        elif problem.kv_fp8 and step == 26:
+            fp8 = " (FP8 cache: m-tiles do not pair up, so step 22's code, no crossover)"
         return f"seesaw step {step}{fp8}"
 
     @staticmethod

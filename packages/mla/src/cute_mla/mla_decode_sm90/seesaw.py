@@ -116,7 +116,7 @@ from .kernel import (
     MlaDecodeSm90Kernel,
     _mn_view,
 )
-from .mla_decode_sm90 import FP8_STEPS, PARTS_CAP
+from .mla_decode_sm90 import FP8_STEPS, PARTS_CAP, crossover_built
 
 STAGES = 2  # K0 and K1
 WG_THREADS = 128
@@ -260,7 +260,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (32 more registers for the conversions' instruction-level parallelism)
         self.one_buffer = step >= 17
         #: step 26 (builds on 22): the crossover, where the m-tiles pair up into clusters of 2
-        self.crossover = step == 26 and kv_fp8 and self.m_tiles % 2 == 0
+        self.crossover = crossover_built(step, kv_fp8, self.m_tiles)
         #: steps 14-26: the setmaxnreg split (math, producer) of this step
         self.math_regs, self.producer_regs = (
             REG_SPLITS[max(k for k in REG_SPLITS if k <= step)] if kv_fp8 else (0, 0)
