@@ -21,7 +21,7 @@ own bytes: 644 or 656 B per token against 1152).
 
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
         [--peers flashinfer_mla]
-        [--formats lockstep|seesaw|step15|step16|step17|step19|step21|step23|step24|step26|fp8]
+        [--formats lockstep|seesaw|step15|step16|step17|step19|step21|step23|step24|step26|step27|fp8]
         [--reps 30] [--cuda-graph]
         [--no-record] [--dry]
 
@@ -148,6 +148,14 @@ FORMAT_SETS = {
         _seesaw(24),
         _seesaw(26),
         _seesaw(26, "per_block"),
+    ),
+    # step 27 (whole-sector producer loads) against step 22, the default, both granularities
+    "step27": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        _seesaw(27),
+        _seesaw(22, "per_block"),
+        _seesaw(27, "per_block"),
     ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (

@@ -4,25 +4,38 @@
 # Python packages and no staging:
 #   OUT=$OUT bash scripts/device/ncu-source.sh FOLDER   # -> $OUT/ncu-source.tgz (*.csv.xz)
 # The reports need the SourceCounters section (--set full collects it); .ncu-rep.xz is unpacked.
+# PAGES="source details raw" adds each report's details page (every section's metrics, as the
+# GUI's Details tab) and raw page (every collected metric) as NAME.details.csv.xz and
+# NAME.raw.csv.xz; MATCH (a glob, default *) takes only the reports whose names match, e.g.
+#   PAGES="details raw" MATCH='2026-12-02T18-56-32Z*' OUT=$OUT bash scripts/device/ncu-source.sh results/mla/mla-decode-sm90/ncu-reports
 set -u
+pages=${PAGES:-source}
+match=${MATCH:-*}
 dir=${1:?usage: ncu-source.sh FOLDER (with *.ncu-rep or *.ncu-rep.xz)}
 : "${OUT:?set OUT to a folder}"
 work=$(mktemp -d)
 n=0
-for f in "$dir"/*.ncu-rep "$dir"/*.ncu-rep.xz; do
+for f in "$dir"/$match.ncu-rep "$dir"/$match.ncu-rep.xz; do
     [ -e "$f" ] || continue
     base=$(basename "${f%.xz}" .ncu-rep)
     rep="$work/$base.ncu-rep"
     case $f in *.xz) xz -dc "$f" > "$rep" ;; *) cp "$f" "$rep" ;; esac
-    if ncu --import "$rep" --page source --csv --print-source sass > "$work/$base.csv" 2> "$work/$base.err"; then
-        xz -9 "$work/$base.csv"
-        n=$((n + 1))
-        echo "$base: $(xz -dc "$work/$base.csv.xz" | wc -l) lines"
-    else
-        echo "$base: ncu --import failed: $(head -1 "$work/$base.err")" >&2
-    fi
+    for page in $pages; do
+        case $page in
+            source) out="$work/$base.csv"; args=(--page source --print-source sass) ;;
+            details | raw) out="$work/$base.$page.csv"; args=(--page "$page") ;;
+            *) echo "PAGES takes source, details and raw (got $page)" >&2; exit 2 ;;
+        esac
+        if ncu --import "$rep" "${args[@]}" --csv > "$out" 2> "$work/$base.err"; then
+            xz -9 "$out"
+            n=$((n + 1))
+            echo "$base $page: $(xz -dc "$out.xz" | wc -l) lines"
+        else
+            echo "$base $page: ncu --import failed: $(head -1 "$work/$base.err")" >&2
+        fi
+    done
     rm -f "$rep"
 done
 [ "$n" -gt 0 ] || { echo "no report exported from $dir" >&2; exit 1; }
 tar czf "$OUT/ncu-source.tgz" -C "$work" .
-echo "bundle: $OUT/ncu-source.tgz ($n report(s))"
+echo "bundle: $OUT/ncu-source.tgz ($n page(s))"

@@ -857,7 +857,43 @@ FP8_SEESAW_CASES = [
     # the second scale set: per_block 128 holds 2 per group (step 22: 0 and 16 B here)
     (24, {"b": 32, "t": 4096, "kv_scale": "per_block"}, 32),
     (24, {"b": 4, "s": 2, "h": 64, "t": 1000, "kv_scale": "per_block"}, 48),
+    (27, {"b": 32, "t": 4096}, 0),  # 22 with whole-sector loads: the same registers
+    (27, {"b": 128, "t": 4096, "h": 64}, 8),
+    (27, {"b": 4, "s": 2, "h": 64, "t": 1000, "kv_scale": "per_block"}, 48),
 ]
+
+
+@pytest.mark.parametrize("step", [22, 27])
+def test_fp8_seesaw_producer_access_pattern(step):
+    """The producer's thread -> (token, vector) map (``fp8_token``, ``fp8_vector``), walked
+    in plain Python for one group of a page: every (token, 16-column vector) loaded and stored
+    exactly once; the 32-byte sectors each warp's j-th LDG.128 asks for (step 22: 32, half of
+    each used, as its ncu source page counted; step 27: 16, whole); and the bank groups of
+    each store phase (8 lanes, one 16-byte STS each) under the 128-byte swizzle (unit XOR row
+    mod 8 in a 64-column chunk row): 8 distinct in every phase, both steps."""
+    from cute_mla.mla_decode_sm90 import seesaw
+
+    k = seesaw.MlaDecodeSm90Seesaw(1, 128, False, step=step, kv_fp8=True)
+    seen = set()
+    for ptid in range(seesaw.WG_THREADS):
+        for j in range(seesaw.FP8_HALF_VECS):
+            seen.add((k.fp8_token(ptid), k.fp8_vector(j, ptid % 2)))
+    assert seen == {(t, v) for t in range(seesaw.PAGE) for v in range(16)}
+    assert len(seen) == seesaw.WG_THREADS * seesaw.FP8_HALF_VECS
+    for warp in range(4):
+        lanes = range(32 * warp, 32 * warp + 32)
+        for j in range(seesaw.FP8_HALF_VECS):
+            # bytes of the 16-byte e4m3 vector each lane loads (token rows of 512 B)
+            sectors = {(k.fp8_token(t) * 512 + 16 * k.fp8_vector(j, t % 2)) // 32 for t in lanes}
+            assert len(sectors) == (16 if step == 27 else 32)
+            for half in range(2):
+                for phase in range(4):
+                    banks = set()
+                    for t in lanes[8 * phase : 8 * phase + 8]:
+                        row = k.fp8_token(t)
+                        unit = 2 * k.fp8_vector(j, t % 2) + half  # 16-byte unit, 0..31
+                        banks.add((unit % 8) ^ (row % 8))
+                    assert len(banks) == 8, (warp, j, half, phase)
 
 
 @pytest.mark.parametrize(("step", "shape", "spill_cap"), FP8_SEESAW_CASES)

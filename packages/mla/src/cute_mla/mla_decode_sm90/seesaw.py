@@ -68,7 +68,7 @@ cut into one part per SM and m-tile; each CTA walks its part's segments, FlashML
 scheduler idea; :class:`.mla_decode_sm90.WorkList`; the default), 12 is 11 with the next
 segment's first two pages loaded during the current one's last pairs, 13 is 11 with the combine
 merging 2 pieces per round, not 4, and 25 is 11 with an L2 prefetch stream of the pair after
-next. Steps 14-24 and 26 take the FP8 latent cache (and it only them): 14 is 11 with a third,
+next. Steps 14-24, 26 and 27 take the FP8 latent cache (and it only them): 14 is 11 with a third,
 producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
 (:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15 with one group in flight in the
@@ -182,9 +182,17 @@ P_CHUNK = 8
 #: storing it into its own stage and, by st.async, into its peer's, so each producer does
 #: half the conversions (deepseek-ai/FlashMLA docs/20250929-hopper-fp8-sparse-deep-dive.md,
 #: "Crossover"); each CTA loads its own rope chunk by TMA
-STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26)
+#: 27 (the FP8 cache) is 22 with whole-sector producer loads: the two threads of a token read
+#: adjacent 16-byte vectors (one 32-byte sector), where steps 14-26 read vectors 2 apart, so
+#: each LDG.128 of a warp asked for 32 sectors and used half of each (step 22's ncu source
+#: page, session 9: 127100 of the producer's 257177 L2 sectors per SM "excessive"); the
+#: tokens of a store phase become rows r, r + 4, r + 1, r + 5 (:meth:`fp8_token`) so that its
+#: 8 STS.128 still hit 8 distinct bank groups under the 128-byte swizzle
+STEPS = (
+    4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+)  # fmt: skip
 STEP = 11
-#: the FP8 cache's seesaw builds (steps 14-24 and 26 take only the FP8 cache, and it only them) are
+#: the FP8 cache's seesaw builds (steps 14-24, 26 and 27 take only the FP8 cache, and it only them) are
 #: the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
 #: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
@@ -261,7 +269,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.one_buffer = step >= 17
         #: step 26 (builds on 22): the crossover, where the m-tiles pair up into clusters of 2
         self.crossover = crossover_built(step, kv_fp8, self.m_tiles)
-        #: steps 14-26: the setmaxnreg split (math, producer) of this step
+        #: steps 14-27: the setmaxnreg split (math, producer) of this step
         self.math_regs, self.producer_regs = (
             REG_SPLITS[max(k for k in REG_SPLITS if k <= step)] if kv_fp8 else (0, 0)
         )
@@ -275,6 +283,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: step 24: the next group's vectors reloaded one by one as the current group's are
         #: converted (:meth:`fp8_store_half`), its scales into the other scale set
         self.rolling_reload = step == 24
+        #: step 27: whole-sector producer loads (:meth:`fp8_vector`, :meth:`fp8_token`)
+        self.sector_loads = step == 27
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -942,7 +952,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             seg_hi = mWork[sp, 1]
         f0 = cutlass.Int32(0)  # pages filled into stage 0 so far (all segments)
         f1 = cutlass.Int32(0)  # and into stage 1
-        tok = ptid // 2
+        tok = self.fp8_token(ptid)
         par = ptid % 2
         n_sc = self.fp8_half_scales()
         buf = [cute.make_rmem_tensor(cute.make_layout((FP8_VEC, FP8_HALF_VECS)),
@@ -1184,7 +1194,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     def release_to_producer(
         self, mbar: cute.Pointer, stage: cutlass.Constexpr, w: cutlass.Constexpr, wg_tidx
     ):
-        """Steps 14-26, a math warpgroup after its barrier: tell the producer that warpgroup
+        """Steps 14-27, a math warpgroup after its barrier: tell the producer that warpgroup
         ``w`` is done with its chunks of ``stage`` (one arrive on the stage's "released"
         mbarrier); nothing without the producer (the 16-bit builds reissue TMAs instead)."""
         if cutlass.const_expr(self.producer_wg):  # noqa: SIM102 (compile time, then run time)
@@ -1338,13 +1348,32 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             return max(1, (D_V // NUM_WG) // self.scale_block)
         return FP8_HALF_VECS
 
-    @staticmethod
-    def fp8_vector(j: int, par):
+    def fp8_vector(self, j: int, par):
         """Step 14: the 16-column vector (0..15 within a group's 256 columns) of a producer
         thread's j-th load: (j % 2) + 4 (j // 2) + 2 par, ``par`` = the thread's parity. The
         two threads of a token write 16-byte units 4 apart, so the 8 threads of a store phase
-        (4 consecutive tokens) hit 8 distinct bank groups under the 128-byte swizzle."""
+        (4 consecutive tokens) hit 8 distinct bank groups under the 128-byte swizzle. Both
+        threads' loads fall in different 32-byte sectors, though: a warp's LDG.128 asks for
+        32 sectors and uses half of each. Step 27: 2 j + par, the two threads' vectors
+        adjacent (one sector, 16 sectors per LDG.128); vectors 2c and 2c + 1 are still chunk c
+        of the group. Its store phase is kept conflict-free by :meth:`fp8_token`."""
+        if cutlass.const_expr(self.sector_loads):
+            return 2 * j + par
         return (j % 2) + 4 * (j // 2) + 2 * par
+
+    def fp8_token(self, ptid):
+        """Step 14: the page row (token 0..63) producer thread ``ptid`` loads and stores:
+        ``ptid // 2``. Step 27 permutes each 8 tokens (b -> b // 2 + 4 (b % 2): 0, 4, 1, 5, 2,
+        6, 3, 7) so that a store phase (4 thread pairs) holds rows r, r + 4, r + 1, r + 5:
+        with :meth:`fp8_vector`'s adjacent vectors a pair writes units 4k + {0, 1, 2, 3} of
+        one chunk row, and the swizzle (unit XOR row mod 8) then spreads the phase's 8 stores
+        over 8 bank groups, where 4 consecutive rows would leave them in 4 (2-way conflicts).
+        Which thread reads which row does not change the sectors a warp's load asks for."""
+        pair = ptid // 2
+        if cutlass.const_expr(self.sector_loads):
+            b = pair % 8
+            return pair - b + b // 2 + 4 * (b % 2)
+        return pair
 
     @cute.jit
     def fp8_load_half(
