@@ -21,7 +21,8 @@ own bytes: 644 or 656 B per token against 1152).
 
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
         [--peers flashinfer_mla]
-        [--formats lockstep|seesaw|step15|step16|step17|step19|step21|step23|step24|step26|step27|fp8]
+        [--formats lockstep|seesaw|step15|step16|step17|step19|step21|step23|step24|step26|
+                   step27|fp8]
         [--reps 30] [--cuda-graph]
         [--no-record] [--dry]
 

@@ -367,8 +367,8 @@ class MlaSm90Config(Config):
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-26,
     :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed between
     them, FlashMLA's schedule; 16-bit pages always come by TMA, the FP8 cache's latent part
-    through the producer warpgroup: steps 14-24, 26 and 27; with the FP8 cache the default ``step`` (11)
-    builds 22). ``step`` applies to the seesaw schedule only."""
+    through the producer warpgroup: steps 14-24, 26 and 27; with the FP8 cache the default
+    ``step`` (11) builds 22). ``step`` applies to the seesaw schedule only."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"

@@ -192,8 +192,8 @@ STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
 )  # fmt: skip
 STEP = 11
-#: the FP8 cache's seesaw builds (steps 14-24, 26 and 27 take only the FP8 cache, and it only them) are
-#: the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
+#: the FP8 cache's seesaw builds (steps 14-24, 26 and 27 take only the FP8 cache, and it only
+#: them) are the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
 #: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
 #: setmaxnreg only moves registers inside that pool: 2 x math + producer <= 3 x 168 = 504.
