@@ -11,9 +11,18 @@
 set -u
 pages=${PAGES:-source}
 match=${MATCH:-*}
+[ -n "${pages// /}" ] || { echo "PAGES is empty: give source, details or raw" >&2; exit 2; }
+for page in $pages; do
+    case $page in
+        source | details | raw) ;;
+        *) echo "PAGES takes source, details and raw (got $page)" >&2; exit 2 ;;
+    esac
+done
 dir=${1:?usage: ncu-source.sh FOLDER (with *.ncu-rep or *.ncu-rep.xz)}
 : "${OUT:?set OUT to a folder}"
+[ -d "$OUT" ] || { echo "OUT=$OUT is not a folder: create it first" >&2; exit 2; }
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 n=0
 for f in "$dir"/$match.ncu-rep "$dir"/$match.ncu-rep.xz; do
     [ -e "$f" ] || continue
@@ -24,7 +33,6 @@ for f in "$dir"/$match.ncu-rep "$dir"/$match.ncu-rep.xz; do
         case $page in
             source) out="$work/$base.csv"; args=(--page source --print-source sass) ;;
             details | raw) out="$work/$base.$page.csv"; args=(--page "$page") ;;
-            *) echo "PAGES takes source, details and raw (got $page)" >&2; exit 2 ;;
         esac
         if ncu --import "$rep" "${args[@]}" --csv > "$out" 2> "$work/$base.err"; then
             xz -9 "$out"
@@ -36,6 +44,7 @@ for f in "$dir"/$match.ncu-rep "$dir"/$match.ncu-rep.xz; do
     done
     rm -f "$rep"
 done
-[ "$n" -gt 0 ] || { echo "no report exported from $dir" >&2; exit 1; }
-tar czf "$OUT/ncu-source.tgz" -C "$work" .
+[ "$n" -gt 0 ] || { echo "no report matching $match exported from $dir" >&2; exit 1; }
+rm -f "$work"/*.err
+tar czf "$OUT/ncu-source.tgz" -C "$work" . || { echo "could not write $OUT/ncu-source.tgz" >&2; exit 1; }
 echo "bundle: $OUT/ncu-source.tgz ($n page(s))"

@@ -85,7 +85,7 @@ def steps_text(steps: tuple[int, ...]) -> str:
             runs[-1].append(n)
         else:
             runs.append([n])
-    parts = [f"{r[0]} to {r[-1]}" if len(r) > 1 else str(r[0]) for r in runs]
+    parts = [p for r in runs for p in ([f"{r[0]} to {r[-1]}"] if len(r) > 2 else map(str, r))]
     return ", ".join(parts[:-1]) + (" or " if len(parts) > 1 else "") + parts[-1]
 
 
@@ -346,7 +346,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 26, see :data:`.seesaw.STEPS`; for
+    the devlog step of the seesaw schedule to build (4 to 27, see :data:`.seesaw.STEPS`; for
     before/after runs). 11 is the default: a work list of the pages of all sequences end to end,
     one part per SM and m-tile, measured fastest over the workload's table (the devlog, "Step
     11"); with an explicit ``splits`` it builds step 9, the per-sequence splits. 14 is step 11
@@ -357,14 +357,14 @@ class MlaSm90Config(Config):
     records were lost: to be re-timed); 20 is 18 prefetching each page's e4m3 part and scales
     into L2 two pages ahead; 22 is 20 reading each prefetch's page index a page early, the FP8
     default (the devlog, "FP8 in the seesaw schedule"); 23 is 22 prefetching 4 pages ahead; 24
-    is 22 reloading the next group vector by vector as the current one converts (built, not yet
-    measured); 25 is 11 for a 16-bit cache with an L2 prefetch stream of the pair after next
-    (built, not yet measured); 26 is 22 with FlashMLA's crossover where the m-tiles pair up
-    (h=128): clusters of 2 CTAs, each producer dequantising half of every page into both
-    (built, not yet measured).
+    is 22 reloading the next group vector by vector as the current one converts (no faster); 25
+    is 11 for a 16-bit cache with an L2 prefetch stream of the pair after next (4-9% slower); 26
+    is 22 with FlashMLA's crossover where the m-tiles pair up (h=128): clusters of 2 CTAs, each
+    producer dequantising half of every page into both (1.19x slower at h=128); 27 is 22 with
+    whole-sector producer loads (no faster; all measured in session 9).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-26,
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-27,
     :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed between
     them, FlashMLA's schedule; 16-bit pages always come by TMA, the FP8 cache's latent part
     through the producer warpgroup: steps 14-24, 26 and 27; with the FP8 cache the default
