@@ -878,13 +878,17 @@ def test_fp8_seesaw_producer_access_pattern(step):
     for ptid in range(seesaw.WG_THREADS):
         for j in range(seesaw.FP8_HALF_VECS):
             seen.add((k.fp8_token(ptid), k.fp8_vector(j, ptid % 2)))
-    assert seen == {(t, v) for t in range(seesaw.PAGE) for v in range(16)}
+    vectors = seesaw.HALF_V // seesaw.FP8_VEC  # 16 per group of a token row
+    assert seen == {(t, v) for t in range(seesaw.PAGE) for v in range(vectors)}
     assert len(seen) == seesaw.WG_THREADS * seesaw.FP8_HALF_VECS
     for warp in range(4):
         lanes = range(32 * warp, 32 * warp + 32)
         for j in range(seesaw.FP8_HALF_VECS):
-            # bytes of the 16-byte e4m3 vector each lane loads (token rows of 512 B)
-            sectors = {(k.fp8_token(t) * 512 + 16 * k.fp8_vector(j, t % 2)) // 32 for t in lanes}
+            # the 32-byte sectors of the e4m3 vector each lane loads (token rows of D_V bytes)
+            sectors = {
+                (k.fp8_token(t) * seesaw.D_V + seesaw.FP8_VEC * k.fp8_vector(j, t % 2)) // 32
+                for t in lanes
+            }
             assert len(sectors) == (16 if step == 27 else 32)
             for half in range(2):
                 for phase in range(4):

@@ -25,10 +25,11 @@ only; not yet measured on a GPU.
 FP8 latent cache (``--kv_dtype float8_e4m3fn``, ``--kv_scale per_token|per_block``; issue 11):
 the kernel takes the workload's three cache tensors (kv_cache e4m3 (pages, 64, 512), kv_scales
 fp32 (pages, 64, G), kv_rope (pages, 64, 64) in the dtype) and dequantises on chip into the same
-16-bit SMEM stages. The seesaw schedule (the ``auto`` default for it: steps 14-24, 26 and 27, 22 by
-default, measured 1.1x faster than lockstep at every shape of the FP8 table) does so through a
-third, producer warpgroup (seesaw.py); the lockstep schedule (``--config schedule=lockstep``)
-through every math thread's registers on the cp.async path (kernel.py's docstring). The kv
+16-bit SMEM stages. The seesaw schedule (the ``auto`` default for it: steps 14-24, 26 and 27,
+22 by default, measured 1.1x faster than lockstep at every shape of the FP8 table) does so
+through a third, producer warpgroup (seesaw.py); the lockstep schedule (``--config
+schedule=lockstep``) through every math thread's registers on the cp.async path (kernel.py's
+docstring). The kv
 format (kv_dtype, kv_scale, kv_block) is part of the problem's compile key (not a runtime
 field): one compile per (s, h, causal, dtype, kv format, split or not). Both are checked and
 timed on the H200 (knowledge/kernels/mla-decode-sm90.md).

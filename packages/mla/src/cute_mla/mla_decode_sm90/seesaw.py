@@ -1071,7 +1071,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         seg_hi = mWork[sp, 1]
         f0 = cutlass.Int32(0)
         f1 = cutlass.Int32(0)
-        tok = ptid // 2
+        tok = self.fp8_token(ptid)
         par = ptid % 2
         buf = cute.make_rmem_tensor(
             cute.make_layout((FP8_VEC, FP8_HALF_VECS)), cutlass.Float8E4M3FN
