@@ -715,6 +715,8 @@ def test_step11_with_a_split_count_builds_step9():
         ({"b": 128, "t": 4096, "h": 64}, False, 11),
         ({"b": 32, "t": 4096, "varlen": True}, True, 12),
         ({"b": 32, "t": 4096}, True, 13),
+        ({"b": 32, "t": 4096, "varlen": True}, True, 28),
+        ({"b": 32, "t": 4096, "varlen": True}, True, 29),
     ],
 )
 def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
@@ -725,7 +727,9 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
     after step 10's counters in the argument list); the MMAs per segment are step 9's (the
     segment loop keeps one copy of the body); 0 spills; the combine kernel only where a
     sequence is cut. Step 12 adds the next segment's first two pages to the last pairs' TMA
-    issues: 18 more UTMALDG sites (9 chunks per stage), nothing else."""
+    issues: 18 more UTMALDG sites (9 chunks per stage), nothing else. Step 28 issues the next
+    segment's Q in the last pair as well, from either warpgroup: the Q load's LDGSTS sites
+    three times over, the same TMAs; step 29 is 28 with step 12's."""
     import torch
 
     plan, prob, cfg = _seesaw_case(shape, {"step": str(step)}, tmp_path, monkeypatch)
@@ -733,7 +737,8 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
     k = plan.plan(prob, cfg, tgt)
     specs = plan.tensor_specs(prob)
     assert k.args_fn({n: n for n in specs})[11] == "work"
-    assert k.fn.work_list and not k.fn.fused_combine and k.fn.prefetch_next == (step == 12)
+    assert k.fn.work_list and not k.fn.fused_combine
+    assert k.fn.prefetch_next == (step in (12, 29)) and k.fn.early_q == (step in (28, 29))
     wl = k.meta["work_list"]
     assert k.meta["split_rule"] == "work list" and k.meta["split_kv"] == wl["parts"]
     assert (wl["sequences_split"] > 0) == split
@@ -742,7 +747,8 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
     assert work[: wl["parts"], 1].max().item() == wl["segments"] + prob.b + 132
     st = plan.run_static(prob, cfg)
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
-    assert st["opcodes"].get("UTMALDG") == (54 if step == 12 else 36)
+    assert st["opcodes"].get("UTMALDG") == (54 if step in (12, 29) else 36)
+    assert st["opcodes"].get("LDGSTS") == (108 if step in (28, 29) else 36)
     assert sum(v for k2, v in st["mma_mnemonics"].items() if k2.startswith("HGMMA.64x256x16")) == 12
     assert (len(st["functions"]) == 1) == split
     if split:  # the combine: 4 pieces per round hold 128 registers, 2 (step 13) fewer
@@ -1060,3 +1066,134 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
     rec = plan.record_base("static", fp8, plan.config(fp8, {}))
     assert rec["build"] == "seesaw step 22 (FP8 cache: producer warpgroup)"
     assert rec["config"]["step"] == 11  # the config as given, beside what it built
+
+
+# -- costed cuts (--config cuts=costed): parts filled up to one modelled cost -----------------
+
+
+@pytest.mark.parametrize(
+    "pages",
+    [
+        [64, 0, 17, 1, 130, 0, 0, 64, 3],  # empty sequences among others, a long one
+        [0, 0, 5],  # leading empty sequences
+        [7, 0, 0],  # trailing empty sequences
+        [1] * 40,  # more sequences than parts
+        [500],  # one long sequence in many pieces
+        [3, 90, 2, 2, 41, 130, 7, 0, 66],  # short and long sequences mixed
+    ],
+)
+@pytest.mark.parametrize("parts", [1, 3, 16, 132])
+def test_costed_work_list_covers_every_page_once(pages, parts):
+    """The costed plan keeps every invariant of the equal one (each page once, slots
+    0..pieces-1, consecutive parts, the work tensor's rows), never models slower than the
+    equal plan, and cuts no piece shorter than MIN_PIECE_PAGES unless its sequence's rest is
+    or the piece is its part's only segment (a budget that holds fewer pages)."""
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
+        MIN_PIECE_PAGES,
+        _plan_cost,
+        costed_work_list,
+        work_list,
+    )
+
+    work = costed_work_list(pages, parts)
+    assert work.parts == parts
+    _check_work_list(pages, work)
+    assert _plan_cost(work) <= _plan_cost(work_list(pages, parts))
+    alone = {lo for lo, hi in work.part_segs if hi == lo + 1}  # a part's only segment
+    for j, (b, p0, p1, slot) in enumerate(work.segments):
+        if slot < work.pieces[b] - 1 and j not in alone:  # not the sequence's last piece
+            assert p1 - p0 >= MIN_PIECE_PAGES, (b, p0, p1)
+
+
+def test_costed_cuts_lower_the_varlen_model_and_keep_fixed_plans():
+    """At the table's varlen draw (B=32, 132 SMs) the equal ranges give the busiest part 3
+    segments; the costed plan fills parts to one budget, so its modelled cost (pages + 2 per
+    segment + the combine) drops from 41 to 36. Where equal ranges already cut only between
+    sequences of one length ((128, 4096), h=64) the costed plan is the equal one."""
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
+        _pages,
+        _plan_cost,
+        _work_parts,
+        costed_work_list,
+        work_list,
+    )
+
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    prob = plan.problem(b=32, t=4096, varlen=True)
+    pages, parts = _pages(prob), _work_parts(prob, 132)
+    eq, co = work_list(pages, parts), costed_work_list(pages, parts)
+    assert (_plan_cost(eq), _plan_cost(co)) == (41, 36)
+    segs = [hi - lo for lo, hi in co.part_segs]
+    assert max(segs) == 3 and len(co.segments) < len(eq.segments)
+    for shape in ({"b": 128, "t": 4096}, {"b": 128, "t": 4096, "h": 64}, {"b": 32, "t": 4096}):
+        prob = plan.problem(**shape)
+        pages, parts = _pages(prob), _work_parts(prob, 132)
+        eq, co = work_list(pages, parts), costed_work_list(pages, parts)
+        assert (co.per, co.part_segs, co.segments) == (eq.per, eq.part_segs, eq.segments), shape
+
+
+def test_costed_plans_fit_the_workspace():
+    """The workspace (split_cap, from work_cap) holds every slot of a costed plan too."""
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
+        _pages,
+        _work_parts,
+        costed_work_list,
+        split_cap,
+        work_cap,
+    )
+
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    for shape in ({"b": 32, "t": 4096, "varlen": True}, {"b": 3, "seqlens": (9000, 0, 64)},
+                  {"b": 1, "t": 65536}, {"b": 16, "s": 4, "h": 64, "t": 3000},
+                  {"b": 64, "t": 4096, "varlen": True}):  # fmt: skip
+        prob = plan.problem(**shape)
+        for sms in (1, 7, 78, 114, 132):
+            work = costed_work_list(_pages(prob), _work_parts(prob, sms))
+            assert max(work.pieces) <= work_cap(prob) <= split_cap(prob), (shape, sms)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"cuts": "costed", "schedule": "lockstep"}, "got cuts=costed with schedule=lockstep"),
+        ({"cuts": "costed", "step": 9}, "got cuts=costed with step 9"),
+        ({"cuts": "costed", "splits": 2}, "got cuts=costed with step 9"),
+    ],
+)
+def test_costed_cuts_refused_without_the_work_list(overrides, needle):
+    """cuts applies to the work list only: with lockstep, step 9 or a split count it is one
+    line that says where it applies, not silently ignored."""
+    from kernelplan import ShapeError
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    prob = plan.problem(b=32, t=4096, varlen=True)
+    with pytest.raises(ShapeError) as e:
+        plan.supports_config(prob, plan.config(prob, overrides))
+    assert needle in str(e.value) and "\n" not in str(e.value)
+    plan.supports_config(prob, plan.config(prob, {"cuts": "costed"}))
+    fp8 = plan.problem(b=32, t=4096, varlen=True, kv_dtype="float8_e4m3fn")
+    plan.supports_config(fp8, plan.config(fp8, {"cuts": "costed"}))
+
+
+def test_costed_cuts_reach_the_kernel_meta():
+    """The plan with cuts=costed hands the kernel the costed work list and names it."""
+    import torch
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import _pages, _work_parts, costed_work_list
+
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    prob = plan.problem(b=32, t=4096, varlen=True)
+    k = plan.plan(prob, plan.config(prob, {"cuts": "costed"}), plan.target("sm_90a", 132))
+    wl = k.meta["work_list"]
+    want = costed_work_list(_pages(prob), _work_parts(prob, 132))
+    assert wl["cuts"] == "costed" and wl["segments"] == len(want.segments) == 88
+    assert wl["pages_per_part"] == want.per
+    work = torch.zeros(plan.tensor_specs(prob)["work"].shape, dtype=torch.int32)
+    k.setup({"work": work})
+    assert work.tolist() == want.rows()

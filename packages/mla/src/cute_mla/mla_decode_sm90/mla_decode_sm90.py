@@ -97,8 +97,9 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
     return step == 26 and kv_fp8 and m_tiles % 2 == 0
 
 
-#: the seesaw builds for a 16-bit cache (steps 4-13, then 25: 11 with an L2 prefetch stream)
-BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25)
+#: the seesaw builds for a 16-bit cache (steps 4-13, then 25: 11 with an L2 prefetch stream;
+#: 28: 11 with the next segment's Q loaded early; 29: 28 with step 12's early pages)
+BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29)
 FP8_STEP = 22
 
 
@@ -301,6 +302,107 @@ def choose_per(pages: list[int] | tuple[int, ...], parts: int) -> int:
     return min(sorted(cands), key=lambda per: (_work_cost(offs, per), -per))
 
 
+#: the costed cuts: a sequence's piece is at least this many pages unless its rest is shorter
+#: (a shorter piece would cost a segment's fixed cost and a combine slot for less work than
+#: twice that fixed cost moves)
+MIN_PIECE_PAGES = 2 * CTA_OVERHEAD_PAGES
+
+
+def _costed_fill(pages: list[int] | tuple[int, ...], budget: int) -> list[list[tuple]] | None:
+    """Fill parts in order with the sequences' pages, each part up to ``budget`` in the work
+    list's model (its pages + :data:`CTA_OVERHEAD_PAGES` per segment; an empty sequence is a
+    segment of no pages). Returns each part's segments (sequence, first, end, slot), or None
+    when the budget cannot hold even one segment."""
+    seg = CTA_OVERHEAD_PAGES
+    if budget <= seg:
+        return None
+    out: list[list[tuple]] = [[]]
+    cost = 0
+    for b, n in enumerate(pages):
+        if n == 0:
+            if cost + seg > budget and out[-1]:
+                out.append([])
+                cost = 0
+            out[-1].append((b, 0, 0, 0))
+            cost += seg
+            continue
+        start, piece = 0, 0
+        while start < n:
+            room, rest = budget - cost - seg, n - start
+            # a fresh part takes what its budget holds; a part with segments already takes
+            # a piece only if it fits, or is MIN_PIECE_PAGES long
+            if out[-1] and (room <= 0 or (room < rest and room < MIN_PIECE_PAGES)):
+                out.append([])
+                cost = 0
+                continue
+            take = min(rest, room)
+            out[-1].append((b, start, start + take, piece))
+            piece, cost, start = piece + 1, cost + seg + take, start + take
+    return out
+
+
+def _as_work_list(parts: int, filled: list[list[tuple]], b: int) -> WorkList:
+    """:class:`WorkList` of filled parts (padded with empty ones to ``parts``); ``per`` is the
+    largest part's pages."""
+    segments = tuple(seg for part in filled for seg in part)
+    part_segs, first = [], 0
+    for c in range(parts):
+        n = len(filled[c]) if c < len(filled) else 0
+        part_segs.append((first, first + n))
+        first += n
+    pieces = [0] * b
+    for seq, _, _, _ in segments:
+        pieces[seq] += 1
+    per = max((sum(e - a for _, a, e, _ in part) for part in filled), default=1)
+    return WorkList(parts, max(1, per), tuple(part_segs), segments, tuple(pieces))
+
+
+def _plan_cost(work: WorkList) -> int:
+    """The work list's time model for any plan (:func:`_work_cost`'s for equal ranges): the
+    busiest part's pages + :data:`CTA_OVERHEAD_PAGES` per segment (an empty sequence's
+    included), + :data:`COMBINE_PAGES` when a sequence is in several pieces."""
+    busiest = max(
+        (
+            sum(CTA_OVERHEAD_PAGES + e - a for _, a, e, _ in work.segments[lo:hi])
+            for lo, hi in work.part_segs
+        ),  # fmt: skip
+        default=0,
+    )
+    return busiest + (COMBINE_PAGES if max(work.pieces, default=0) > 1 else 0)
+
+
+def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList:
+    """The work list with costed cuts (``--config cuts=costed``): instead of equal page ranges,
+    each part is filled in order up to one budget of the model (its pages + the fixed cost of
+    each segment, :data:`CTA_OVERHEAD_PAGES`), so a part that crosses sequence boundaries
+    holds fewer pages; no piece is shorter than :data:`MIN_PIECE_PAGES` unless its sequence's
+    rest is, or it fills a part alone. Of the budgets from the smallest that fits ``parts`` up to the equal plan's cost,
+    it keeps the plan of lowest :func:`_plan_cost` (ties to the larger budget: fewer cuts),
+    charging one more :data:`COMBINE_PAGES` when it cuts more sequences than the equal plan;
+    where that is not lower than the equal plan's cost, it returns the equal plan
+    (:func:`work_list`). Raises ShapeError as :func:`work_list` does."""
+    equal = work_list(pages, parts)
+    total = sum(pages)
+    if total == 0:
+        return equal
+    cut_eq = sum(n > 1 for n in equal.pieces)
+    equal_cost = _plan_cost(equal)
+
+    def cost(w: WorkList) -> int:
+        more_cuts = sum(n > 1 for n in w.pieces) > cut_eq
+        return _plan_cost(w) + (COMBINE_PAGES if more_cuts else 0)
+
+    best, best_cost = equal, equal_cost
+    for budget in range(equal_cost, _ceil(total, parts) + CTA_OVERHEAD_PAGES - 1, -1):
+        filled = _costed_fill(pages, budget)
+        if filled is None or len(filled) > parts:
+            break
+        w = _as_work_list(parts, filled, len(pages))
+        if cost(w) < best_cost:
+            best, best_cost = w, cost(w)
+    return best
+
+
 def work_cap(problem: MlaDecodeProblem) -> int:
     """The most pieces a sequence can have in any work list of ``problem``: with the most
     parts (PARTS_CAP // m-tiles, the shortest ranges), ceil(longest / per) + 1."""
@@ -362,22 +464,30 @@ class MlaSm90Config(Config):
     is 11 for a 16-bit cache with an L2 prefetch stream of the pair after next (4-9% slower); 26
     is 22 with FlashMLA's crossover where the m-tiles pair up (h=128): clusters of 2 CTAs, each
     producer dequantising half of every page into both (1.19x slower at h=128); 27 is 22 with
-    whole-sector producer loads (no faster; all measured in session 9).
+    whole-sector producer loads (no faster; all measured in session 9); 28 is 11 for a 16-bit
+    cache loading the next segment's Q during the last pair of the current one, 29 is 28 with
+    step 12's early pages.
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-27,
     :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed between
     them, FlashMLA's schedule; 16-bit pages always come by TMA, the FP8 cache's latent part
     through the producer warpgroup: steps 14-24, 26 and 27; with the FP8 cache the default
-    ``step`` (11) builds 22). ``step`` applies to the seesaw schedule only."""
+    ``step`` (11) builds 22). ``step`` applies to the seesaw schedule only. ``cuts`` (the
+    work list of steps 11 and later): ``equal`` (the default: :func:`work_list`, ranges of one
+    page count) or ``costed`` (:func:`costed_work_list`: parts filled up to one modelled cost,
+    so a part that crosses sequence boundaries holds fewer pages)."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"
     schedule: Literal["auto", "lockstep", "seesaw"] = "auto"
     split_rule: Literal["equal", "balanced"] = "balanced"
     step: int = 11
+    cuts: Literal["equal", "costed"] = "equal"
 
     def validate(self) -> None:
+        if self.cuts not in ("equal", "costed"):
+            raise ShapeError(f"cuts must be equal or costed (got {self.cuts!r})")
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
         if self.step not in (*BF16_STEPS, *FP8_STEPS):
@@ -489,6 +599,16 @@ class MlaDecodeSm90(KernelPlan):
                 f"{self.name}: step {config.step} is an FP8 latent cache build (add --kv_dtype "
                 f"float8_e4m3fn, or take step {steps_text(BF16_STEPS)} for a 16-bit cache)"
             )
+        if config.cuts != "equal" and (
+            schedule != "seesaw" or self.kernel_step(config, problem) < 11
+        ):
+            raise ShapeError(
+                f"{self.name}: --config cuts applies to the work list (seesaw step 11 and later, "
+                f"without splits; got cuts={config.cuts} with "
+                + (f"schedule={schedule}" if schedule != "seesaw"
+                   else f"step {self.kernel_step(config, problem)}")
+                + ")"
+            )  # fmt: skip
         cap = split_cap(problem)
         if config.splits > cap:
             raise ShapeError(
@@ -592,7 +712,8 @@ class MlaDecodeSm90(KernelPlan):
         work = None
         step = self.kernel_step(config, p) if schedule == "seesaw" else None
         if schedule == "seesaw" and step >= 11:
-            work = work_list(_pages(p), _work_parts(p, target.sm_count or PARTS_CAP))
+            planner = costed_work_list if config.cuts == "costed" else work_list
+            work = planner(_pages(p), _work_parts(p, target.sm_count or PARTS_CAP))
             splits, per = work.parts, work.per
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
@@ -636,6 +757,7 @@ class MlaDecodeSm90(KernelPlan):
                 if work is None
                 else {
                     "parts": work.parts,
+                    "cuts": config.cuts,
                     "pages_per_part": work.per,
                     "segments": len(work.segments),
                     "sequences_split": sum(n > 1 for n in work.pieces),

@@ -188,8 +188,15 @@ P_CHUNK = 8
 #: page, session 9: 127100 of the producer's 257177 L2 sectors per SM "excessive"); the
 #: tokens of a store phase become rows r, r + 4, r + 1, r + 5 (:meth:`fp8_token`) so that its
 #: 8 STS.128 still hit 8 distinct bank groups under the 128-byte swizzle
+#: 28 (the 16-bit cache) is 11 with the next segment's Q loaded early: each math warpgroup
+#: issues its threads' cp.async of the part's next Q tile as soon as both warpgroups' last QK
+#: of the segment has read sQ (WG0 after BAR_P1, WG1 after BAR_P0 of the last pair), so the
+#: 73.7 KB load runs under the last PVs and the epilogue instead of after them (step 12's
+#: varlen ncu, session 5: a segment costs about 4.5 us once its pages are already loading,
+#: and Q, waited for in full, is part of it); 29 is 28 with step 12's early pages too
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+    28, 29,
 )  # fmt: skip
 STEP = 11
 #: the FP8 cache's seesaw builds (steps 14-24, 26 and 27 take only the FP8 cache, and it only
@@ -302,7 +309,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.work_list = step >= 11
         #: step 12: the next segment's first two pages are loaded during the current one's
         #: last pair (each stage's next page, whichever segment it belongs to)
-        self.prefetch_next = step == 12  # (13 builds on 11: 12 measured no gain)
+        self.prefetch_next = step in (12, 29)  # (13 builds on 11: 12 measured no gain)
+        #: step 28 (16-bit cache; builds on 11): the next segment's Q issued after the last QK
+        self.early_q = step in (28, 29)
         #: step 25 (16-bit cache; builds on 11): the L2 prefetch stream of the pair after next
         self.l2_pages = step == 25
 
@@ -521,6 +530,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             ph1 = cutlass.Int32(0)  # and of stage 1's
             got0 = cutlass.Int32(0)  # step 12: this segment's first page is already loading
             got1 = cutlass.Int32(0)  # and its second
+            q_got = cutlass.Int32(0)  # step 28: this segment's Q is already loading
             # (without the work list the one-trip loop is unrolled: step 9's code)
             for seg in cutlass.range(seg_lo, seg_hi, unroll=1, unroll_full=not self.work_list):
                 seq = bidx
@@ -549,6 +559,14 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         np0 = mWork[seg + 1, 1]
                         np1 = mWork[seg + 1, 2]
 
+                # step 28: the part's next sequence, whose Q the last pair loads
+                qseq = cutlass.Int32(0)
+                q_next = cutlass.Int32(0)
+                if cutlass.const_expr(self.early_q):  # noqa: SIM102 (compile-time, then run-time)
+                    if seg + 1 < seg_hi:
+                        qseq = mWork[seg + 1, 0]
+                        q_next = cutlass.Int32(1)
+
                 # the first two pages (warp 0), unless the previous segment loaded them (step 12)
                 # or the producer warpgroup fills the stages (step 14)
                 if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
@@ -563,7 +581,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             )
 
                 # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop ----------
-                self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
+                # (step 28: unless the previous segment's last pair issued it)
+                if cutlass.const_expr(self.early_q):
+                    if q_got == 0:
+                        self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
+                else:
+                    self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
                 cute.arch.cp_async_commit_group()
                 cute.arch.cp_async_wait_group(0)
                 cute.arch.fence_proxy("async.shared", space="cta")
@@ -746,6 +769,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         # unconditional: also proves WG1's QK on stage 1 is done before WG0
                         # reloads it
                         cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
+                        if cutlass.const_expr(self.early_q):  # noqa: SIM102
+                            # step 28: both QKs of the last pair have read sQ (WG1's: BAR_P1)
+                            if it == n_pairs - 1 and q_next == 1:
+                                self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
+                                cute.arch.cp_async_commit_group()
                         if has1:
                             for c in cutlass.range_constexpr(V_L[0], V_L[1]):
                                 cute.arch.mbarrier_wait(
@@ -795,6 +823,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
                         # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
                         cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
+                        if cutlass.const_expr(self.early_q):  # noqa: SIM102
+                            # step 28: both QKs of the last pair have read sQ (WG0's: BAR_P0)
+                            if it == n_pairs - 1 and q_next == 1:
+                                self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
+                                cute.arch.cp_async_commit_group()
                         for c in cutlass.range_constexpr(V_R[0], V_R[1]):
                             cute.arch.mbarrier_wait(
                                 mbar + c, phase0
@@ -869,6 +902,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     # next segment's TMA and Q overwrite them
                     self.sync_math()
                     ph0 = ph0 ^ (n_pairs % 2)
+                    if cutlass.const_expr(self.early_q):
+                        # the next segment's Q was issued only if this one had a pair
+                        q_got = cutlass.Int32(0)
+                        if n_pairs > 0 and q_next == 1:
+                            q_got = cutlass.Int32(1)
                     ph1 = ph1 ^ (((p1 - p0) // 2) % 2)
                     if cutlass.const_expr(self.prefetch_next):
                         # what this segment loaded of the next: a stage's page only where this
