@@ -376,9 +376,10 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
     each part is filled in order up to one budget of the model (its pages + the fixed cost of
     each segment, :data:`CTA_OVERHEAD_PAGES`), so a part that crosses sequence boundaries
     holds fewer pages; no piece is shorter than :data:`MIN_PIECE_PAGES` unless its sequence's
-    rest is, or it fills a part alone. Of the budgets from the smallest that fits ``parts`` up to the equal plan's cost,
-    it keeps the plan of lowest :func:`_plan_cost` (ties to the larger budget: fewer cuts),
-    charging one more :data:`COMBINE_PAGES` when it cuts more sequences than the equal plan;
+    rest is, or it fills a part alone. Of the budgets from the smallest that fits ``parts`` up
+    to the equal plan's cost, it keeps the plan of lowest :func:`_plan_cost` (ties to the
+    larger budget: fewer cuts), charging one more :data:`COMBINE_PAGES` when it cuts more
+    sequences than the equal plan;
     where that is not lower than the equal plan's cost, it returns the equal plan
     (:func:`work_list`). Raises ShapeError as :func:`work_list` does."""
     equal = work_list(pages, parts)
