@@ -21,8 +21,8 @@
 #   --cuda-graph --reps 30; each checked first), plus EXTRA (more implementation specs, e.g.
 #   mla_decode_sm90:loads=tma) and PEERS="flashinfer_mla" (peers already staged on the host:
 #   see mla-table.sh for their bundles).
-# ncu: Nsight Compute of the default path and the variant at (32, 4096), and of the variant at
-#   (128, 16384).
+# ncu: Nsight Compute of the default path and the variant at (32, 4096) and at the varlen draw
+#   of B=32 (the same tokens), and of the variant at (128, 16384).
 #
 # Logs: $OUT/logs/$TAG-<step>/<job>.log + summary.txt; records: $OUT/results; both in the tgz.
 # Here, after the call: unpack, `cp -rn results/. results/` (never overwrite a record), logs
@@ -99,6 +99,8 @@ jobs_ncu() {
 v-ncu-default-b32-t4096 kernel --b 32 --t 4096 --prof_type ncu --ncu-set full
 v-ncu-b32-t4096 kernel --b 32 --t 4096 $v --prof_type ncu --ncu-set full
 v-ncu-b128-t16384 kernel --b 128 --t 16384 $v --prof_type ncu --ncu-set full
+v-ncu-default-b32-varlen kernel --b 32 --t 4096 --varlen true --prof_type ncu --ncu-set full
+v-ncu-b32-varlen kernel --b 32 --t 4096 --varlen true $v --prof_type ncu --ncu-set full
 JOBS
 }
 

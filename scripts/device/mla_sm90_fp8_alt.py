@@ -22,7 +22,7 @@ own bytes: 644 or 656 B per token against 1152).
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
         [--peers flashinfer_mla]
         [--formats lockstep|seesaw|step15|step16|step17|step19|step21|step23|step24|step26|
-                   step27|fp8]
+                   step27|varlen|fp8]
         [--reps 30] [--cuda-graph]
         [--no-record] [--dry]
 
@@ -54,7 +54,9 @@ def _seesaw(step: int, kv_scale: str = "per_token"):
 #: dequantised through every math thread's registers; session 3); ``seesaw``: step 14 (the
 #: seesaw schedule with a dequantising producer warpgroup; session 6's first table) beside the
 #: lockstep build; ``step15``-``step17``: each step against the one before it; ``fp8`` (the
-#: default of mla-sm90-fp8.sh table14): the FP8 default (seesaw step 22) against lockstep
+#: default of mla-sm90-fp8.sh table14): the FP8 default (seesaw step 22) against lockstep;
+#: ``varlen``: each cache at the shape and at its varlen draw, the work list's default cuts
+#: against ``cuts=equal`` (the peers on both problems: :data:`PEER_PROBLEMS`)
 FORMAT_SETS = {
     "lockstep": (
         ("bf16", {}, {}),
@@ -158,6 +160,21 @@ FORMAT_SETS = {
         _seesaw(22, "per_block"),
         _seesaw(27, "per_block"),
     ),
+    # session 10: the work list's cuts at varlen (same tokens as the fixed shape: its ratio to
+    # the fixed-length entries in the same rounds, free of the clock drift between rounds),
+    # the default (costed) against step 11's equal ranges, on both caches
+    "varlen": (
+        ("bf16", {}, {}),
+        ("bf16 varlen", {"varlen": True}, {}),
+        ("bf16 varlen cuts=equal", {"varlen": True}, {"cuts": "equal"}),
+        ("fp8 per_token step22", {"kv_dtype": FP8}, {}),
+        ("fp8 per_token step22 varlen", {"kv_dtype": FP8, "varlen": True}, {}),
+        (
+            "fp8 per_token step22 varlen cuts=equal",
+            {"kv_dtype": FP8, "varlen": True},
+            {"cuts": "equal"},
+        ),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),
@@ -167,6 +184,11 @@ FORMAT_SETS = {
         _seesaw(16, "per_block"),
     ),
 }
+
+
+#: the peers' problems per format set (label suffix, problem fields): the shape's fixed-length
+#: problem, and for ``varlen`` its varlen draw too
+PEER_PROBLEMS = {"varlen": (("bf16", {}), ("bf16 varlen", {"varlen": True}))}
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
@@ -186,7 +208,8 @@ def entries(
     b, t, h = shape
     base = {"b": b, "t": t, "h": h}
     out = [(f"{OURS} {lab}", OURS, {**base, **kw}, cfg) for lab, kw, cfg in FORMAT_SETS[formats]]
-    out += [(f"{peer} bf16", peer, dict(base), {}) for peer in peers]
+    for lab, kw in PEER_PROBLEMS.get(formats, (("bf16", {}),)):
+        out += [(f"{peer} {lab}", peer, {**base, **kw}, {}) for peer in peers]
     return out
 
 

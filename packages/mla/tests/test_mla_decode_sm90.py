@@ -1159,14 +1159,15 @@ def test_costed_plans_fit_the_workspace():
 @pytest.mark.parametrize(
     ("overrides", "needle"),
     [
-        ({"cuts": "costed", "schedule": "lockstep"}, "got cuts=costed with schedule=lockstep"),
-        ({"cuts": "costed", "step": 9}, "got cuts=costed with step 9"),
-        ({"cuts": "costed", "splits": 2}, "got cuts=costed with step 9"),
+        ({"cuts": "equal", "schedule": "lockstep"}, "got cuts=equal with schedule=lockstep"),
+        ({"cuts": "equal", "step": 9}, "got cuts=equal with step 9"),
+        ({"cuts": "equal", "splits": 2}, "got cuts=equal with step 9"),
     ],
 )
 def test_costed_cuts_refused_without_the_work_list(overrides, needle):
-    """cuts applies to the work list only: with lockstep, step 9 or a split count it is one
-    line that says where it applies, not silently ignored."""
+    """cuts applies to the work list only: asking for the other plan than the default (costed)
+    with lockstep, step 9 or a split count is one line that says where it applies, not
+    silently ignored; either plan is taken by step 11 and the FP8 cache's default."""
     from kernelplan import ShapeError
     from kernelplan.registry import load_plan_class
 
@@ -1175,13 +1176,15 @@ def test_costed_cuts_refused_without_the_work_list(overrides, needle):
     with pytest.raises(ShapeError) as e:
         plan.supports_config(prob, plan.config(prob, overrides))
     assert needle in str(e.value) and "\n" not in str(e.value)
-    plan.supports_config(prob, plan.config(prob, {"cuts": "costed"}))
     fp8 = plan.problem(b=32, t=4096, varlen=True, kv_dtype="float8_e4m3fn")
-    plan.supports_config(fp8, plan.config(fp8, {"cuts": "costed"}))
+    for cuts in ("costed", "equal"):
+        plan.supports_config(prob, plan.config(prob, {"cuts": cuts}))
+        plan.supports_config(fp8, plan.config(fp8, {"cuts": cuts}))
 
 
 def test_costed_cuts_reach_the_kernel_meta():
-    """The plan with cuts=costed hands the kernel the costed work list and names it."""
+    """The default plan (cuts=costed) hands the kernel the costed work list and names it;
+    cuts=equal hands it step 11's equal ranges."""
     import torch
     from cute_mla.mla_decode_sm90.mla_decode_sm90 import _pages, _work_parts, costed_work_list
 
@@ -1189,7 +1192,8 @@ def test_costed_cuts_reach_the_kernel_meta():
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
     prob = plan.problem(b=32, t=4096, varlen=True)
-    k = plan.plan(prob, plan.config(prob, {"cuts": "costed"}), plan.target("sm_90a", 132))
+    assert plan.config(prob, {}).cuts == "costed"
+    k = plan.plan(prob, plan.config(prob, {}), plan.target("sm_90a", 132))
     wl = k.meta["work_list"]
     want = costed_work_list(_pages(prob), _work_parts(prob, 132))
     assert wl["cuts"] == "costed" and wl["segments"] == len(want.segments) == 88
@@ -1197,3 +1201,5 @@ def test_costed_cuts_reach_the_kernel_meta():
     work = torch.zeros(plan.tensor_specs(prob)["work"].shape, dtype=torch.int32)
     k.setup({"work": work})
     assert work.tolist() == want.rows()
+    k = plan.plan(prob, plan.config(prob, {"cuts": "equal"}), plan.target("sm_90a", 132))
+    assert k.meta["work_list"]["cuts"] == "equal" and k.meta["work_list"]["segments"] == 91
