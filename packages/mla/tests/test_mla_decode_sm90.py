@@ -629,16 +629,18 @@ def test_work_list_for_fixed_lengths(shape, parts, per, split_seqs):
     _check_work_list(pages, work)
 
 
-@pytest.mark.parametrize(
-    "pages",
-    [
-        [64, 0, 17, 1, 130, 0, 0, 64, 3],  # empty sequences among others, a long one
-        [0, 0, 5],  # leading empty sequences
-        [7, 0, 0],  # trailing empty sequences
-        [1] * 40,  # more sequences than parts
-        [500],  # one long sequence in many pieces
-    ],
-)
+#: page counts per sequence that stress a work list's plan
+PAGE_LISTS = [
+    [64, 0, 17, 1, 130, 0, 0, 64, 3],  # empty sequences among others, a long one
+    [0, 0, 5],  # leading empty sequences
+    [7, 0, 0],  # trailing empty sequences
+    [1] * 40,  # more sequences than parts
+    [500],  # one long sequence in many pieces
+    [3, 90, 2, 2, 41, 130, 7, 0, 66],  # short and long sequences mixed
+]
+
+
+@pytest.mark.parametrize("pages", PAGE_LISTS)
 @pytest.mark.parametrize("parts", [1, 3, 16, 132])
 def test_work_list_covers_every_page_once(pages, parts):
     """Whatever the lengths and parts: each page once, slots 0..pieces-1, an empty sequence in
@@ -651,24 +653,22 @@ def test_work_list_covers_every_page_once(pages, parts):
     _check_work_list(pages, work)
 
 
-def test_work_cap_bounds_every_plan():
-    """The workspace (split_cap, which includes work_cap) holds every slot for any SM count."""
-    from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
-        _pages,
-        _work_parts,
-        split_cap,
-        work_cap,
-        work_list,
-    )
+@pytest.mark.parametrize("planner", ["work_list", "costed_work_list"])
+def test_work_cap_bounds_every_plan(planner):
+    """The workspace (split_cap, which includes work_cap) holds every slot for any SM count,
+    with equal (work_list) and costed cuts (costed_work_list) alike."""
+    from cute_mla.mla_decode_sm90 import mla_decode_sm90 as m
 
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
+    split_cap, work_cap = m.split_cap, m.work_cap
     for shape in ({"b": 32, "t": 4096, "varlen": True}, {"b": 3, "seqlens": (9000, 0, 64)},
-                  {"b": 1, "t": 65536}, {"b": 16, "s": 4, "h": 64, "t": 3000}):  # fmt: skip
+                  {"b": 1, "t": 65536}, {"b": 16, "s": 4, "h": 64, "t": 3000},
+                  {"b": 64, "t": 4096, "varlen": True}):  # fmt: skip
         prob = plan.problem(**shape)
         for sms in (1, 7, 78, 114, 132):
-            work = work_list(_pages(prob), _work_parts(prob, sms))
+            work = getattr(m, planner)(m._pages(prob), m._work_parts(prob, sms))
             assert max(work.pieces) <= work_cap(prob) <= split_cap(prob), (shape, sms)
             assert plan.tensor_specs(prob)["o_acc"].shape[0] >= max(work.pieces)
 
@@ -1071,17 +1071,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
 # -- costed cuts (--config cuts=costed): parts filled up to one modelled cost -----------------
 
 
-@pytest.mark.parametrize(
-    "pages",
-    [
-        [64, 0, 17, 1, 130, 0, 0, 64, 3],  # empty sequences among others, a long one
-        [0, 0, 5],  # leading empty sequences
-        [7, 0, 0],  # trailing empty sequences
-        [1] * 40,  # more sequences than parts
-        [500],  # one long sequence in many pieces
-        [3, 90, 2, 2, 41, 130, 7, 0, 66],  # short and long sequences mixed
-    ],
-)
+@pytest.mark.parametrize("pages", PAGE_LISTS)
 @pytest.mark.parametrize("parts", [1, 3, 16, 132])
 def test_costed_work_list_covers_every_page_once(pages, parts):
     """The costed plan keeps every invariant of the equal one (each page once, slots
@@ -1132,28 +1122,6 @@ def test_costed_cuts_lower_the_varlen_model_and_keep_fixed_plans():
         pages, parts = _pages(prob), _work_parts(prob, 132)
         eq, co = work_list(pages, parts), costed_work_list(pages, parts)
         assert (co.per, co.part_segs, co.segments) == (eq.per, eq.part_segs, eq.segments), shape
-
-
-def test_costed_plans_fit_the_workspace():
-    """The workspace (split_cap, from work_cap) holds every slot of a costed plan too."""
-    from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
-        _pages,
-        _work_parts,
-        costed_work_list,
-        split_cap,
-        work_cap,
-    )
-
-    from kernelplan.registry import load_plan_class
-
-    plan = load_plan_class("mla", "mla_decode_sm90")()
-    for shape in ({"b": 32, "t": 4096, "varlen": True}, {"b": 3, "seqlens": (9000, 0, 64)},
-                  {"b": 1, "t": 65536}, {"b": 16, "s": 4, "h": 64, "t": 3000},
-                  {"b": 64, "t": 4096, "varlen": True}):  # fmt: skip
-        prob = plan.problem(**shape)
-        for sms in (1, 7, 78, 114, 132):
-            work = costed_work_list(_pages(prob), _work_parts(prob, sms))
-            assert max(work.pieces) <= work_cap(prob) <= split_cap(prob), (shape, sms)
 
 
 @pytest.mark.parametrize(
