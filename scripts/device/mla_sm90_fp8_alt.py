@@ -22,7 +22,7 @@ own bytes: 644 or 656 B per token against 1152).
     python scripts/device/mla_sm90_fp8_alt.py --shape 128,4096,128 --shape 128,4096,64 \\
         [--peers flashinfer_mla]
         [--formats lockstep|seesaw|step15|step16|step17|step19|step21|step23|step24|step26|
-                   step27|varlen|fp8]
+                   step27|step30|varlen|fp8]
         [--reps 30] [--cuda-graph]
         [--no-record] [--dry]
 
@@ -159,6 +159,14 @@ FORMAT_SETS = {
         _seesaw(27),
         _seesaw(22, "per_block"),
         _seesaw(27, "per_block"),
+    ),
+    # step 30 (the producer's next page index read two pages ahead) against step 22
+    "step30": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        _seesaw(30),
+        _seesaw(22, "per_block"),
+        _seesaw(30, "per_block"),
     ),
     # session 10: the work list's cuts at varlen (same tokens as the fixed shape: its ratio to
     # the fixed-length entries in the same rounds, free of the clock drift between rounds),

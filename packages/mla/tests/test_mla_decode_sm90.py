@@ -866,6 +866,8 @@ FP8_SEESAW_CASES = [
     (27, {"b": 32, "t": 4096}, 0),  # 22 with whole-sector loads: the same registers
     (27, {"b": 128, "t": 4096, "h": 64}, 8),
     (27, {"b": 4, "s": 2, "h": 64, "t": 1000, "kv_scale": "per_block"}, 48),
+    (30, {"b": 32, "t": 4096}, 0),  # 22 with the next page index carried a page ahead
+    (30, {"b": 128, "t": 4096, "h": 64}, 8),
 ]
 
 

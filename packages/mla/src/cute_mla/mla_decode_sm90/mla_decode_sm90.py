@@ -25,7 +25,7 @@ only; not yet measured on a GPU.
 FP8 latent cache (``--kv_dtype float8_e4m3fn``, ``--kv_scale per_token|per_block``; issue 11):
 the kernel takes the workload's three cache tensors (kv_cache e4m3 (pages, 64, 512), kv_scales
 fp32 (pages, 64, G), kv_rope (pages, 64, 64) in the dtype) and dequantises on chip into the same
-16-bit SMEM stages. The seesaw schedule (the ``auto`` default for it: steps 14-24, 26 and 27,
+16-bit SMEM stages. The seesaw schedule (the ``auto`` default for it: steps 14-24, 26, 27 and 30,
 22 by default, measured 1.1x faster than lockstep at every shape of the FP8 table) does so
 through a third, producer warpgroup (seesaw.py); the lockstep schedule (``--config
 schedule=lockstep``) through every math thread's registers on the cp.async path (kernel.py's
@@ -75,7 +75,7 @@ GRID_BOUND = 4 * 132
 PARTS_CAP = 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
-FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 26, 27)
+FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 26, 27, 30)
 
 
 def steps_text(steps: tuple[int, ...]) -> str:
@@ -465,7 +465,8 @@ class MlaSm90Config(Config):
     is 11 for a 16-bit cache with an L2 prefetch stream of the pair after next (4-9% slower); 26
     is 22 with FlashMLA's crossover where the m-tiles pair up (h=128): clusters of 2 CTAs, each
     producer dequantising half of every page into both (1.19x slower at h=128); 27 is 22 with
-    whole-sector producer loads (no faster; all measured in session 9); 28 is 11 for a 16-bit
+    whole-sector producer loads (no faster; all measured in session 9); 30 is 22 with the
+    producer's next page index read two pages ahead; 28 is 11 for a 16-bit
     cache loading the next segment's Q during the last pair of the current one, 29 is 28 with
     step 12's early pages.
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
@@ -473,7 +474,7 @@ class MlaSm90Config(Config):
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-27,
     :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed between
     them, FlashMLA's schedule; 16-bit pages always come by TMA, the FP8 cache's latent part
-    through the producer warpgroup: steps 14-24, 26 and 27; with the FP8 cache the default
+    through the producer warpgroup: steps 14-24, 26, 27 and 30; with the FP8 cache the default
     ``step`` (11) builds 22). ``step`` applies to the seesaw schedule only. ``cuts`` (the
     work list of steps 11 and later): ``costed`` (the default since session 10:
     :func:`costed_work_list`, parts filled up to one modelled cost, so a part that crosses
@@ -686,7 +687,7 @@ class MlaDecodeSm90(KernelPlan):
         """The seesaw step built for ``config``: its ``step``, except that steps 11-13 with an
         explicit ``splits`` build step 9 (the work list plans its own parts; a split count
         asks for the per-sequence splits), and that the FP8 cache (``problem.kv_fp8``) builds
-        the step asked among 14-24, 26 and 27, else (the default 11) :data:`FP8_STEP`, 22."""
+        the step asked among 14-24, 26, 27 and 30, else (the default 11) :data:`FP8_STEP`, 22."""
         if problem is not None and problem.kv_fp8:
             return config.step if config.step in FP8_STEPS else FP8_STEP
         return 9 if config.step >= 11 and config.splits else config.step

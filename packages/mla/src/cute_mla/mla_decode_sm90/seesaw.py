@@ -67,16 +67,18 @@ reads, 9 is 8 without 5, 10 is 9 with the combine merged into the split kernel's
 cut into one part per SM and m-tile; each CTA walks its part's segments, FlashMLA's tile
 scheduler idea; :class:`.mla_decode_sm90.WorkList`; the default), 12 is 11 with the next
 segment's first two pages loaded during the current one's last pairs, 13 is 11 with the combine
-merging 2 pieces per round, not 4, and 25 is 11 with an L2 prefetch stream of the pair after
-next. Steps 14-24, 26 and 27 take the FP8 latent cache (and it only them): 14 is 11 with a third,
-producer warpgroup that dequantises each page into the 16-bit stages
+merging 2 pieces per round, not 4, 25 is 11 with an L2 prefetch stream of the pair after
+next, 28 is 11 loading the next segment's Q in the current one's last pair, and 29 is 28 with
+12's early pages. Steps 14-24, 26, 27 and 30 take the FP8 latent cache (and it only them):
+14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
 (:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15 with one group in flight in the
 producer's registers, 18 is 17 with setmaxnreg 216 / 72, 19 is 18 publishing each chunk as it is
 written, 20 is 18 prefetching the pages into L2 two ahead, 21 is 19 with that prefetch, 22 is 20
 with each prefetch's page index read a page early (the FP8 default), 23 is 22 four pages ahead,
 24 is 22 reloading the next group vector by vector, 26 is 22 with the crossover (clusters of 2
-at h=128). Their protocol: a
+at h=128), 27 is 22 with whole-sector loads, 30 is 22 reading the next page index two pages
+ahead. Their protocol: a
 stage group (chunks 4w..4w+3, with chunk 8 where w != stage) is released by the warpgroup
 that reads it last, after its wait_group and warpgroup barrier (the other warpgroup's QK
 reads of the stage are proven done by BAR_P0 / BAR_P1, as for the TMA reloads); the
@@ -194,12 +196,16 @@ P_CHUNK = 8
 #: 73.7 KB load runs under the last PVs and the epilogue instead of after them (step 12's
 #: varlen ncu, session 5: a segment costs about 4.5 us once its pages are already loading,
 #: and Q, waited for in full, is part of it); 29 is 28 with step 12's early pages too
+#: 30 (the FP8 cache) is 22 with the producer's next page index read a page earlier: during
+#: page pg it reads the index of pg + 2 into a register carried to the next page, where
+#: step 22 read pg + 1's at the top of page pg and ptxas sank that load to its use (session
+#: 9's source page: 8% of the producer's samples waited at that use, R2UR UR5, R53)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29,
+    28, 29, 30,
 )  # fmt: skip
 STEP = 11
-#: the FP8 cache's seesaw builds (steps 14-24, 26 and 27 take only the FP8 cache, and it only
+#: the FP8 cache's seesaw builds (steps 14-24, 26, 27 and 30 take only the FP8 cache, and it only
 #: them) are the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
 #: threads, 168 registers each (65536 / 384 rounded down to the allocation unit of 8), and
@@ -292,6 +298,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.rolling_reload = step == 24
         #: step 27: whole-sector producer loads (:meth:`fp8_vector`, :meth:`fp8_token`)
         self.sector_loads = step == 27
+        #: step 30: the page-table index of page pg + 2 read during page pg, carried
+        self.pt_ahead = step == 30
         self.step = step
         #: step 5's early page-index reads (steps 5-8; step 9 drops them again)
         self.early_pages = 5 <= step <= 8
@@ -1032,6 +1040,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 if cutlass.const_expr(self.l2_index_early):  # noqa: SIM102
                     if p0 + self.l2_ahead < p1:
                         pf = mPT[seq, p0 + self.l2_ahead]
+                # step 30: the next page's index carried from the previous page (read there
+                # two pages ahead of its page), so its load has a whole page to land in
+                nxt_c = cutlass.Int32(0)
+                if cutlass.const_expr(self.pt_ahead):  # noqa: SIM102 (compile, run time)
+                    if p0 + 1 < p1:
+                        nxt_c = mPT[seq, p0 + 1]
                 for pg in cutlass.range(p0, p1, unroll=1):
                     if cutlass.const_expr(self.l2_index_early):
                         if pg + self.l2_ahead < p1:
@@ -1046,7 +1060,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     if st == 1:
                         fill = f1 + (pg - p0) // 2
                     nxt = cutlass.Int32(0)
-                    if pg + 1 < p1:
+                    if cutlass.const_expr(self.pt_ahead):
+                        nxt = nxt_c
+                    elif pg + 1 < p1:
                         nxt = mPT[seq, pg + 1]
                     for w in cutlass.range_constexpr(NUM_WG):
                         b = w % nb
@@ -1079,6 +1095,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             if pg + 1 < p1:
                                 self.fp8_load_half(mKV8, mSc, nxt, nw, tok, par, buf[b], sbuf[b])
                     page = nxt
+                    if cutlass.const_expr(self.pt_ahead):  # noqa: SIM102 (compile, run time)
+                        if pg + 2 < p1:
+                            nxt_c = mPT[seq, pg + 2]
             f0 = f0 + (p1 - p0 + 1) // 2
             f1 = f1 + (p1 - p0) // 2
 
