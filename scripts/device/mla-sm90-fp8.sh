@@ -104,7 +104,7 @@ JOBS
 # step 22, per_token and per_block) with PEERS on bf16, alternated at h=128 (128, 4096) and
 # (32, 4096) and h=64 (128, 4096)
 jobs_table14() {
-    echo "s14-table fp8alt --formats ${FORMATS:-fp8} --shape 128,4096,128 --shape 32,4096,128 --shape 128,4096,64 --peers ${PEERS-flashinfer_mla} --cuda-graph --reps 30"
+    echo "s14-table fp8alt --formats ${FORMATS:-fp8} --shape 128,4096,128 --shape 32,4096,128 --shape 128,4096,64 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
 }
 
 # the seesaw FP8 build (FP8_STEP, default 22) under Nsight Compute at (128, 4096): h=128, h=64
@@ -116,7 +116,7 @@ JOBS
 }
 
 jobs_table() {
-    echo "f8-table fp8alt --shape 128,4096,128 --shape 128,4096,64 --peers ${PEERS-flashinfer_mla} --cuda-graph --reps 30"
+    echo "f8-table fp8alt --shape 128,4096,128 --shape 128,4096,64 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
 }
 
 jobs_ncu() {
