@@ -1130,14 +1130,16 @@ def test_costed_cuts_lower_the_varlen_model_and_keep_fixed_plans():
     ("overrides", "needle"),
     [
         ({"cuts": "equal", "schedule": "lockstep"}, "got cuts=equal with schedule=lockstep"),
+        ({"cuts": "costed", "schedule": "lockstep"}, "got cuts=costed with schedule=lockstep"),
         ({"cuts": "equal", "step": 9}, "got cuts=equal with step 9"),
-        ({"cuts": "equal", "splits": 2}, "got cuts=equal with step 9"),
+        ({"cuts": "costed", "splits": 2}, "cuts=costed with splits=2, which builds step 9's"),
     ],
 )
 def test_costed_cuts_refused_without_the_work_list(overrides, needle):
-    """cuts applies to the work list only: asking for the other plan than the default (costed)
-    with lockstep, step 9 or a split count is one line that says where it applies, not
-    silently ignored; either plan is taken by step 11 and the FP8 cache's default."""
+    """cuts applies to the work list only: an explicit plan (costed or equal, not the default
+    auto) with lockstep, step 9 or a split count is one line that says where it applies, not
+    silently ignored; either plan is taken by step 11 and the FP8 cache's default, and auto
+    everywhere."""
     from kernelplan import ShapeError
     from kernelplan.registry import load_plan_class
 
@@ -1150,11 +1152,13 @@ def test_costed_cuts_refused_without_the_work_list(overrides, needle):
     for cuts in ("costed", "equal"):
         plan.supports_config(prob, plan.config(prob, {"cuts": cuts}))
         plan.supports_config(fp8, plan.config(fp8, {"cuts": cuts}))
+    for other in ({"schedule": "lockstep"}, {"splits": 2}, {"step": 9}):
+        plan.supports_config(prob, plan.config(prob, other))  # cuts=auto: nothing to refuse
 
 
 def test_costed_cuts_reach_the_kernel_meta():
-    """The default plan (cuts=costed) hands the kernel the costed work list and names it;
-    cuts=equal hands it step 11's equal ranges."""
+    """The default plan (cuts=auto: costed) hands the kernel the costed work list and names
+    it; cuts=equal hands it step 11's equal ranges."""
     import torch
     from cute_mla.mla_decode_sm90.mla_decode_sm90 import _pages, _work_parts, costed_work_list
 
@@ -1162,7 +1166,7 @@ def test_costed_cuts_reach_the_kernel_meta():
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
     prob = plan.problem(b=32, t=4096, varlen=True)
-    assert plan.config(prob, {}).cuts == "costed"
+    assert plan.config(prob, {}).cuts == "auto"
     k = plan.plan(prob, plan.config(prob, {}), plan.target("sm_90a", 132))
     wl = k.meta["work_list"]
     want = costed_work_list(_pages(prob), _work_parts(prob, 132))

@@ -306,6 +306,8 @@ def choose_per(pages: list[int] | tuple[int, ...], parts: int) -> int:
 #: (a shorter piece would cost a segment's fixed cost and a combine slot for less work than
 #: twice that fixed cost moves)
 MIN_PIECE_PAGES = 2 * CTA_OVERHEAD_PAGES
+#: the costed cuts try this many budgets from the smallest that fits
+COSTED_BUDGETS = 65
 
 
 def _costed_fill(pages: list[int] | tuple[int, ...], budget: int) -> list[list[tuple]] | None:
@@ -376,10 +378,10 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
     each part is filled in order up to one budget of the model (its pages + the fixed cost of
     each segment, :data:`CTA_OVERHEAD_PAGES`), so a part that crosses sequence boundaries
     holds fewer pages; no piece is shorter than :data:`MIN_PIECE_PAGES` unless its sequence's
-    rest is, or it fills a part alone. Of the budgets from the smallest that fits ``parts`` up
-    to the equal plan's cost, it keeps the plan of lowest :func:`_plan_cost` (ties to the
-    larger budget: fewer cuts), charging one more :data:`COMBINE_PAGES` when it cuts more
-    sequences than the equal plan;
+    rest is, or it fills a part alone. Of the smallest budget that fits ``parts`` (found by
+    bisection) and the next :data:`COSTED_BUDGETS` - 1 up to the equal plan's cost, it keeps
+    the plan of lowest :func:`_plan_cost` (ties to the larger budget: fewer cuts), charging
+    one more :data:`COMBINE_PAGES` when it cuts more sequences than the equal plan;
     where that is not lower than the equal plan's cost, it returns the equal plan
     (:func:`work_list`). Raises ShapeError as :func:`work_list` does."""
     equal = work_list(pages, parts)
@@ -393,11 +395,23 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
         more_cuts = sum(n > 1 for n in w.pieces) > cut_eq
         return _plan_cost(w) + (COMBINE_PAGES if more_cuts else 0)
 
+    def fits(budget: int) -> bool:
+        filled = _costed_fill(pages, budget)
+        return filled is not None and len(filled) <= parts
+
+    # the smallest budget that fits (fewer parts with a larger budget: bisect), then it and
+    # the next COSTED_BUDGETS - 1, as choose_per tries the next 64 range lengths
+    lo, hi = _ceil(total, parts) + CTA_OVERHEAD_PAGES, max(equal_cost, 1)
+    if not fits(hi):
+        return equal
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid + 1, hi)
     best, best_cost = equal, equal_cost
-    for budget in range(equal_cost, _ceil(total, parts) + CTA_OVERHEAD_PAGES - 1, -1):
+    for budget in range(min(lo + COSTED_BUDGETS - 1, equal_cost), lo - 1, -1):
         filled = _costed_fill(pages, budget)
         if filled is None or len(filled) > parts:
-            break
+            continue
         w = _as_work_list(parts, filled, len(pages))
         if cost(w) < best_cost:
             best, best_cost = w, cost(w)
@@ -450,7 +464,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 27, see :data:`.seesaw.STEPS`; for
+    the devlog step of the seesaw schedule to build (4 to 30, see :data:`.seesaw.STEPS`; for
     before/after runs). 11 is the default: a work list of the pages of all sequences end to end,
     one part per SM and m-tile, measured fastest over the workload's table (the devlog, "Step
     11"); with an explicit ``splits`` it builds step 9, the per-sequence splits. 14 is step 11
@@ -471,27 +485,28 @@ class MlaSm90Config(Config):
     step 12's early pages.
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-27,
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-30,
     :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed between
     them, FlashMLA's schedule; 16-bit pages always come by TMA, the FP8 cache's latent part
     through the producer warpgroup: steps 14-24, 26, 27 and 30; with the FP8 cache the default
     ``step`` (11) builds 22). ``step`` applies to the seesaw schedule only. ``cuts`` (the
-    work list of steps 11 and later): ``costed`` (the default since session 10:
-    :func:`costed_work_list`, parts filled up to one modelled cost, so a part that crosses
-    sequence boundaries holds fewer pages; measured 8.5% faster at varlen B=32 and the same
-    plan or faster elsewhere, the devlog "Session 10") or ``equal`` (step 11's
-    :func:`work_list`, ranges of one page count)."""
+    work list of seesaw steps 11 and later, without ``splits``): ``auto`` (the default:
+    ``costed`` wherever there is a work list), ``costed`` (:func:`costed_work_list`, parts
+    filled up to one modelled cost, so a part that crosses sequence boundaries holds fewer
+    pages; measured 8.5% faster at varlen B=32 and the same plan or faster elsewhere, the
+    devlog "Session 10") or ``equal`` (step 11's :func:`work_list`, ranges of one page
+    count); an explicit ``costed`` or ``equal`` without a work list is refused."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"
     schedule: Literal["auto", "lockstep", "seesaw"] = "auto"
     split_rule: Literal["equal", "balanced"] = "balanced"
     step: int = 11
-    cuts: Literal["equal", "costed"] = "costed"
+    cuts: Literal["auto", "costed", "equal"] = "auto"
 
     def validate(self) -> None:
-        if self.cuts not in ("equal", "costed"):
-            raise ShapeError(f"cuts must be costed or equal (got {self.cuts!r})")
+        if self.cuts not in ("auto", "costed", "equal"):
+            raise ShapeError(f"cuts must be auto, costed or equal (got {self.cuts!r})")
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
         if self.step not in (*BF16_STEPS, *FP8_STEPS):
@@ -603,16 +618,19 @@ class MlaDecodeSm90(KernelPlan):
                 f"{self.name}: step {config.step} is an FP8 latent cache build (add --kv_dtype "
                 f"float8_e4m3fn, or take step {steps_text(BF16_STEPS)} for a 16-bit cache)"
             )
-        if config.cuts != MlaSm90Config().cuts and (
+        if config.cuts != "auto" and (
             schedule != "seesaw" or self.kernel_step(config, problem) < 11
         ):
+            if schedule != "seesaw":
+                why = f"schedule={schedule}"
+            elif config.splits:
+                why = f"splits={config.splits}, which builds step 9's per-sequence splits"
+            else:
+                why = f"step {self.kernel_step(config, problem)}"
             raise ShapeError(
                 f"{self.name}: --config cuts applies to the work list (seesaw step 11 and later, "
-                f"without splits; got cuts={config.cuts} with "
-                + (f"schedule={schedule}" if schedule != "seesaw"
-                   else f"step {self.kernel_step(config, problem)}")
-                + ")"
-            )  # fmt: skip
+                f"without splits; got cuts={config.cuts} with {why}: drop --config cuts)"
+            )
         cap = split_cap(problem)
         if config.splits > cap:
             raise ShapeError(
@@ -716,7 +734,7 @@ class MlaDecodeSm90(KernelPlan):
         work = None
         step = self.kernel_step(config, p) if schedule == "seesaw" else None
         if schedule == "seesaw" and step >= 11:
-            planner = costed_work_list if config.cuts == "costed" else work_list
+            planner = work_list if config.cuts == "equal" else costed_work_list
             work = planner(_pages(p), _work_parts(p, target.sm_count or PARTS_CAP))
             splits, per = work.parts, work.per
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
@@ -761,7 +779,7 @@ class MlaDecodeSm90(KernelPlan):
                 if work is None
                 else {
                     "parts": work.parts,
-                    "cuts": config.cuts,
+                    "cuts": "equal" if config.cuts == "equal" else "costed",
                     "pages_per_part": work.per,
                     "segments": len(work.segments),
                     "sequences_split": sum(n > 1 for n in work.pieces),
