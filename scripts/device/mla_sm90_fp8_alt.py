@@ -49,6 +49,18 @@ def _seesaw(step: int, kv_scale: str = "per_token"):
     return (f"fp8 {kv_scale} step{step}", fields, {"schedule": "seesaw", "step": str(step)})
 
 
+def _against_step22(step: int):
+    """The entries of a step timed against step 22, the FP8 default: ours on bf16, then steps
+    22 and ``step`` at per_token and at per_block scales."""
+    return (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        _seesaw(step),
+        _seesaw(22, "per_block"),
+        _seesaw(step, "per_block"),
+    )
+
+
 #: the entries of ours timed per shape, by ``--formats``: (label suffix, problem fields,
 #: config overrides). ``lockstep``: the FP8 cache on its first build (the lockstep schedule,
 #: dequantised through every math thread's registers; session 3); ``seesaw``: step 14 (the
@@ -136,13 +148,7 @@ FORMAT_SETS = {
     ),
     # step 24 (the next group reloaded vector by vector while the current one is stored)
     # against step 22, the default, both granularities
-    "step24": (
-        ("bf16", {}, {}),
-        _seesaw(22),
-        _seesaw(24),
-        _seesaw(22, "per_block"),
-        _seesaw(24, "per_block"),
-    ),
+    "step24": _against_step22(24),
     # step 26 (the crossover: at h=128 clusters of 2, each producer half of every page)
     # against step 22 and step 24; at h=64 (one m-tile) step 26 is step 22's code, a control
     "step26": (
@@ -153,21 +159,9 @@ FORMAT_SETS = {
         _seesaw(26, "per_block"),
     ),
     # step 27 (whole-sector producer loads) against step 22, the default, both granularities
-    "step27": (
-        ("bf16", {}, {}),
-        _seesaw(22),
-        _seesaw(27),
-        _seesaw(22, "per_block"),
-        _seesaw(27, "per_block"),
-    ),
+    "step27": _against_step22(27),
     # step 30 (the producer's next page index read two pages ahead) against step 22
-    "step30": (
-        ("bf16", {}, {}),
-        _seesaw(22),
-        _seesaw(30),
-        _seesaw(22, "per_block"),
-        _seesaw(30, "per_block"),
-    ),
+    "step30": _against_step22(30),
     # session 10: the work list's cuts at varlen (same tokens as the fixed shape: its ratio to
     # the fixed-length entries in the same rounds, free of the clock drift between rounds),
     # the default (costed) against step 11's equal ranges, on both caches

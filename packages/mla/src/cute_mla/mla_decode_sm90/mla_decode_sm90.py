@@ -413,8 +413,9 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
         if filled is None or len(filled) > parts:
             continue
         w = _as_work_list(parts, filled, len(pages))
-        if cost(w) < best_cost:
-            best, best_cost = w, cost(w)
+        c = cost(w)
+        if c < best_cost:
+            best, best_cost = w, c
     return best
 
 

@@ -198,8 +198,9 @@ P_CHUNK = 8
 #: and Q, waited for in full, is part of it); 29 is 28 with step 12's early pages too
 #: 30 (the FP8 cache) is 22 with the producer's next page index read a page earlier: during
 #: page pg it reads the index of pg + 2 into a register carried to the next page, where
-#: step 22 read pg + 1's at the top of page pg and ptxas sank that load to its use (session
-#: 9's source page: 8% of the producer's samples waited at that use, R2UR UR5, R53)
+#: step 22 read pg + 1's at the top of page pg and ptxas sank that load to its use; measured
+#: no faster in session 10 (the R2UR UR5, R53 that session 9's source page found waited on,
+#: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30,
@@ -282,7 +283,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.one_buffer = step >= 17
         #: step 26 (builds on 22): the crossover, where the m-tiles pair up into clusters of 2
         self.crossover = crossover_built(step, kv_fp8, self.m_tiles)
-        #: steps 14-27: the setmaxnreg split (math, producer) of this step
+        #: steps 14-30: the setmaxnreg split (math, producer) of this step
         self.math_regs, self.producer_regs = (
             REG_SPLITS[max(k for k in REG_SPLITS if k <= step)] if kv_fp8 else (0, 0)
         )
@@ -1251,9 +1252,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     def release_to_producer(
         self, mbar: cute.Pointer, stage: cutlass.Constexpr, w: cutlass.Constexpr, wg_tidx
     ):
-        """Steps 14-27, a math warpgroup after its barrier: tell the producer that warpgroup
-        ``w`` is done with its chunks of ``stage`` (one arrive on the stage's "released"
-        mbarrier); nothing without the producer (the 16-bit builds reissue TMAs instead)."""
+        """Steps 14-30 (the FP8 cache), a math warpgroup after its barrier: tell the producer
+        that warpgroup ``w`` is done with its chunks of ``stage`` (one arrive on the stage's
+        "released" mbarrier); nothing without the producer (the 16-bit builds reissue TMAs
+        instead)."""
         if cutlass.const_expr(self.producer_wg):  # noqa: SIM102 (compile time, then run time)
             if wg_tidx == 0:
                 if cutlass.const_expr(self.crossover):
