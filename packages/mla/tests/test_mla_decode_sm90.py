@@ -708,6 +708,21 @@ def test_step11_with_a_split_count_builds_step9():
     assert k.meta["combine"] == "pdl"  # every sequence in two pieces: the combine kernel
 
 
+@pytest.mark.parametrize("step", [31, 32])
+def test_mla_decode_sm90_seesaw_step31_issues_the_next_qk_behind_pv(step, tmp_path, monkeypatch):
+    """Steps 31-32: WG0's next S0 is issued at the end of a pair as well as at a segment's
+    first pair (the QK's 36 m64n64k16 WGMMAs at two sites, WG1's at one: 72 in all against
+    step 11's 36), the PVs unchanged (12 m64n256k16), 0 spills; 32 adds the PV0R barrier."""
+    plan, prob, cfg = _seesaw_case({"b": 32, "t": 4096}, {"step": str(step)}, tmp_path, monkeypatch)
+    k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+    assert k.fn.qk_behind_pv and k.fn.pv0r_first == (step == 32) and k.fn.work_list
+    st = plan.run_static(prob, cfg)
+    assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+    mn = st["mma_mnemonics"]
+    assert sum(v for k2, v in mn.items() if k2.startswith("HGMMA.64x64x16")) == 72
+    assert sum(v for k2, v in mn.items() if k2.startswith("HGMMA.64x256x16")) == 12
+
+
 @pytest.mark.parametrize(
     ("shape", "split", "step"),
     [

@@ -98,8 +98,9 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 
 
 #: the seesaw builds for a 16-bit cache (steps 4-13, then 25: 11 with an L2 prefetch stream;
-#: 28: 11 with the next segment's Q loaded early; 29: 28 with step 12's early pages)
-BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29)
+#: 28: 11 with the next segment's Q loaded early; 29: 28 with step 12's early pages; 31: 11
+#: with WG0's next S issued behind its last PV; 32: 31 with that PV queued after WG1's PV0R)
+BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32)
 FP8_STEP = 22
 
 
@@ -465,7 +466,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 30, see :data:`.seesaw.STEPS`; for
+    the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`; for
     before/after runs). 11 is the default: a work list of the pages of all sequences end to end,
     one part per SM and m-tile, measured fastest over the workload's table (the devlog, "Step
     11"); with an explicit ``splits`` it builds step 9, the per-sequence splits. 14 is step 11
@@ -483,10 +484,12 @@ class MlaSm90Config(Config):
     whole-sector producer loads (no faster; all measured in session 9); 30 is 22 with the
     producer's next page index read two pages ahead; 28 is 11 for a 16-bit
     cache loading the next segment's Q during the last pair of the current one, 29 is 28 with
-    step 12's early pages.
+    step 12's early pages; 31 is 11 with warpgroup 0's next S issued right behind its last PV
+    (FlashMLA's order), 32 is 31 with that PV queued after warpgroup 1's PV0R (both measured
+    1-3.5% slower than 11 in session 11).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-30,
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32,
     :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed between
     them, FlashMLA's schedule; 16-bit pages always come by TMA, the FP8 cache's latent part
     through the producer warpgroup: steps 14-24, 26, 27 and 30; with the FP8 cache the default

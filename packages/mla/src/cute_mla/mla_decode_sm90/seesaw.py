@@ -68,8 +68,10 @@ cut into one part per SM and m-tile; each CTA walks its part's segments, FlashML
 scheduler idea; :class:`.mla_decode_sm90.WorkList`; the default), 12 is 11 with the next
 segment's first two pages loaded during the current one's last pairs, 13 is 11 with the combine
 merging 2 pieces per round, not 4, 25 is 11 with an L2 prefetch stream of the pair after
-next, 28 is 11 loading the next segment's Q in the current one's last pair, and 29 is 28 with
-12's early pages. Steps 14-24, 26, 27 and 30 take the FP8 latent cache (and it only them):
+next, 28 is 11 loading the next segment's Q in the current one's last pair, 29 is 28 with
+12's early pages, 31 is 11 with WG0's next S0 issued right behind its PV1L (FlashMLA's order)
+and 32 is 31 with PV1L queued after WG1's PV0R. Steps 14-24, 26, 27 and 30 take the FP8
+latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
 (:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15 with one group in flight in the
@@ -127,6 +129,9 @@ HALF_V = D_V // NUM_WG  # 256 output columns per warpgroup
 #: warpgroup for its own SMEM stores before its WGMMAs
 BAR_M0, BAR_M1, BAR_P0, BAR_P1 = 1, 2, 3, 4
 BAR_WG = (5, 6)
+#: step 32: "WG1 has issued its PV0R" (WG0 issues PV1L after it); 8, as 7 is step 14's
+#: producer's and 9 the math warpgroups' beside a producer
+BAR_V0R = 8
 #: chunk ranges (compile time): V's left half, V's right half, the rope chunk (= P's place)
 V_L = (0, 4)
 V_R = (4, 8)
@@ -203,7 +208,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30,
+    28, 29, 30, 31, 32,
 )  # fmt: skip
 STEP = 11
 #: the FP8 cache's seesaw builds (steps 14-24, 26, 27 and 30 take only the FP8 cache, and it only
@@ -323,6 +328,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.early_q = step in (28, 29)
         #: step 25 (16-bit cache; builds on 11): the L2 prefetch stream of the pair after next
         self.l2_pages = step == 25
+        #: step 31 (16-bit cache; builds on 11): WG0 issues the next pair's S0 right behind its
+        #: PV1L (FlashMLA's order, splitkv_mla.cuh wg0_subroutine), not after PV1L has retired
+        self.qk_behind_pv = step in (31, 32)
+        #: step 32: 31 with WG0's PV1L issued only once WG1 has issued its PV0R (FlashMLA's
+        #: rO1sP0sV0RIssued barrier), so the tensor pipe takes PV0R first and WG1 reloads
+        #: stage 0's chunks 4-8, which the next S0 waits for, a PV earlier
+        self.pv0r_first = step == 32
 
     @cute.jit
     def __call__(
@@ -527,6 +539,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             sc_a = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
             sc_b = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
             bar_me = BAR_WG[0] + wg
+            #: step 31: S carried from the end of one pair into the next (WG0's next page)
+            acc_s_next = thr_qk.make_fragment_C(acc_s_shape)
 
             # ---- the CTA's segments: one (sequence, page range), or step 11's work list ----------
             # (a part of the pages of all sequences end to end: one segment per sequence it
@@ -649,29 +663,25 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in stage 1
                     own = wg
                     pg_own = pg0 + wg
-                    acc_s = thr_qk.make_fragment_C(acc_s_shape)
+                    acc_s = acc_s_next  # step 31: WG0's S may already be under way
+                    if cutlass.const_expr(not self.qk_behind_pv):
+                        acc_s = thr_qk.make_fragment_C(acc_s_shape)
                     s_mn = _mn_view(acc_s)
                     if wg == 0 or has1:
-                        warpgroup.fence()
-                        for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
-                            c = k // (CHUNK // 16)
-                            if cutlass.const_expr(k % (CHUNK // 16) == 0 and not self.crossover):
-                                cute.arch.mbarrier_wait(mbar + own * N_CHUNKS + c, phase)
-                            if cutlass.const_expr(
-                                k % (CHUNK // 16) == 0 and self.crossover and c % 4 == 0
-                            ):
-                                # step 26: a latent group lands at once (from one producer);
-                                # its 4 chunks, then one proxy fence (the rope chunk: a TMA)
-                                for cc in cutlass.range_constexpr(c, min(c + 4, N_CHUNKS)):
-                                    cute.arch.mbarrier_wait(mbar + own * N_CHUNKS + cc, phase)
-                                if cutlass.const_expr(c < P_CHUNK):
-                                    self.fence_remote_chunk()
-                            qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
-                            cute.gemm(
-                                qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, own], acc_s
-                            )
-                        warpgroup.commit_group()
-                        warpgroup.wait_group(0)
+                        if cutlass.const_expr(self.qk_behind_pv):
+                            # step 31: WG0's S of every pair but a segment's first was issued
+                            # and waited for at the end of the pair before
+                            if wg == 1 or it == 0:
+                                qk_mma = self.qk_chunks(
+                                    qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 0
+                                )
+                                qk_mma = self.qk_chunks(
+                                    qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 1
+                                )
+                                warpgroup.wait_group(0)
+                        else:
+                            qk_mma = self.qk_chunks(qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1)
+                            warpgroup.wait_group(0)
                         # mask: keys past the row's limit (the sequence's end, or causal)
                         for i in cutlass.range_constexpr(n_rows):
                             for j in cutlass.range_constexpr(n_cols):
@@ -792,27 +802,46 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             self.zero_tail_half(
                                 sK, 1, seqlen - (pg0 + 1) * PAGE, 0, wg_tidx, bar_me
                             )
+                            if cutlass.const_expr(self.pv0r_first):
+                                # step 32: WG1's PV0R is issued (queued ahead of this PV1L)
+                                cute.arch.barrier(barrier_id=BAR_V0R, number_of_threads=THREADS)
                             warpgroup.fence()
                             for k in cutlass.range_constexpr(PAGE // 16):
                                 pv_ss.set(warpgroup.Field.ACCUMULATE, True)
                                 a_k, b_k = tOrPs[1][None, None, k], tOrVs[None, None, k, 1]
                                 cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
                             warpgroup.commit_group()
-                            warpgroup.wait_group(0)
-                            # stage 1's V1L and P1 (chunks 0-3, 8) are free for page pg0+3
-                            cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                            self.release_to_producer(mbar, 1, 0, wg_tidx)  # step 14: K1's 0-3
-                            if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
-                                if warp == 0 and pg0 + 3 < p1:
-                                    pg = nx1
-                                    if cutlass.const_expr(not self.early_pages):
-                                        pg = mPT[seq, pg0 + 3]
-                                    self.issue_chunks(
-                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1]
+                            if cutlass.const_expr(self.qk_behind_pv):
+                                # step 31: the next pair's S0 (page pg0 + 2, stage 0) queued
+                                # behind PV1L: chunks 0-3, PV1L retired (the older group),
+                                # stage 1 reloaded, chunks 4-8, all waited for inside one branch
+                                # (no WGMMA in flight where the branches meet: ptxas would wait
+                                # for everything there)
+                                if pg0 + 2 < p1:
+                                    qk_mma = self.qk_chunks(
+                                        qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 0
                                     )
-                                    self.issue_chunks(
-                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS
+                                    warpgroup.wait_group(1)
+                                    self.reload_stage1_left(
+                                        tma_atom, tKgK, tKsKt, mPT, mbar, seq, pg0, p1, nx1, warp,
+                                        wg_tidx, bar_me,
+                                    )  # fmt: skip
+                                    qk_mma = self.qk_chunks(
+                                        qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 1
                                     )
+                                    warpgroup.wait_group(0)
+                                else:
+                                    warpgroup.wait_group(0)
+                                    self.reload_stage1_left(
+                                        tma_atom, tKgK, tKsKt, mPT, mbar, seq, pg0, p1, nx1, warp,
+                                        wg_tidx, bar_me,
+                                    )  # fmt: skip
+                            else:
+                                warpgroup.wait_group(0)
+                                self.reload_stage1_left(
+                                    tma_atom, tKgK, tKsKt, mPT, mbar, seq, pg0, p1, nx1, warp,
+                                    wg_tidx, bar_me,
+                                )  # fmt: skip
                             if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
                                 # stage 1's last page: V1L and P1 of the next segment's second
                                 if warp == 0 and pg0 + 3 >= p1 and np0 + 1 < np1:
@@ -849,6 +878,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             a_k, b_k = tOrPs[0][None, None, k], tOrVs[None, None, k, 0]
                             cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
                         warpgroup.commit_group()
+                        if cutlass.const_expr(self.pv0r_first):  # noqa: SIM102
+                            # step 32: PV0R issued; WG0 issues its PV1L after this (pairs with K1)
+                            if has1:
+                                cute.arch.barrier_arrive(
+                                    barrier_id=BAR_V0R, number_of_threads=THREADS
+                                )
                         if cutlass.const_expr(self.release_order):
                             # step 16: PV1R (the older group) done in every warp of WG1: K1's
                             # chunks 4-7 to the producer now, while PV0R runs
@@ -1557,6 +1592,52 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 out.store((src.load().to(cutlass.Float32) * sc).to(self.dtype))
                 unit = 32 * w + 2 * self.fp8_vector(j, par) + half  # 8-column unit of the row
                 cute.autovec_copy(out, cute.local_tile(sPage, (1, 8), (tok, unit)))
+
+    @cute.jit
+    def reload_stage1_left(
+        self, tma_atom, tKgK, tKsKt, mPT, mbar, seq, pg0, p1, nx1, warp, wg_tidx, bar_me
+    ):
+        """WG0 after its PV1L has retired (its wait_group): stage 1's V1L and P1 (chunks 0-3
+        and 8) are free for page pg0 + 3, once every warp of WG0 is past that wait (the
+        warpgroup barrier); warp 0 issues their TMA (16-bit cache) or the stage is released to
+        the producer (FP8). Called at each of step 31's branches."""
+        cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+        self.release_to_producer(mbar, 1, 0, wg_tidx)  # step 14: K1's 0-3
+        if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
+            if warp == 0 and pg0 + 3 < p1:
+                pg = nx1
+                if cutlass.const_expr(not self.early_pages):
+                    pg = mPT[seq, pg0 + 3]
+                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1])
+                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS)
+
+    def qk_chunks(self, qk_mma, acc_s, tSrQ, tSrK, mbar, stage, phase, part: int):
+        """Issue S = Q K^T of the page in ``stage`` (64 x 64 fp32 into ``acc_s``), each
+        64-column chunk's four k16 WGMMAs after that chunk's mbarrier reaches ``phase``, and
+        commit them as one group (the caller waits). ``part``: -1 all 9 chunks; 0 chunks 0-3
+        (V's left half) and 1 chunks 4-8, so that step 31 can retire an older group between
+        the two. Plain Python, traced in place (not a ``cute.jit`` call, which would pass
+        ``qk_mma``'s fields as operands: the ACCUMULATE value each k-block sets belongs to the
+        region it is set in: the caller rebinds ``qk_mma`` to the return value, so that the
+        DSL threads it through the branch that calls this)."""
+        k_per_chunk = CHUNK // 16
+        c_lo, c_hi = (0, N_CHUNKS) if part == -1 else V_L if part == 0 else (V_R[0], N_CHUNKS)
+        warpgroup.fence()
+        for k in range(c_lo * k_per_chunk, c_hi * k_per_chunk):
+            c = k // k_per_chunk
+            if k % k_per_chunk == 0 and not self.crossover:
+                cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + c, phase)
+            if k % k_per_chunk == 0 and self.crossover and c % 4 == 0:
+                # step 26: a latent group lands at once (from one producer); its 4 chunks,
+                # then one proxy fence (the rope chunk: a TMA)
+                for cc in range(c, min(c + 4, N_CHUNKS)):
+                    cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + cc, phase)
+                if c < P_CHUNK:
+                    self.fence_remote_chunk()
+            qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
+            cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, stage], acc_s)
+        warpgroup.commit_group()
+        return qk_mma
 
     @cute.jit
     def rescale(self, m_old: cutlass.Float32, m_new: cutlass.Float32) -> cutlass.Float32:
