@@ -763,16 +763,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
                         # stage 0) is free for page pg0+2
                         warpgroup.wait_group(0)
-                        cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                        self.release_to_producer(mbar, 0, 0, wg_tidx)  # step 14: K0's 0-3
-                        if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
-                            if warp == 0 and pg0 + 2 < p1:
-                                pg = nx0
-                                if cutlass.const_expr(not self.early_pages):
-                                    pg = mPT[seq, pg0 + 2]
-                                self.issue_chunks(
-                                    tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1]
-                                )
+                        self.reload_left(
+                            tma_atom, tKgK, tKsKt, mPT, mbar, seq, 0, pg0 + 2, p1, nx0, warp,
+                            wg_tidx, bar_me,
+                        )  # fmt: skip
                         if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
                             # stage 0's last page of this segment: V0L of the next one's first
                             if warp == 0 and pg0 + 2 >= p1 and np0 < np1:
@@ -822,9 +816,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                         qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 0
                                     )
                                     warpgroup.wait_group(1)
-                                    self.reload_stage1_left(
-                                        tma_atom, tKgK, tKsKt, mPT, mbar, seq, pg0, p1, nx1, warp,
-                                        wg_tidx, bar_me,
+                                    self.reload_left(
+                                        tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1, nx1,
+                                        warp, wg_tidx, bar_me,
                                     )  # fmt: skip
                                     qk_mma = self.qk_chunks(
                                         qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 1
@@ -832,15 +826,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     warpgroup.wait_group(0)
                                 else:
                                     warpgroup.wait_group(0)
-                                    self.reload_stage1_left(
-                                        tma_atom, tKgK, tKsKt, mPT, mbar, seq, pg0, p1, nx1, warp,
-                                        wg_tidx, bar_me,
+                                    self.reload_left(
+                                        tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1, nx1,
+                                        warp, wg_tidx, bar_me,
                                     )  # fmt: skip
                             else:
                                 warpgroup.wait_group(0)
-                                self.reload_stage1_left(
-                                    tma_atom, tKgK, tKsKt, mPT, mbar, seq, pg0, p1, nx1, warp,
-                                    wg_tidx, bar_me,
+                                self.reload_left(
+                                    tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1, nx1,
+                                    warp, wg_tidx, bar_me,
                                 )  # fmt: skip
                             if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
                                 # stage 1's last page: V1L and P1 of the next segment's second
@@ -1594,22 +1588,25 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 cute.autovec_copy(out, cute.local_tile(sPage, (1, 8), (tok, unit)))
 
     @cute.jit
-    def reload_stage1_left(
-        self, tma_atom, tKgK, tKsKt, mPT, mbar, seq, pg0, p1, nx1, warp, wg_tidx, bar_me
-    ):
-        """WG0 after its PV1L has retired (its wait_group): stage 1's V1L and P1 (chunks 0-3
-        and 8) are free for page pg0 + 3, once every warp of WG0 is past that wait (the
-        warpgroup barrier); warp 0 issues their TMA (16-bit cache) or the stage is released to
-        the producer (FP8). Called at each of step 31's branches."""
+    def reload_left(
+        self, tma_atom, tKgK, tKsKt, mPT, mbar, seq, stage: cutlass.Constexpr, pg, p1, nx, warp,
+        wg_tidx, bar_me,
+    ):  # fmt: skip
+        """WG0 after its PV on ``stage`` has retired (its wait_group): V's left half there
+        (chunks 0-3, and on stage 1 P1's chunk 8) is free for page ``pg`` (pg0 + 2 + stage)
+        once every warp of WG0 is past that wait (the warpgroup barrier); warp 0 issues their
+        TMA if ``pg`` is in the segment (``nx``: its index read early, step 5), or the stage
+        goes back to the producer (the FP8 cache, step 14)."""
         cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-        self.release_to_producer(mbar, 1, 0, wg_tidx)  # step 14: K1's 0-3
+        self.release_to_producer(mbar, stage, 0, wg_tidx)  # step 14: chunks 0-3 of the stage
         if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
-            if warp == 0 and pg0 + 3 < p1:
-                pg = nx1
+            if warp == 0 and pg < p1:
+                page = nx
                 if cutlass.const_expr(not self.early_pages):
-                    pg = mPT[seq, pg0 + 3]
-                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1])
-                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS)
+                    page = mPT[seq, pg]
+                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, stage, V_L[0], V_L[1])
+                if cutlass.const_expr(stage == 1):
+                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, 1, P_CHUNK, N_CHUNKS)
 
     def qk_chunks(self, qk_mma, acc_s, tSrQ, tSrK, mbar, stage, phase, part: int):
         """Issue S = Q K^T of the page in ``stage`` (64 x 64 fp32 into ``acc_s``), each
