@@ -805,6 +805,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 a_k, b_k = tOrPs[1][None, None, k], tOrVs[None, None, k, 1]
                                 cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
                             warpgroup.commit_group()
+                            # WG0's reload of stage 1's left half, for page pg0 + 3 (below)
+                            reload1 = (tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1)
+                            reload1 = (*reload1, nx1, warp, wg_tidx, bar_me)
                             if cutlass.const_expr(self.qk_behind_pv):
                                 # step 31: the next pair's S0 (page pg0 + 2, stage 0) queued
                                 # behind PV1L: chunks 0-3, PV1L retired (the older group),
@@ -816,26 +819,17 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                         qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 0
                                     )
                                     warpgroup.wait_group(1)
-                                    self.reload_left(
-                                        tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1, nx1,
-                                        warp, wg_tidx, bar_me,
-                                    )  # fmt: skip
+                                    self.reload_left(*reload1)
                                     qk_mma = self.qk_chunks(
                                         qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 1
                                     )
                                     warpgroup.wait_group(0)
                                 else:
                                     warpgroup.wait_group(0)
-                                    self.reload_left(
-                                        tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1, nx1,
-                                        warp, wg_tidx, bar_me,
-                                    )  # fmt: skip
+                                    self.reload_left(*reload1)
                             else:
                                 warpgroup.wait_group(0)
-                                self.reload_left(
-                                    tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1, nx1,
-                                    warp, wg_tidx, bar_me,
-                                )  # fmt: skip
+                                self.reload_left(*reload1)
                             if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
                                 # stage 1's last page: V1L and P1 of the next segment's second
                                 if warp == 0 and pg0 + 3 >= p1 and np0 + 1 < np1:
