@@ -1141,6 +1141,24 @@ def test_costed_cuts_lower_the_varlen_model_and_keep_fixed_plans():
         assert (co.per, co.part_segs, co.segments) == (eq.per, eq.part_segs, eq.segments), shape
 
 
+@pytest.mark.parametrize("step", [12, 25, 28, 31, 32])
+def test_later_work_list_steps_refuse_a_split_count(step):
+    """A work-list step after 11 asked for with ``splits`` is one line (drop splits or take
+    step 9), not step 9 built silently under the step's name; the default step 11 with splits
+    still builds step 9."""
+    from kernelplan import ShapeError
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    prob = plan.problem(b=4, t=1024)
+    with pytest.raises(ShapeError) as e:
+        plan.supports_config(prob, plan.config(prob, {"step": step, "splits": 2}))
+    assert f"step {step} walks the work list" in str(e.value) and "\n" not in str(e.value)
+    cfg = plan.config(prob, {"splits": 2})
+    plan.supports_config(prob, cfg)
+    assert plan.kernel_step(cfg, prob) == 9
+
+
 @pytest.mark.parametrize(
     ("overrides", "needle"),
     [

@@ -622,6 +622,12 @@ class MlaDecodeSm90(KernelPlan):
                 f"{self.name}: step {config.step} is an FP8 latent cache build (add --kv_dtype "
                 f"float8_e4m3fn, or take step {steps_text(BF16_STEPS)} for a 16-bit cache)"
             )
+        if schedule == "seesaw" and config.splits and config.step > newest:
+            raise ShapeError(
+                f"{self.name}: step {config.step} walks the work list, which plans its own parts "
+                f"(got splits={config.splits}: drop --config splits, or take step=9 for the "
+                "per-sequence splits)"
+            )
         if config.cuts != "auto" and (
             schedule != "seesaw" or self.kernel_step(config, problem) < 11
         ):
@@ -706,9 +712,10 @@ class MlaDecodeSm90(KernelPlan):
 
     @staticmethod
     def kernel_step(config: MlaSm90Config, problem: MlaDecodeProblem | None = None) -> int:
-        """The seesaw step built for ``config``: its ``step``, except that steps 11-13 with an
-        explicit ``splits`` build step 9 (the work list plans its own parts; a split count
-        asks for the per-sequence splits), and that the FP8 cache (``problem.kv_fp8``) builds
+        """The seesaw step built for ``config``: its ``step``, except that the default step 11
+        with an explicit ``splits`` builds step 9 (the work list plans its own parts; a split
+        count asks for the per-sequence splits; a later work-list step with one is refused by
+        :meth:`supports_config`), and that the FP8 cache (``problem.kv_fp8``) builds
         the step asked among 14-24, 26, 27 and 30, else (the default 11) :data:`FP8_STEP`, 22."""
         if problem is not None and problem.kv_fp8:
             return config.step if config.step in FP8_STEPS else FP8_STEP
