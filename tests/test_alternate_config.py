@@ -72,3 +72,32 @@ def test_same_implementation_and_config_twice_is_refused(capsys, no_gpu):
         capsys, ["mla_decode", "mla_decode_sm90:loads=tma", "mla/mla_decode_sm90:loads=tma"]
     )
     assert "named twice with the same config: mla/mla_decode_sm90[loads=tma]" in line
+
+
+def test_where_keeps_the_matching_problems():
+    """``--where KEY=VALUE`` (repeatable) keeps the profile problems with those fields: the
+    MLA table's one h=16 row, its s=2 row by two filters; an unknown key, a value no problem
+    has or an item without ``=`` is one line naming what there is."""
+    from kernelplan.workloads import get
+
+    probs = get("mla_decode").profile_problems()
+    kept = alternate.select_problems(probs, ["h=16"])
+    assert [(p.b, p.t, p.h) for p in kept] == [(128, 4096, 16)]
+    kept = alternate.select_problems(probs, ["s=2", "b=32"])
+    assert [(p.b, p.s, p.t) for p in kept] == [(32, 2, 4096)]
+    assert alternate.select_problems(probs, []) == probs
+    for bad, needle in [
+        (["hx=16"], "no field 'hx'"),
+        (["h=17"], "values there: 128, 16, 64"),
+        (["h"], "KEY=VALUE"),
+    ]:
+        with pytest.raises(KernelPlanError, match=needle) as e:
+            alternate.select_problems(probs, bad)
+        assert "\n" not in str(e.value)
+
+
+def test_where_is_checked_before_the_gpu(capsys, no_gpu):
+    rc = alternate.main(["mla_decode", "mla_decode_sm90", "--where", "h=17"])
+    assert rc != 0
+    err = capsys.readouterr().err
+    assert "no profile problem has h=17" in err and "Traceback" not in err

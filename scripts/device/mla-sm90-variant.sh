@@ -43,6 +43,10 @@ v="--config $VARIANT"
 cl="--check-launches ${CHECK_LAUNCHES:-1}"
 
 jobs_check() {
+    if [[ " $VARIANT " =~ " step=40 " ]]; then
+        jobs_check_q_on_n
+        return
+    fi
     cat <<JOBS
 v-check-pkg-default session check mla mla_decode_sm90
 v-b4-t1024 kernel --b 4 --t 1024 $v --check $cl --prof_type disabled
@@ -90,11 +94,49 @@ v-fault-wrong-page kernel --b 4 --t 1024 $v --inject-fault wrong-page --prof_typ
 JOBS
 }
 
+# step 40 (the query rows on WGMMA's N) takes s*h = 16 or 32 only: its own check list, the
+# same kinds of cases at h=16 (s=2 and h=32: n = 32, s=2 causal), the work list's cases
+# (132 parts of 2 pages, one sequence in many pieces, empty sequences, 0-5 page mixes), the
+# mbarrier phases over 256 pages of one CTA's run, and the wrong-page fault that must FAIL
+jobs_check_q_on_n() {
+    cat <<JOBS
+v-check-pkg-default session check mla mla_decode_sm90
+v-h16-b4-t1024 kernel --b 4 --t 1024 --h 16 $v --check $cl --prof_type disabled
+v-h16-b3-t1000 kernel --b 3 --t 1000 --h 16 $v --check $cl --prof_type disabled
+v-h16-t300-varlen kernel --b 4 --t 300 --h 16 --varlen true $v --check $cl --prof_type disabled
+v-h16-t777-varlen kernel --b 8 --t 777 --h 16 --varlen true $v --check $cl --prof_type disabled
+v-h16-s2 kernel --b 4 --s 2 --h 16 --t 1000 $v --check $cl --prof_type disabled
+v-h32-t513 kernel --b 4 --t 513 --h 32 $v --check $cl --prof_type disabled
+v-h16-t1-empty kernel --b 2 --h 16 --seqlens [1,0] $v --check $cl --prof_type disabled
+v-h16-tails kernel --b 5 --h 16 --seqlens [1,63,64,65,127] $v --check $cl --prof_type disabled
+v-h16-fp16 kernel --b 4 --t 1000 --h 16 --dtype float16 $v --check $cl --prof_type disabled
+v-wl-h16-b1-t16384 kernel --b 1 --t 16384 --h 16 $v --check $cl --prof_type disabled
+v-wl-h16-b2-t8192 kernel --b 2 --t 8192 --h 16 $v --check $cl --prof_type disabled
+v-wl-h16-b32-varlen kernel --b 32 --t 4096 --h 16 --varlen true $v --check $cl --prof_type disabled
+v-wl-h16-empty kernel --b 6 --h 16 --seqlens [0,3000,0,0,129,5000] $v --check $cl --prof_type disabled
+v-wl-h16-mixed kernel --b 64 --h 16 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300] $v --check $cl --prof_type disabled
+v-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $v --check $cl --prof_type disabled
+v-h16-s2-b32-t4096 kernel --b 32 --s 2 --h 16 --t 4096 $v --check $cl --prof_type disabled
+v-fault-wrong-page kernel --b 4 --t 1024 --h 16 $v --inject-fault wrong-page --prof_type disabled
+JOBS
+}
+
 jobs_table() {
-    echo "v-table alternate mla_decode mla_decode_sm90 mla_decode_sm90:${VARIANT// /,} ${EXTRA:-} ${PEERS:-} --cuda-graph --reps 30"
+    # WHERE (e.g. "h=16"): only the profile problems with those fields (alternate --where)
+    local where=""
+    for w in ${WHERE:-}; do where+=" --where $w"; done
+    echo "v-table alternate mla_decode mla_decode_sm90 mla_decode_sm90:${VARIANT// /,} ${EXTRA:-} ${PEERS:-} --cuda-graph --reps 30$where"
 }
 
 jobs_ncu() {
+    if [[ " $VARIANT " =~ " step=40 " ]]; then
+        # step 40 takes h=16 only here: the default path and the variant at the table's h=16 row
+        cat <<JOBS
+v-ncu-default-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 --prof_type ncu --ncu-set full
+v-ncu-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $v --prof_type ncu --ncu-set full
+JOBS
+        return
+    fi
     cat <<JOBS
 v-ncu-default-b32-t4096 kernel --b 32 --t 4096 --prof_type ncu --ncu-set full
 v-ncu-b32-t4096 kernel --b 32 --t 4096 $v --prof_type ncu --ncu-set full

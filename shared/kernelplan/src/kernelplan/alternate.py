@@ -1,15 +1,17 @@
 """Implementations of one workload timed in one run, alternated: the comparison table.
 
 ``python -m kernelplan.alternate <workload> [package/kernel[:key=value,...] ...] [--problems
-profile|check] [--reps N] [--cuda-graph] [--check]`` takes every implementation of the workload
-that runs on this GPU (or those named; ``:key=value,...`` after a name applies ``--config``
-items to that implementation, so one implementation may be named twice with different
-configs, e.g. ``mla_decode_sm90 mla_decode_sm90:loads=tma``; its table label and
+profile|check] [--where KEY=VALUE ...] [--reps N] [--cuda-graph] [--check]`` takes every
+implementation of the workload that runs on this GPU (or those named; ``:key=value,...``
+after a name applies ``--config`` items to that implementation, so one implementation may be
+named twice with different configs, e.g. ``mla_decode_sm90 mla_decode_sm90:loads=tma``; its table label and
 ``alternated_with`` entries carry ``[key=value,...]``), and for each problem it takes: checks
 it (with ``--check``: a failing implementation is reported and left out of the timing), binds
 cold-L2 workspaces for each, then times them in rounds, each round launching every
 implementation once in a rotated order between CUDA events, so that clock and power drift
-fall on all of them alike. One
+fall on all of them alike. ``--where h=16`` (repeatable) keeps the problems whose field
+``h`` is 16 (a field's value as the problem's record writes it), to time one row of the table
+without the others. One
 ``benchmark`` record per implementation and problem (``alternated_with`` names the others and
 ``round_id`` ties them), and a markdown table with the ratio of each to the fastest.
 
@@ -266,6 +268,7 @@ def run_table(
     check: bool = True,
     results_dir=None,
     record: bool = True,
+    where: Sequence[str] = (),
     log=print,
 ) -> int:
     """The comparison table of ``workload`` on this GPU (see the module docstring). Returns
@@ -277,6 +280,9 @@ def run_table(
     from .workloads import get
 
     wl = get(workload)
+    # the --where filter, checked before the GPU is looked for
+    select_problems(wl.profile_problems() if problems == "profile" else wl.check_problems(),
+                    where, problems)  # fmt: skip
     # implementations and their config items, checked before the GPU is looked for (a typo
     # in a key or a value is one line on any machine)
     specs = [parse_impl_spec(r) for r in impls]
@@ -304,7 +310,9 @@ def run_table(
             log(f"skip: {e}")
             continue
         plans.append((plan, ov))
-    probs = wl.profile_problems() if problems == "profile" else wl.check_problems()
+    probs = select_problems(
+        wl.profile_problems() if problems == "profile" else wl.check_problems(), where, problems
+    )
     log(f"device: {dev.name} ({dev.sm}); {len(plans)} implementation(s) of {workload}")
     rows, failed = [], 0
     for prob in probs:
@@ -351,6 +359,33 @@ def run_table(
     return 1 if failed else 0
 
 
+def select_problems(probs: list, where: Sequence[str], kind: str = "profile") -> list:
+    """The problems whose fields match every ``KEY=VALUE`` of ``where`` (the value compared
+    as text with the field's value in ``problem.to_dict()``; all of them without ``where``).
+    Raises KernelPlanError for an item without ``=``, a key no problem has, or a filter that
+    keeps none (naming the values there are)."""
+    keep = list(probs)
+    for item in where:
+        key, eq, want = item.partition("=")
+        if not eq or not key:
+            raise KernelPlanError(f"--where takes KEY=VALUE (got {item!r})")
+        fields = [p.to_dict() for p in probs]
+        if not any(key in f for f in fields):
+            names = sorted({k for f in fields for k in f})
+            raise KernelPlanError(
+                f"--where {item}: the {kind} problems have no field {key!r} "
+                f"(they have: {', '.join(names)})"
+            )
+        keep = [p for p in keep if str(p.to_dict().get(key)) == want]
+        if not keep:
+            seen = sorted({str(f.get(key)) for f in fields})
+            raise KernelPlanError(
+                f"--where {item}: no {kind} problem has {key}={want} "
+                f"(values there: {', '.join(seen)})"
+            )
+    return keep
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .cli import die
 
@@ -363,6 +398,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "kernel:key=value,key=value",
     )
     p.add_argument("--problems", choices=("profile", "check"), default="profile")
+    p.add_argument(
+        "--where", action="append", default=[], metavar="KEY=VALUE",
+        help="keep the problems whose field KEY is VALUE (repeatable), e.g. --where h=16",
+    )  # fmt: skip
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--cuda-graph", action="store_true")
@@ -381,6 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             check=not a.no_check,
             results_dir=a.results_dir,
             record=not a.no_record,
+            where=a.where,
         )
     except KernelPlanError as e:
         return die(str(e))
