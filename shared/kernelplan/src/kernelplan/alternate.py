@@ -2,18 +2,18 @@
 
 ``python -m kernelplan.alternate <workload> [package/kernel[:key=value,...] ...] [--problems
 profile|check] [--where KEY=VALUE ...] [--reps N] [--cuda-graph] [--check]`` takes every
-implementation of the workload that runs on this GPU (or those named; ``:key=value,...``
-after a name applies ``--config`` items to that implementation, so one implementation may be
-named twice with different configs, e.g. ``mla_decode_sm90 mla_decode_sm90:loads=tma``; its table label and
-``alternated_with`` entries carry ``[key=value,...]``), and for each problem it takes: checks
-it (with ``--check``: a failing implementation is reported and left out of the timing), binds
-cold-L2 workspaces for each, then times them in rounds, each round launching every
-implementation once in a rotated order between CUDA events, so that clock and power drift
-fall on all of them alike. ``--where h=16`` (repeatable) keeps the problems whose field
-``h`` is 16 (a field's value as the problem's record writes it), to time one row of the table
-without the others. One
-``benchmark`` record per implementation and problem (``alternated_with`` names the others and
-``round_id`` ties them), and a markdown table with the ratio of each to the fastest.
+implementation of the workload that runs on this GPU (or those named; ``:key=value,...`` after
+a name applies ``--config`` items to that implementation, so one implementation may be named
+twice with different configs, e.g. ``mla_decode_sm90 mla_decode_sm90:loads=tma``; its table
+label and ``alternated_with`` entries carry ``[key=value,...]``), and for each problem it
+takes: checks it (with ``--check``: a failing implementation is reported and left out of the
+timing), binds cold-L2 workspaces for each, then times them in rounds, each round launching
+every implementation once in a rotated order between CUDA events, so that clock and power drift
+fall on all of them alike. ``--where h=16`` (repeatable) keeps the problems whose field ``h``
+is 16 (a field's value as the problem's record writes it), to time one row of the table without
+the others. One ``benchmark`` record per implementation and problem (``alternated_with`` names
+the others and ``round_id`` ties them), and a markdown table with the ratio of each to the
+fastest.
 
 Comparisons of implementations belong here, in one run; single-kernel timings of different
 runs are not compared (the clocks differ: see ``knowledge/anti-patterns/
