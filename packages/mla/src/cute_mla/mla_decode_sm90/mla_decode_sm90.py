@@ -526,8 +526,8 @@ class MlaSm90Config(Config):
         if self.step not in (*BF16_STEPS, *FP8_STEPS, *Q_ON_N_STEPS):
             raise ShapeError(
                 f"step must be a seesaw step: {steps_text(BF16_STEPS)} for a 16-bit cache, "
-                f"{steps_text(FP8_STEPS)} for the FP8 one, or {steps_text(Q_ON_N_STEPS)} (the query rows on "
-                f"WGMMA's N, s*h = 16 or 32; got {self.step}; the "
+                f"{steps_text(FP8_STEPS)} for the FP8 one, or {steps_text(Q_ON_N_STEPS)} (the "
+                f"query rows on WGMMA's N, s*h = 16 or 32; got {self.step}; the "
                 "lockstep schedule has no step: --config schedule=lockstep)"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
