@@ -1226,7 +1226,7 @@ def test_mla_decode_sm90_q_on_n_puts_the_query_rows_on_n(
 ):
     """Steps 40 and 41 (``--config step=40|41``, q_on_n.py): S^T = K Q^T and O^T += V^T P^T
     with the s*h query rows as WGMMA's N: 36 + 32 m64nNk16 WGMMAs (N = s*h) and no other MMA;
-    one chunk TMA at each of 2 sites (the prologue's and the loop's fill of the chunk ring);
+    10 chunk TMA sites (the prologue's loop fills the ring, each release issues 9 unrolled);
     Q by cp.async (n/16 x 9 LDGSTS); the column softmax's shuffles (3 per column for the max
     and 3 for the sum, n/4 columns a thread); one warpgroup of 128 threads; 0 spills; the ring
     of 18 chunk slots (step 40: two pages) or as many as fit in 227 KB (step 41: 25 at n = 16,
@@ -1246,7 +1246,7 @@ def test_mla_decode_sm90_q_on_n_puts_the_query_rows_on_n(
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
     assert st["mma_mnemonics"] == {mnemonic: 68}
     ops = st["opcodes"]
-    assert ops.get("UTMALDG") == 2
+    assert ops.get("UTMALDG") == 10
     assert ops.get("LDGSTS") == n // 16 * 9
     assert ops.get("SHFL") == shuffles
     smem = st["dynamic_smem_bytes"]

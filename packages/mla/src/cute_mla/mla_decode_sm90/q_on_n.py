@@ -269,12 +269,19 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         ls, lp = self.skip_empty(mWork, seg_lo, seg_hi)
         lc = cutlass.Int32(0)
         lj = cutlass.Int32(0)
+        # after the prologue also the page after the cursor's, (ls_n, lp_n), and both pages'
+        # page-table entries, read a batch ahead of their use
+        ls_n = ls
+        lp_n = lp
+        pg = cutlass.Int32(0)
+        pg_n = cutlass.Int32(0)
         if warp == 0:
             cute.arch.sync_warp()  # lane 0's inits before any lane arms a barrier
             cpasync.prefetch_descriptor(tma_atom)
             ls, lp, lc, lj = self.issue_ring(
                 tma_atom, tKgK, tKsKt, mbar, mPT, mWork, ls, lp, lc, lj, slots, seg_hi
             )
+            ls_n, lp_n, pg, pg_n = self.look_ahead(mPT, mWork, ls, lp, seg_hi)
 
         # ---- MMA partitions ----------------------------------------------------------------
         thr_st = st_mma.get_slice(tidx)
@@ -416,11 +423,14 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                 warpgroup.wait_group(0)
                 cute.arch.barrier()  # every warp's O^T WGMMAs have read the page and P^T
                 g = g + 1
-                if warp == 0:  # the page's 9 slots are free: the chunks up to 9 g - 1 + slots
-                    ls, lp, lc, lj = self.issue_ring(
-                        tma_atom, tKgK, tKsKt, mbar, mPT, mWork, ls, lp, lc, lj,
-                        g * N_CHUNKS + slots, seg_hi,
-                    )  # fmt: skip
+                if warp == 0:  # the page's 9 slots are free: the stream's next 9 chunks
+                    self.issue_batch(
+                        tma_atom, tKgK, tKsKt, mbar, ls < seg_hi, pg, ls_n < seg_hi, pg_n, lc, lj
+                    )
+                    # the cursor moves one page (chunk lc of it); read the next entries now
+                    lj = lj + N_CHUNKS
+                    ls, lp = ls_n, lp_n
+                    ls_n, lp_n, pg, pg_n = self.look_ahead(mPT, mWork, ls, lp, seg_hi)
 
             self.epilogue_t(
                 acc_o, col_max, col_sum, tScS, sSum, thr_ot, mOt, mL, mOat, mLa, seq, slot,
@@ -468,6 +478,61 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                 if lj < upto and ls < seg_hi:
                     page = mPT[mWork[ls, 0], lp]
         return ls, lp, lc, lj
+
+    @cute.jit
+    def issue_batch(
+        self,
+        tma_atom: cute.CopyAtom,
+        tKgK: cute.Tensor,
+        tKsKt: cute.Tensor,
+        mbar: cute.Pointer,
+        ok1,
+        page1: cutlass.Int32,
+        ok2,
+        page2: cutlass.Int32,
+        lc: cutlass.Int32,
+        lj: cutlass.Int32,
+    ):
+        """Executed by warp 0 after a page is released: the stream's next 9 chunks, lj .. lj +
+        8, unrolled (a loop of one chunk per trip measured slower: warp 0's issue delays the
+        warpgroup's next WGMMA), chunk j into slot j % slots. From chunk lc of the cursor's page
+        (page-table entry ``page1``) they span that page and the next (``page2``); ``ok1`` and
+        ``ok2`` say whether the CTA's work has them."""
+        for u in cutlass.range_constexpr(N_CHUNKS):
+            ch = lc + u
+            page = page1
+            ok = ok1
+            if ch >= N_CHUNKS:
+                ch = ch - N_CHUNKS
+                page = page2
+                ok = ok2
+            if ok:
+                slot = (lj + u) % self.slots
+                bar = mbar + slot
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive_and_expect_tx(bar, CHUNK_BYTES)
+                cute.copy(
+                    tma_atom, tKgK[None, page, ch], tKsKt[None, slot], tma_bar_ptr=bar,
+                    cache_policy=cutlass.Int64(self.kv_cache_policy),
+                )  # fmt: skip
+
+    @cute.jit
+    def look_ahead(
+        self, mPT: cute.Tensor, mWork: cute.Tensor, ls: cutlass.Int32, lp: cutlass.Int32,
+        seg_hi: cutlass.Int32,
+    ):  # fmt: skip
+        """The page after (ls, lp) in the CTA's work and both pages' page-table entries (0 for
+        a page past the work): (ls_n, lp_n, entry of (ls, lp), entry of (ls_n, lp_n))."""
+        pg = cutlass.Int32(0)
+        pg_n = cutlass.Int32(0)
+        ls_n = ls
+        lp_n = lp
+        if ls < seg_hi:
+            pg = mPT[mWork[ls, 0], lp]
+            ls_n, lp_n = self.next_page(mWork, ls, lp, seg_hi)
+            if ls_n < seg_hi:
+                pg_n = mPT[mWork[ls_n, 0], lp_n]
+        return ls_n, lp_n, pg, pg_n
 
     @cute.jit
     def skip_empty(self, mWork: cute.Tensor, ls: cutlass.Int32, seg_hi: cutlass.Int32):
