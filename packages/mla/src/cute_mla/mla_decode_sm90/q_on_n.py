@@ -273,15 +273,15 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         # page-table entries, read a batch ahead of their use
         ls_n = ls
         lp_n = lp
-        pg = cutlass.Int32(0)
-        pg_n = cutlass.Int32(0)
+        ent = cutlass.Int32(0)
+        ent_n = cutlass.Int32(0)
         if warp == 0:
             cute.arch.sync_warp()  # lane 0's inits before any lane arms a barrier
             cpasync.prefetch_descriptor(tma_atom)
             ls, lp, lc, lj = self.issue_ring(
                 tma_atom, tKgK, tKsKt, mbar, mPT, mWork, ls, lp, lc, lj, slots, seg_hi
             )
-            ls_n, lp_n, pg, pg_n = self.look_ahead(mPT, mWork, ls, lp, seg_hi)
+            ls_n, lp_n, ent, ent_n = self.look_ahead(mPT, mWork, ls, lp, seg_hi)
 
         # ---- MMA partitions ----------------------------------------------------------------
         thr_st = st_mma.get_slice(tidx)
@@ -425,12 +425,12 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                 g = g + 1
                 if warp == 0:  # the page's 9 slots are free: the stream's next 9 chunks
                     self.issue_batch(
-                        tma_atom, tKgK, tKsKt, mbar, ls < seg_hi, pg, ls_n < seg_hi, pg_n, lc, lj
+                        tma_atom, tKgK, tKsKt, mbar, ls < seg_hi, ent, ls_n < seg_hi, ent_n, lc, lj
                     )
                     # the cursor moves one page (chunk lc of it); read the next entries now
                     lj = lj + N_CHUNKS
                     ls, lp = ls_n, lp_n
-                    ls_n, lp_n, pg, pg_n = self.look_ahead(mPT, mWork, ls, lp, seg_hi)
+                    ls_n, lp_n, ent, ent_n = self.look_ahead(mPT, mWork, ls, lp, seg_hi)
 
             self.epilogue_t(
                 acc_o, col_max, col_sum, tScS, sSum, thr_ot, mOt, mL, mOat, mLa, seq, slot,
