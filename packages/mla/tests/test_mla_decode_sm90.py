@@ -1220,39 +1220,28 @@ def test_costed_cuts_reach_the_kernel_meta():
         ({"b": 32, "t": 4096, "h": 16, "varlen": True}, "HGMMA.64x16x16.F32.BF16", 24),
     ],
 )
-@pytest.mark.parametrize("step", [40, 41])
-def test_mla_decode_sm90_q_on_n_puts_the_query_rows_on_n(
-    shape, mnemonic, shuffles, step, tmp_path, monkeypatch
+def test_mla_decode_sm90_step40_puts_the_query_rows_on_n(
+    shape, mnemonic, shuffles, tmp_path, monkeypatch
 ):
-    """Steps 40 and 41 (``--config step=40|41``, q_on_n.py): S^T = K Q^T and O^T += V^T P^T
-    with the s*h query rows as WGMMA's N: 36 + 32 m64nNk16 WGMMAs (N = s*h) and no other MMA;
-    10 chunk TMA sites (the prologue's loop fills the ring, each release issues 9 unrolled);
-    Q by cp.async (n/16 x 9 LDGSTS); the column softmax's shuffles (3 per column for the max
-    and 3 for the sum, n/4 columns a thread); one warpgroup of 128 threads; 0 spills; the ring
-    of 18 chunk slots (step 40: two pages) or as many as fit in 227 KB (step 41: 25 at n = 16,
-    23 at n = 32); the work list as step 11's, with the combine kernel only where a sequence is
-    cut."""
-    from cute_mla.mla_decode_sm90.kernel import CHUNK_BYTES
-
-    plan, prob, cfg = _seesaw_case(shape, {"step": str(step)}, tmp_path, monkeypatch)
+    """Step 40 (``--config step=40``, q_on_n.py): S^T = K Q^T and O^T += V^T P^T with the s*h
+    query rows as WGMMA's N: 36 + 32 m64nNk16 WGMMAs (N = s*h) and no other MMA; 9 TMAs per
+    page at 3 sites (the two prologue pages, the loop's reload); Q by cp.async (n/16 x 9
+    LDGSTS); the column softmax's shuffles (3 per column for the max and 3 for the sum, n/4
+    columns a thread); one warpgroup of 128 threads; 0 spills, within 227 KB of SMEM; the
+    work list as step 11's, with the combine kernel only where a sequence is cut."""
+    plan, prob, cfg = _seesaw_case(shape, {"step": "40"}, tmp_path, monkeypatch)
     k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
     assert type(k.fn).__name__ == "MlaDecodeSm90QOnN" and k.fn.work_list
     assert k.meta["math_warpgroups"] == 1 and k.meta["query_rows_on"] == "N"
     assert k.meta["split_rule"] == "work list"
-    n = prob.s * prob.h
-    slots = {40: 18, 41: {16: 25, 32: 23}[n]}[step]
-    assert k.meta["kv_chunk_slots"] == slots
     st = plan.run_static(prob, cfg)
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
     assert st["mma_mnemonics"] == {mnemonic: 68}
     ops = st["opcodes"]
-    assert ops.get("UTMALDG") == 10
-    assert ops.get("LDGSTS") == n // 16 * 9
+    assert ops.get("UTMALDG") == 27
+    assert ops.get("LDGSTS") == prob.s * prob.h // 16 * 9
     assert ops.get("SHFL") == shuffles
-    smem = st["dynamic_smem_bytes"]
-    assert slots * CHUNK_BYTES + n * 576 * 2 <= smem <= 227 * 1024
-    if step == 41:  # one more slot would not fit
-        assert smem + CHUNK_BYTES > 227 * 1024
+    assert st["dynamic_smem_bytes"] <= 227 * 1024
     split = k.meta["work_list"]["sequences_split"] > 0
     assert (len(st["functions"]) == 1) == split  # the combine kernel beside the main one
 
@@ -1265,8 +1254,6 @@ def test_mla_decode_sm90_q_on_n_puts_the_query_rows_on_n(
         ({"b": 4, "t": 1000, "h": 16, "s": 4}, {"step": "40"}, "(got s=4, h=16"),
         ({"b": 4, "t": 1000, "h": 16}, {"step": "40", "splits": "2"}, "walks the work list"),
         ({"b": 4, "t": 1000, "h": 16}, {"step": "40", "schedule": "lockstep"}, "seesaw schedule"),
-        ({"b": 4, "t": 1000, "h": 64}, {"step": "41"}, "step 41 puts the s*h query rows on"),
-        ({"b": 4, "t": 1000, "h": 16}, {"step": "41", "splits": "2"}, "walks the work list"),
         (
             {"b": 4, "t": 1000, "h": 16, "kv_dtype": "float8_e4m3fn"},
             {"step": "40"},
@@ -1274,9 +1261,9 @@ def test_mla_decode_sm90_q_on_n_puts_the_query_rows_on_n(
         ),
     ],
 )
-def test_mla_decode_sm90_q_on_n_refusals_in_one_line(shape, overrides, needle):
-    """Steps 40 and 41 take s*h = 16 or 32, a 16-bit cache, the seesaw schedule's work list and
-    no split count; anything else is one line naming what to change."""
+def test_mla_decode_sm90_step40_refusals_in_one_line(shape, overrides, needle):
+    """Step 40 takes s*h = 16 or 32, a 16-bit cache, the seesaw schedule's work list and no
+    split count; anything else is one line naming what to change."""
     from kernelplan import ShapeError
     from kernelplan.registry import load_plan_class
 

@@ -1,5 +1,5 @@
-"""MLA decode for Hopper (sm_90a), steps 40 and 41: the query rows on WGMMA's N dimension
-(``--config step=40`` or ``step=41``; s*h = 16 or 32, 16-bit cache).
+"""MLA decode for Hopper (sm_90a), step 40: the query rows on WGMMA's N dimension
+(``--config step=40``; s*h = 16 or 32, 16-bit cache).
 
 Why (issue 11; the devlog's h_q = 16 rows): the seesaw schedule (:mod:`.seesaw`) computes
 S = Q K^T with the s*h packed query rows on WGMMA's M, which is 64 per instruction. At s*h = 16
@@ -17,15 +17,8 @@ MN-major A from SMEM). The B operands are Q (n x 576) and P^T (n x 64), both K-m
 Per page that is 36 + 32 WGMMAs of m64nNk16 instead of the seesaw's 36 m64n64 + 8 m64n256 per
 warpgroup.
 
-One warpgroup (128 threads) does everything; warp 0 also issues the TMAs. A page lands as 9
-chunks of 64 tokens x 64 columns (8 KB, one TMA and one mbarrier each, as in step 3) in a ring of
-chunk slots: chunk j of the CTA's stream (page j // 9 of its work, in order, across segments)
-goes to slot j % slots. Step 40 has 18 slots, i.e. two whole-page stages; step 41 as many as
-SMEM holds beside Q and P (:func:`ring_slots`: 25 at n = 16, 23 at n = 32), so that after page
-g is released chunks up to 9 g + 8 + slots are in flight: 2 7/9 pages instead of 2. (Step 40
-measured on the H200: as fast as FlashInfer at h = 16 while the SM clock held 1980 MHz, 6-8%
-slower once it dropped to 1710-1875 MHz, where FlashInfer lost 1-3%: the per-page chain, not
-the DRAM, set its pace, and more bytes in flight hide more of the chain.) Per page:
+One warpgroup (128 threads) does everything; warp 0 also issues the TMAs. Per page of the CTA's
+work (two stages of whole pages, 9 chunk TMAs each with its own mbarrier, as in step 3):
 
 1. S^T: the 36 k-blocks, each chunk's 4 issued once its mbarrier has flipped;
 2. the softmax runs down the columns (one per query row): a thread holds 2 tokens of n/4
@@ -34,9 +27,15 @@ the DRAM, set its pace, and more bytes in flight hide more of the chain.) Per pa
    O^T, which the m64nN accumulator gives the same thread (both have N = n);
 3. the tail's V rows (slots past the sequence's end, NaN in the check) are zeroed in SMEM, P^T
    (dtype) is stored through a transposed view of the P tile, fence.proxy.async, CTA barrier;
-4. O^T += V^T P^T (32 WGMMAs; latent tile i reads chunk i alone), wait, CTA barrier: the
-   page's 9 slots are free, and warp 0 issues the chunks that now fit (the load cursor runs
-   across segments, so the next sequence's first pages are in flight during this one's last).
+4. O^T += V^T P^T (32 WGMMAs), wait, CTA barrier: the stage is free, and warp 0 loads the
+   CTA's next page but one into it (the load cursor runs across segments, so the next
+   sequence's first pages are in flight during this one's last).
+
+Measured (H200, the devlog's "Session 15"): at h = 16, (128, 4096) as fast as FlashInfer while
+the SM clock holds 1980 MHz and 6-8% slower below it, where FlashInfer loses 1-3%: the per-page
+chain above sets the pace, not the DRAM. A ring of 25 chunk slots in place of the two stages
+(2 7/9 pages in flight) was no faster than the same ring code with 18, and that code, slots
+computed per chunk at run time, was 1.12x slower than this one: not kept.
 
 The work list, the partial O and LSE of a sequence cut in pieces and the PDL combine are step
 11's (:class:`.mla_decode_sm90.WorkList`, :meth:`.kernel.MlaDecodeSm90Kernel.launch_combine`);
@@ -54,7 +53,6 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 
 from .kernel import (
     CHUNK,
-    CHUNK_BYTES,
     D_QK,
     D_V,
     LN_2,
@@ -70,38 +68,21 @@ from .seesaw import EVICT_FIRST
 #: one warpgroup: the math, and warp 0 issues the page TMAs
 THREADS_N = 128
 WARPS_N = THREADS_N // 32
-#: step 40's ring: two whole pages
-STAGE_SLOTS = 2 * N_CHUNKS
-#: the opt-in dynamic SMEM of one CTA on sm_90 (227 KB)
-SMEM_CAP = 227 * 1024
-#: what the ring leaves for the column maxima and sums, the mbarriers and the alignment
-SMEM_SPARE = 2048
-
-
-def ring_slots(n: int, ring: bool) -> int:
-    """Chunk slots (8 KB each) of the page ring for n = s*h query rows: 18 (two pages, step 40)
-    or, with ``ring`` (step 41), as many as fit in :data:`SMEM_CAP` beside Q (n x 576) and P
-    (n x 64) in the dtype and :data:`SMEM_SPARE`: 25 at n = 16, 23 at n = 32."""
-    if not ring:
-        return STAGE_SLOTS
-    free = SMEM_CAP - n * D_QK * 2 - n * PAGE * 2 - SMEM_SPARE
-    return free // CHUNK_BYTES
+STAGES_N = 2
 
 
 class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
-    """Steps 40 and 41 (see the module docstring): s*h in
-    :data:`.mla_decode_sm90.Q_ON_N_ROWS`, a 16-bit cache, the work list; ``ring`` builds step
-    41 (:func:`ring_slots` chunk slots instead of 18). Same ``__call__`` arguments as the
-    seesaw schedule's (:class:`.seesaw.MlaDecodeSm90Seesaw`); the FP8 tensors and
-    ``split_count`` are unused. Raises ValueError for another s*h."""
+    """Step 40 (see the module docstring): s*h in :data:`.mla_decode_sm90.Q_ON_N_ROWS`, a
+    16-bit cache, the work list. Same ``__call__`` arguments as the seesaw schedule's
+    (:class:`.seesaw.MlaDecodeSm90Seesaw`); the FP8 tensors and ``split_count`` are unused.
+    Raises ValueError for another s*h."""
 
-    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16, ring: bool = False):
+    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16):
         if s * h not in Q_ON_N_ROWS:
-            raise ValueError(f"steps 40 and 41 take s*h in {Q_ON_N_ROWS} (got s={s}, h={h})")
+            raise ValueError(f"step 40 takes s*h in {Q_ON_N_ROWS} (got s={s}, h={h})")
         super().__init__(s, h, causal, dtype, loads="tma")
         self.n = s * h
-        self.step = 41 if ring else 40
-        self.slots = ring_slots(self.n, ring)
+        self.step = 40
         self.work_list = True
         self.combine_batch = 4  # step 8's
         self.kv_cache_policy = EVICT_FIRST  # step 7's
@@ -162,14 +143,7 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
             dt, dt, MN, K, cutlass.Float32, (1, 1, 1), (PAGE, n)
         )
 
-        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dt)
-        # the ring: slot j holds one 64-token x 64-column chunk, K-major (128-byte swizzle)
-        sK_layout = cute.tile_to_shape(atom, (PAGE, CHUNK, self.slots), (0, 1, 2))
-        # the same bytes as V^T chunks, (latent column, token, slot): MN-major
-        sVt_outer = cute.composition(
-            sK_layout.outer,
-            cute.make_layout((CHUNK, PAGE, self.slots), stride=(PAGE, 1, PAGE * CHUNK)),
-        )
+        atom, _, sK_layout, sVt_outer = self.smem_layouts()
         sQ_layout = cute.tile_to_shape(atom, (n, D_QK), (0, 1))
         sP_layout = cute.tile_to_shape(atom, (n, PAGE), (0, 1))  # P (query row, token)
         # the same P tile seen as (token, query row): S^T's accumulator layout writes it
@@ -193,8 +167,8 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
             # per query row and warp: the page's column max, and at the end the column sum
             sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
             sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
-            # "chunk landed" per slot
-            mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, self.slots], 8]
+            # "chunk landed" per (stage, chunk)
+            mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, STAGES_N * N_CHUNKS], 8]
 
         self.shared_storage = SharedStorage
 
@@ -240,59 +214,43 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
         sQ = storage.sQ.get_tensor(sQ_layout.outer, swizzle=sQ_layout.inner)
-        sK = storage.sK.get_tensor(sK_layout.outer, swizzle=sK_layout.inner)  # (64, 64, slots)
-        sVt = storage.sK.get_tensor(sVt_outer, swizzle=sK_layout.inner)  # (64, 64, slots)
+        sK = storage.sK.get_tensor(sK_layout.outer, swizzle=sK_layout.inner)  # (64, 576, 2)
+        sVt = storage.sK.get_tensor(sVt_outer, swizzle=sK_layout.inner)  # (512, 64, 2)
         sP = storage.sP.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)  # (n, 64)
         sPt = storage.sP.get_tensor(sPt_outer, swizzle=sP_layout.inner)  # (64, n)
         sMax = storage.sMax.get_tensor(cute.make_layout((n, WARPS_N)))
         sSum = storage.sSum.get_tensor(cute.make_layout((n, WARPS_N)))
         mbar = storage.mbar.data_ptr()
 
-        # ---- mbarriers, TMA partitions and the first slots' chunks -----------------------
-        slots = self.slots
+        # ---- mbarriers, TMA partitions and the first two pages ---------------------------
         if tidx == 0:
-            for i in cutlass.range_constexpr(slots):
+            for i in cutlass.range_constexpr(STAGES_N * N_CHUNKS):
                 cute.arch.mbarrier_init(mbar + i, 1)  # the issuer's arrive + 8 KB
         cute.arch.mbarrier_init_fence()
-        # TMA views: the cache's (64 tokens, 64 columns) boxes as (TMA, page, chunk), the
-        # ring's slots as (TMA, slot)
-        gKV = cute.local_tile(mKVt, (PAGE, CHUNK), (None, None))
-        tKsKt, tKgK = cpasync.tma_partition(
-            tma_atom, 0, cute.make_layout(1), cute.group_modes(sK, 0, 2),
-            cute.group_modes(gKV, 0, 2),
-        )  # fmt: skip
+        tKsKt, tKgK = self.page_tma_partitions(tma_atom, mKVt, sK)
         seg_lo = mWork[part, 0]
         seg_hi = mWork[part, 1]
-        # warp 0's load cursor: (segment, page, chunk) of the next chunk to load and its index
-        # lj in the CTA's chunk stream, over the CTA's segments end to end (segments of empty
-        # sequences have none)
+        # warp 0's load cursor: (segment, page) of the next page to load, over the CTA's
+        # segments end to end (segments of empty sequences have none)
         ls, lp = self.skip_empty(mWork, seg_lo, seg_hi)
-        lc = cutlass.Int32(0)
-        lj = cutlass.Int32(0)
-        # after the prologue also the page after the cursor's, (ls_n, lp_n), and both pages'
-        # page-table entries, read a batch ahead of their use
-        ls_n = ls
-        lp_n = lp
-        ent = cutlass.Int32(0)
-        ent_n = cutlass.Int32(0)
         if warp == 0:
             cute.arch.sync_warp()  # lane 0's inits before any lane arms a barrier
             cpasync.prefetch_descriptor(tma_atom)
-            ls, lp, lc, lj = self.issue_ring(
-                tma_atom, tKgK, tKsKt, mbar, mPT, mWork, ls, lp, lc, lj, slots, seg_hi
-            )
-            ls_n, lp_n, ent, ent_n = self.look_ahead(mPT, mWork, ls, lp, seg_hi)
+            for st in cutlass.range_constexpr(STAGES_N):
+                if ls < seg_hi:
+                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[mWork[ls, 0], lp], st)
+                    ls, lp = self.next_page(mWork, ls, lp, seg_hi)
 
         # ---- MMA partitions ----------------------------------------------------------------
         thr_st = st_mma.get_slice(tidx)
-        tSrK = thr_st.make_fragment_A(thr_st.partition_A(sK))  # (MMA, 1, 4, slots)
+        tSrK = thr_st.make_fragment_A(thr_st.partition_A(sK))  # (MMA, 1, 36, 2)
         tSrQ = thr_st.make_fragment_B(thr_st.partition_B(sQ))  # (MMA, 1, 36)
         acc_s_shape = thr_st.partition_shape_C((PAGE, n))
         tScS = _mn_view(thr_st.partition_C(cute.make_identity_tensor((PAGE, n))))
         tPsPt = thr_st.partition_C(sPt)  # P^T in S^T's accumulator layout
 
         thr_ot = ot_mma.get_slice(tidx)
-        tOrV = thr_ot.make_fragment_A(thr_ot.partition_A(sVt))  # (MMA, 1, 4, slots)
+        tOrV = thr_ot.make_fragment_A(thr_ot.partition_A(sVt))  # (MMA, 8, 4, 2)
         tOrP = thr_ot.make_fragment_B(thr_ot.partition_B(sP))  # (MMA, 1, 4)
         acc_o = thr_ot.make_fragment_C(thr_ot.partition_shape_C((D_V, n)))  # (MMA, 8, 1)
         acc_o_mn = _mn_view(acc_o)  # (16 latent columns, n/4 query rows) per thread
@@ -304,7 +262,7 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         limit = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Int32)
         pg_max = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
 
-        g = cutlass.Int32(0)  # pages consumed so far by this CTA: chunks 9 g .. 9 g + 8
+        g = cutlass.Int32(0)  # pages consumed so far by this CTA: stage g % 2
         for seg in cutlass.range(seg_lo, seg_hi, unroll=1):
             seq = mWork[seg, 0]
             p0 = mWork[seg, 1]
@@ -335,25 +293,17 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
 
             for it in cutlass.range(p1 - p0, unroll=1):
                 pg = p0 + it
-                # the page's chunk c is chunk 9 g + c of the stream: its slot and the parity
-                # of that slot's use
-                slot_of = []
-                for c in cutlass.range_constexpr(N_CHUNKS):
-                    slot_of.append((g * N_CHUNKS + c) % slots)
+                stage = g % STAGES_N
+                phase = (g // STAGES_N) % 2
 
                 # S^T = K Q^T, chunk c's 4 k-blocks as soon as chunk c has landed
                 acc_s = thr_st.make_fragment_C(acc_s_shape)
                 warpgroup.fence()
-                for c in cutlass.range_constexpr(N_CHUNKS):
-                    phase = ((g * N_CHUNKS + c) // slots) % 2
-                    cute.arch.mbarrier_wait(mbar + slot_of[c], phase)
-                    for kk in cutlass.range_constexpr(CHUNK // 16):
-                        k = c * (CHUNK // 16) + kk
-                        st_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
-                        cute.gemm(
-                            st_mma, acc_s, tSrK[None, None, kk, slot_of[c]], tSrQ[None, None, k],
-                            acc_s,
-                        )  # fmt: skip
+                for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
+                    if cutlass.const_expr(k % (CHUNK // 16) == 0):
+                        cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + k // (CHUNK // 16), phase)
+                    st_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
+                    cute.gemm(st_mma, acc_s, tSrK[None, None, k, stage], tSrQ[None, None, k], acc_s)
                 warpgroup.commit_group()
                 warpgroup.wait_group(0)
 
@@ -398,8 +348,7 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                 # in the check) so that P = 0 meets V = 0; every warp's S^T is done (above)
                 tail = seqlen - pg * PAGE
                 if tail < PAGE:
-                    for c in cutlass.range_constexpr(D_V // CHUNK):
-                        self.zero_v_rows(sK, slot_of[c], tail, tidx, 0, CHUNK, THREADS_N)
+                    self.zero_v_rows(sK, stage, tail, tidx, 0, D_V, THREADS_N)
                 rP = cute.make_rmem_tensor(acc_s.layout, self.dtype)
                 rP.store(acc_s.load().to(self.dtype))
                 for e in cutlass.range_constexpr(cute.size(rP)):
@@ -407,132 +356,24 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                 cute.arch.fence_proxy("async.shared", space="cta")
                 cute.arch.barrier()  # P^T and the zeroed rows, seen by the WGMMAs
 
-                # O^T += V^T P^T: latent tile i (64 columns) from chunk i's slot; the 4 token
-                # blocks outside, so that consecutive WGMMAs go to 8 different accumulators
-                # (tile-major order chains 4 on one: measured 1.3x slower, the "gmma" stall)
+                # O^T += V^T P^T (8 latent tiles x 4 token blocks)
                 warpgroup.fence()
                 ot_mma.set(warpgroup.Field.ACCUMULATE, True)
                 for k in cutlass.range_constexpr(PAGE // 16):
-                    for i in cutlass.range_constexpr(D_V // CHUNK):
-                        acc_i = cute.append_ones(acc_o[None, i, 0], up_to_rank=3)  # (MMA, 1, 1)
-                        cute.gemm(
-                            ot_mma, acc_i, tOrV[None, None, k, slot_of[i]], tOrP[None, None, k],
-                            acc_i,
-                        )  # fmt: skip
+                    cute.gemm(ot_mma, acc_o, tOrV[None, None, k, stage], tOrP[None, None, k], acc_o)
                 warpgroup.commit_group()
                 warpgroup.wait_group(0)
-                cute.arch.barrier()  # every warp's O^T WGMMAs have read the page and P^T
+                cute.arch.barrier()  # every warp's O^T WGMMAs have read the stage and P^T
+                if warp == 0:  # noqa: SIM102 (run time)
+                    if ls < seg_hi:
+                        self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[mWork[ls, 0], lp], stage)
+                        ls, lp = self.next_page(mWork, ls, lp, seg_hi)
                 g = g + 1
-                if warp == 0:  # the page's 9 slots are free: the stream's next 9 chunks
-                    self.issue_batch(
-                        tma_atom, tKgK, tKsKt, mbar, ls < seg_hi, ent, ls_n < seg_hi, ent_n, lc, lj
-                    )
-                    # the cursor moves one page (chunk lc of it); read the next entries now
-                    lj = lj + N_CHUNKS
-                    ls, lp = ls_n, lp_n
-                    ls_n, lp_n, ent, ent_n = self.look_ahead(mPT, mWork, ls, lp, seg_hi)
 
             self.epilogue_t(
                 acc_o, col_max, col_sum, tScS, sSum, thr_ot, mOt, mL, mOat, mLa, seq, slot,
                 pieces, scale_log2, warp, lane, split,
             )  # fmt: skip
-
-    @cute.jit
-    def issue_ring(
-        self,
-        tma_atom: cute.CopyAtom,
-        tKgK: cute.Tensor,
-        tKsKt: cute.Tensor,
-        mbar: cute.Pointer,
-        mPT: cute.Tensor,
-        mWork: cute.Tensor,
-        ls: cutlass.Int32,
-        lp: cutlass.Int32,
-        lc: cutlass.Int32,
-        lj: cutlass.Int32,
-        upto: cutlass.Int32,
-        seg_hi: cutlass.Int32,
-    ):
-        """Executed by warp 0: the chunk stream's chunks lj .. upto - 1 (while the CTA's work
-        lasts), chunk lc of page lp of segment ls first, chunk j into slot j % slots, one TMA
-        per chunk completing the slot's mbarrier (8 KB expected; the elected lane arms it, the
-        TMA copy elects its issuing lane itself; with the L2 hint EVICT_FIRST). Returns the
-        cursor (ls, lp, lc, lj) after the last one issued."""
-        page = cutlass.Int32(0)
-        if lj < upto and ls < seg_hi:
-            page = mPT[mWork[ls, 0], lp]  # one page-table read per page, not per chunk
-        while lj < upto and ls < seg_hi:
-            slot = lj % self.slots
-            bar = mbar + slot
-            with cute.arch.elect_one():
-                cute.arch.mbarrier_arrive_and_expect_tx(bar, CHUNK_BYTES)
-            cute.copy(
-                tma_atom, tKgK[None, page, lc], tKsKt[None, slot], tma_bar_ptr=bar,
-                cache_policy=cutlass.Int64(self.kv_cache_policy),
-            )  # fmt: skip
-            lj = lj + 1
-            lc = lc + 1
-            if lc == N_CHUNKS:
-                lc = cutlass.Int32(0)
-                ls, lp = self.next_page(mWork, ls, lp, seg_hi)
-                if lj < upto and ls < seg_hi:
-                    page = mPT[mWork[ls, 0], lp]
-        return ls, lp, lc, lj
-
-    @cute.jit
-    def issue_batch(
-        self,
-        tma_atom: cute.CopyAtom,
-        tKgK: cute.Tensor,
-        tKsKt: cute.Tensor,
-        mbar: cute.Pointer,
-        ok1,
-        page1: cutlass.Int32,
-        ok2,
-        page2: cutlass.Int32,
-        lc: cutlass.Int32,
-        lj: cutlass.Int32,
-    ):
-        """Executed by warp 0 after a page is released: the stream's next 9 chunks, lj .. lj +
-        8, unrolled (a loop of one chunk per trip measured slower: warp 0's issue delays the
-        warpgroup's next WGMMA), chunk j into slot j % slots. From chunk lc of the cursor's page
-        (page-table entry ``page1``) they span that page and the next (``page2``); ``ok1`` and
-        ``ok2`` say whether the CTA's work has them."""
-        for u in cutlass.range_constexpr(N_CHUNKS):
-            ch = lc + u
-            page = page1
-            ok = ok1
-            if ch >= N_CHUNKS:
-                ch = ch - N_CHUNKS
-                page = page2
-                ok = ok2
-            if ok:
-                slot = (lj + u) % self.slots
-                bar = mbar + slot
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive_and_expect_tx(bar, CHUNK_BYTES)
-                cute.copy(
-                    tma_atom, tKgK[None, page, ch], tKsKt[None, slot], tma_bar_ptr=bar,
-                    cache_policy=cutlass.Int64(self.kv_cache_policy),
-                )  # fmt: skip
-
-    @cute.jit
-    def look_ahead(
-        self, mPT: cute.Tensor, mWork: cute.Tensor, ls: cutlass.Int32, lp: cutlass.Int32,
-        seg_hi: cutlass.Int32,
-    ):  # fmt: skip
-        """The page after (ls, lp) in the CTA's work and both pages' page-table entries (0 for
-        a page past the work): (ls_n, lp_n, entry of (ls, lp), entry of (ls_n, lp_n))."""
-        pg = cutlass.Int32(0)
-        pg_n = cutlass.Int32(0)
-        ls_n = ls
-        lp_n = lp
-        if ls < seg_hi:
-            pg = mPT[mWork[ls, 0], lp]
-            ls_n, lp_n = self.next_page(mWork, ls, lp, seg_hi)
-            if ls_n < seg_hi:
-                pg_n = mPT[mWork[ls_n, 0], lp_n]
-        return ls_n, lp_n, pg, pg_n
 
     @cute.jit
     def skip_empty(self, mWork: cute.Tensor, ls: cutlass.Int32, seg_hi: cutlass.Int32):
