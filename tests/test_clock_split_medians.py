@@ -1,7 +1,8 @@
 """scripts/experiments/clock_split_medians.py on hand-made benchmark records: each record's
 median over the two round ranges, its record written with --record, and bad input (a range
-that is not A:B, a record without samples, more rounds asked than held) refused in one line
-with a non-zero exit status."""
+that is not A:B, a record without samples or with null ones, a missing file, a record of a
+run that was not alternated, more rounds asked than held) refused in one line on stderr with
+exit status 2."""
 
 import json
 import subprocess
@@ -19,6 +20,7 @@ def _record(path: Path, samples, step=None):
                 "package": "mla",
                 "kernel": "mla_decode_sm90",
                 "config": {} if step is None else {"step": step},
+                "alternated_with": ["mla/mla_decode_sm90", "mla/flashinfer_mla"],
                 "timing": {
                     "median_us": sorted(samples)[len(samples) // 2],
                     "samples_us": samples,
@@ -54,9 +56,19 @@ def test_bad_input_in_one_line(tmp_path):
     good = _record(tmp_path / "a.json", [1.0, 2.0, 3.0, 4.0])
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"timing": {}}))
+    nulls = tmp_path / "nulls.json"
+    nulls.write_text(json.dumps({"timing": {"samples_us": None}}))
+    single = _record(tmp_path / "single.json", [1.0, 2.0, 3.0, 4.0])
+    rec = json.loads(single.read_text())
+    del rec["alternated_with"]
+    single.write_text(json.dumps(rec))
     r = _run("--hi", "0-3", "--lo", "3:4", good)
     assert r.returncode == 2 and "a round range is A:B" in r.stderr
-    r = _run("--hi", "0:2", "--lo", "2:4", bad)
-    assert r.returncode == 2 and r.stdout.startswith("error: ") and "Traceback" not in r.stderr
+    for f in (bad, nulls, tmp_path / "missing.json"):
+        r = _run("--hi", "0:2", "--lo", "2:4", f)
+        assert r.returncode == 2 and r.stderr.startswith("error: ") and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    r = _run("--hi", "0:2", "--lo", "2:4", single)
+    assert r.returncode == 2 and "not from an alternated run" in r.stderr
     r = _run("--hi", "0:2", "--lo", "2:9", good)
-    assert r.returncode == 2 and "has 4 rounds, fewer than the ranges ask" in r.stdout
+    assert r.returncode == 2 and "has 4 rounds, fewer than the ranges ask" in r.stderr

@@ -470,13 +470,14 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`; for
-    before/after runs). 11 is the default: a work list of the pages of all sequences end to end,
-    one part per SM and m-tile, measured fastest over the workload's table (the devlog, "Step
-    11"); with an explicit ``splits`` it builds step 9, the per-sequence splits. 14 is step 11
-    for the FP8 cache (a third warpgroup dequantises the e4m3 pages into the 16-bit stages); 15
-    is 14 dequantising by bit placement instead of conversions; 16 is 15 filling a pair's groups
-    in the order they are released; 17 is 15 with one group in flight, not two; 18 is 17 with
+    the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`, or 40,
+    one warpgroup with the query rows on WGMMA's N; for before/after runs). 11 is the default: a
+    work list of the pages of all sequences end to end, one part per SM and m-tile, measured
+    fastest over the workload's table (the devlog, "Step 11"); with an explicit ``splits`` it
+    builds step 9, the per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
+    dequantises the e4m3 pages into the 16-bit stages); 15 is 14 dequantising by bit placement
+    instead of conversions; 16 is 15 filling a pair's groups in the order they are released; 17
+    is 15 with one group in flight, not two; 18 is 17 with
     setmaxnreg 216 / 72; 19 and 21 publish each chunk as written (timed in session 7, whose
     records were lost: to be re-timed); 20 is 18 prefetching each page's e4m3 part and scales
     into L2 two pages ahead; 22 is 20 reading each prefetch's page index a page early, the FP8
@@ -497,11 +498,12 @@ class MlaSm90Config(Config):
     fell to 1710-1875 MHz; the devlog, "Session 15").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32,
-    :mod:`.seesaw`: each warpgroup owns every other page and the running max is handed between
-    them, FlashMLA's schedule; 16-bit pages always come by TMA, the FP8 cache's latent part
-    through the producer warpgroup: steps 14-24, 26, 27 and 30; with the FP8 cache the default
-    ``step`` (11) builds 22). ``step`` applies to the seesaw schedule only. ``cuts`` (the
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
+    step 40 in :mod:`.q_on_n`; :mod:`.seesaw`: each warpgroup owns every other page and the
+    running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
+    the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with
+    the FP8 cache the default ``step`` (11) builds 22). ``step`` applies to the seesaw schedule
+    only. ``cuts`` (the
     work list of seesaw steps 11 and later, without ``splits``): ``auto`` (the default:
     ``costed`` wherever there is a work list), ``costed`` (:func:`costed_work_list`, parts
     filled up to one modelled cost, so a part that crosses sequence boundaries holds fewer
@@ -601,7 +603,7 @@ class MlaDecodeSm90(KernelPlan):
             raise ShapeError(
                 f"{self.name}: step {Q_ON_N_STEP} puts the s*h query rows on WGMMA's N and takes "
                 f"s*h = {' or '.join(map(str, Q_ON_N_ROWS))} (got s={problem.s}, h={problem.h}: "
-                "drop --config step for step 11)"
+                f"drop --config step for step {FP8_STEP if problem.kv_fp8 else 11})"
             )
         if problem.kv_fp8 and schedule == "seesaw":
             if config.step not in (MlaSm90Config().step, *FP8_STEPS):

@@ -32,10 +32,11 @@ work (two stages of whole pages, 9 chunk TMAs each with its own mbarrier, as in 
    sequence's first pages are in flight during this one's last).
 
 Measured (H200, the devlog's "Session 15"): at h = 16, (128, 4096) as fast as FlashInfer while
-the SM clock holds 1980 MHz and 6-8% slower below it, where FlashInfer loses 1-3%: the per-page
-chain above sets the pace, not the DRAM. A ring of 25 chunk slots in place of the two stages
-(2 7/9 pages in flight) was no faster than the same ring code with 18, and that code, slots
-computed per chunk at run time, was 1.12x slower than this one: not kept.
+the SM clock holds 1980 MHz; at 1875 and 1710 MHz 6% and 13% slower than at 1980 (FlashInfer 1%
+and 3%): the per-page chain above sets the pace, not the DRAM. Only that row is timed. A ring
+of 25 chunk slots in place of the two stages (2 7/9 pages in flight) was no faster than the
+same ring code with 18, and that code, slots computed per chunk at run time, was about
+1.12-1.15x slower than this one: not kept.
 
 The work list, the partial O and LSE of a sequence cut in pieces and the PDL combine are step
 11's (:class:`.mla_decode_sm90.WorkList`, :meth:`.kernel.MlaDecodeSm90Kernel.launch_combine`);
