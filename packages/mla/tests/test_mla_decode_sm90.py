@@ -1220,20 +1220,25 @@ def test_costed_cuts_reach_the_kernel_meta():
         ({"b": 32, "t": 4096, "h": 16, "varlen": True}, "HGMMA.64x16x16.F32.BF16", 24),
     ],
 )
+@pytest.mark.parametrize("step", [40, 42])
 def test_mla_decode_sm90_step40_puts_the_query_rows_on_n(
-    shape, mnemonic, shuffles, tmp_path, monkeypatch
+    shape, mnemonic, shuffles, step, tmp_path, monkeypatch
 ):
     """Step 40 (``--config step=40``, q_on_n.py): S^T = K Q^T and O^T += V^T P^T with the s*h
     query rows as WGMMA's N: 36 + 32 m64nNk16 WGMMAs (N = s*h) and no other MMA; 9 TMAs per
     page at 3 sites (the two prologue pages, the loop's reload); Q by cp.async (n/16 x 9
     LDGSTS); the column softmax's shuffles (3 per column for the max and 3 for the sum, n/4
     columns a thread); one warpgroup of 128 threads; 0 spills, within 227 KB of SMEM; the
-    work list as step 11's, with the combine kernel only where a sequence is cut."""
-    plan, prob, cfg = _seesaw_case(shape, {"step": "40"}, tmp_path, monkeypatch)
+    work list as step 11's, with the combine kernel only where a sequence is cut. Step 42 is
+    the same with S^T in 4 accumulators at n = 16 (2 at n = 32, where 4 would spill): the same
+    WGMMAs, and (accumulators - 1) x n/2 more FADDs a thread to add them up."""
+    plan, prob, cfg = _seesaw_case(shape, {"step": str(step)}, tmp_path, monkeypatch)
     k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
     assert type(k.fn).__name__ == "MlaDecodeSm90QOnN" and k.fn.work_list
     assert k.meta["math_warpgroups"] == 1 and k.meta["query_rows_on"] == "N"
     assert k.meta["split_rule"] == "work list"
+    accs = {40: 1, 42: 4 if prob.s * prob.h == 16 else 2}[step]
+    assert k.meta["st_accumulators"] == accs
     st = plan.run_static(prob, cfg)
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
     assert st["mma_mnemonics"] == {mnemonic: 68}
@@ -1242,6 +1247,9 @@ def test_mla_decode_sm90_step40_puts_the_query_rows_on_n(
     assert ops.get("LDGSTS") == prob.s * prob.h // 16 * 9
     assert ops.get("SHFL") == shuffles
     assert st["dynamic_smem_bytes"] <= 227 * 1024
+    if step == 42:  # the sums of the S^T accumulators: (accs - 1) x n/2 FADDs more than 40
+        base = plan.run_static(prob, plan.config(prob, {"step": "40"}))["opcodes"]
+        assert ops.get("FADD", 0) - base.get("FADD", 0) == (accs - 1) * (prob.s * prob.h // 2)
     split = k.meta["work_list"]["sequences_split"] > 0
     assert (len(st["functions"]) == 1) == split  # the combine kernel beside the main one
 
@@ -1254,6 +1262,9 @@ def test_mla_decode_sm90_step40_puts_the_query_rows_on_n(
         ({"b": 4, "t": 1000, "h": 16, "s": 4}, {"step": "40"}, "(got s=4, h=16"),
         ({"b": 4, "t": 1000, "h": 16}, {"step": "40", "splits": "2"}, "walks the work list"),
         ({"b": 4, "t": 1000, "h": 16}, {"step": "40", "schedule": "lockstep"}, "seesaw schedule"),
+        ({"b": 4, "t": 1000, "h": 64}, {"step": "42"}, "step 42 puts the s*h query rows on"),
+        ({"b": 4, "t": 1000, "h": 16}, {"step": "42", "splits": "2"}, "walks the work list"),
+        ({"b": 4, "t": 1000, "h": 16}, {"step": "41"}, "step must be a seesaw step"),
         (
             {"b": 4, "t": 1000, "h": 16, "kv_dtype": "float8_e4m3fn"},
             {"step": "40"},

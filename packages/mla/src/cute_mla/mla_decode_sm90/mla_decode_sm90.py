@@ -104,7 +104,9 @@ BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32)
 FP8_STEP = 22
 #: step 40 (q_on_n.py): the s*h query rows on WGMMA's N dimension, one warpgroup; it takes
 #: these s*h only (one N of 16 or 32), a 16-bit cache and the work list
-Q_ON_N_STEP = 40
+#: the builds of q_on_n.py: 40, and 42 (40 with S^T's 36 k-blocks in 4 accumulators, not one
+#: chain; 41, a ring of chunk slots for the pages, was measured slower and not kept)
+Q_ON_N_STEPS = (40, 42)
 Q_ON_N_ROWS = (16, 32)
 
 
@@ -495,7 +497,9 @@ class MlaSm90Config(Config):
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
     against FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz, 154-165 us once it
-    fell to 1710-1875 MHz; the devlog, "Session 15").
+    fell to 1710-1875 MHz; the devlog, "Session 15"). 42 is 40 with S^T's 36 k-blocks spread
+    over 4 accumulators (2 at s*h = 32) and added up, so that consecutive WGMMAs do not chain
+    on one (built and compiled, not yet run on a GPU).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
@@ -523,10 +527,11 @@ class MlaSm90Config(Config):
             raise ShapeError(f"cuts must be auto, costed or equal (got {self.cuts!r})")
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (*BF16_STEPS, *FP8_STEPS, Q_ON_N_STEP):
+        if self.step not in (*BF16_STEPS, *FP8_STEPS, *Q_ON_N_STEPS):
             raise ShapeError(
                 f"step must be a seesaw step: {steps_text(BF16_STEPS)} for a 16-bit cache, "
-                f"{steps_text(FP8_STEPS)} for the FP8 one, or {Q_ON_N_STEP} (the query rows on "
+                f"{steps_text(FP8_STEPS)} for the FP8 one, or {steps_text(Q_ON_N_STEPS)} (the "
+                "query rows on "
                 f"WGMMA's N, s*h = 16 or 32; got {self.step}; the "
                 "lockstep schedule has no step: --config schedule=lockstep)"
             )
@@ -599,9 +604,9 @@ class MlaDecodeSm90(KernelPlan):
                 "land as 16-bit SMEM; --config schedule=seesaw dequantises in a producer "
                 "warpgroup)"
             )
-        if config.step == Q_ON_N_STEP and problem.s * problem.h not in Q_ON_N_ROWS:
+        if config.step in Q_ON_N_STEPS and problem.s * problem.h not in Q_ON_N_ROWS:
             raise ShapeError(
-                f"{self.name}: step {Q_ON_N_STEP} puts the s*h query rows on WGMMA's N and takes "
+                f"{self.name}: step {config.step} puts the s*h query rows on WGMMA's N and takes "
                 f"s*h = {' or '.join(map(str, Q_ON_N_ROWS))} (got s={problem.s}, h={problem.h}: "
                 f"drop --config step for step {FP8_STEP if problem.kv_fp8 else 11})"
             )
@@ -697,8 +702,9 @@ class MlaDecodeSm90(KernelPlan):
             how = ", FP8 dequantised by the math warpgroups" if problem.kv_fp8 else ""
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
         step = self.kernel_step(config, problem)
-        if step == Q_ON_N_STEP:
-            return f"step {step} (query rows on WGMMA's N, one warpgroup, work list)"
+        if step in Q_ON_N_STEPS:
+            accs = ", S^T in 4 accumulators" if step == 42 else ""
+            return f"step {step} (query rows on WGMMA's N, one warpgroup, work list{accs})"
         if crossover_built(step, problem.kv_fp8, _ceil(problem.s * problem.h, 64)):
             fp8 = " (FP8 cache: producer warpgroups in clusters of 2, the crossover)"
         elif problem.kv_fp8 and step == 26:
@@ -748,10 +754,10 @@ class MlaDecodeSm90(KernelPlan):
         p = problem
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
         schedule = self.schedule_for(p, config)
-        if schedule == "seesaw" and self.kernel_step(config, p) == Q_ON_N_STEP:
+        if schedule == "seesaw" and self.kernel_step(config, p) in Q_ON_N_STEPS:
             from .q_on_n import MlaDecodeSm90QOnN
 
-            k = MlaDecodeSm90QOnN(p.s, p.h, bool(p.causal), dt)
+            k = MlaDecodeSm90QOnN(p.s, p.h, bool(p.causal), dt, step=config.step)
         elif schedule == "seesaw":
             from .seesaw import MlaDecodeSm90Seesaw
 
@@ -827,8 +833,10 @@ class MlaDecodeSm90(KernelPlan):
                 else "cp.async",
                 "schedule": schedule,
                 "seesaw_step": step,
-                "math_warpgroups": 1 if step == Q_ON_N_STEP else 2,
-                "query_rows_on": "N" if step == Q_ON_N_STEP else "M",
+                "math_warpgroups": 1 if step in Q_ON_N_STEPS else 2,
+                "query_rows_on": "N" if step in Q_ON_N_STEPS else "M",
+                # step 42: S^T's k-blocks spread over this many accumulators
+                "st_accumulators": getattr(k, "s_accs", None),
                 # step 14: a third warpgroup dequantises the FP8 pages into the stages
                 "producer_warpgroup": bool(p.kv_fp8 and schedule == "seesaw"),
                 # step 26: the m-tile pairs as clusters of 2, each producer one group per page

@@ -38,6 +38,13 @@ of 25 chunk slots in place of the two stages (2 7/9 pages in flight) was no fast
 same ring code with 18, and that code, slots computed per chunk at run time, was about
 1.12-1.15x slower than this one: not kept.
 
+Step 42 (``--config step=42``) is 40 with S^T's 36 k-blocks spread over :data:`S_ACCS` = 4
+accumulators at n = 16 (k-block k into k % 4; 2 at n = 32, where 4 spill) and added up before
+the softmax. Why: the ring's first
+build showed that WGMMAs chained on one m64n16 accumulator wait on each other (four in a row
+made it 1.3x slower), and step 40's S^T is one chain of 36. Built and compiled for sm_90a (at
+n = 16 238 registers against 220, at n = 32 254 against 246, 0 spills), not yet run on a GPU.
+
 The work list, the partial O and LSE of a sequence cut in pieces and the PDL combine are step
 11's (:class:`.mla_decode_sm90.WorkList`, :meth:`.kernel.MlaDecodeSm90Kernel.launch_combine`);
 the grid is one CTA per part. O^T is stored from the accumulator registers (O is 2 MB at B =
@@ -63,27 +70,35 @@ from .kernel import (
     MlaDecodeSm90Kernel,
     _mn_view,
 )
-from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_ROWS
+from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_ROWS, Q_ON_N_STEPS
 from .seesaw import EVICT_FIRST
 
 #: one warpgroup: the math, and warp 0 issues the page TMAs
 THREADS_N = 128
 WARPS_N = THREADS_N // 32
 STAGES_N = 2
+#: step 42 at n = 16: S^T's k-blocks spread over this many accumulators (one per k-block of a
+#: chunk); half as many at n = 32, whose accumulators are twice as large
+S_ACCS = 4
 
 
 class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
-    """Step 40 (see the module docstring): s*h in :data:`.mla_decode_sm90.Q_ON_N_ROWS`, a
-    16-bit cache, the work list. Same ``__call__`` arguments as the seesaw schedule's
+    """Steps 40 and 42 (see the module docstring): s*h in :data:`.mla_decode_sm90.Q_ON_N_ROWS`, a
+    16-bit cache, the work list; ``step`` 42 is 40 with S^T in :data:`S_ACCS` accumulators.
+    Same ``__call__`` arguments as the seesaw schedule's
     (:class:`.seesaw.MlaDecodeSm90Seesaw`); the FP8 tensors and ``split_count`` are unused.
-    Raises ValueError for another s*h."""
+    Raises ValueError for another s*h or step."""
 
-    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16):
+    def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16, step: int = 40):
         if s * h not in Q_ON_N_ROWS:
-            raise ValueError(f"step 40 takes s*h in {Q_ON_N_ROWS} (got s={s}, h={h})")
+            raise ValueError(f"step {step} takes s*h in {Q_ON_N_ROWS} (got s={s}, h={h})")
+        if step not in Q_ON_N_STEPS:
+            raise ValueError(f"MlaDecodeSm90QOnN builds steps {Q_ON_N_STEPS} (got {step})")
         super().__init__(s, h, causal, dtype, loads="tma")
         self.n = s * h
-        self.step = 40
+        self.step = step
+        #: S^T's accumulators: 1 (step 40: 36 chained WGMMAs) or S_ACCS (step 42)
+        self.s_accs = (S_ACCS if self.n == 16 else S_ACCS // 2) if step == 42 else 1
         self.work_list = True
         self.combine_batch = 4  # step 8's
         self.kv_cache_policy = EVICT_FIRST  # step 7's
@@ -297,16 +312,25 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                 stage = g % STAGES_N
                 phase = (g // STAGES_N) % 2
 
-                # S^T = K Q^T, chunk c's 4 k-blocks as soon as chunk c has landed
+                # S^T = K Q^T, chunk c's 4 k-blocks as soon as chunk c has landed; step 42
+                # spreads the 36 k-blocks over S_ACCS accumulators (k-block k into k % S_ACCS),
+                # so that no two consecutive WGMMAs wait on one accumulator, and adds them up
                 acc_s = thr_st.make_fragment_C(acc_s_shape)
+                accs = [acc_s]
+                for _ in cutlass.range_constexpr(self.s_accs - 1):
+                    accs.append(thr_st.make_fragment_C(acc_s_shape))
                 warpgroup.fence()
                 for k in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
                     if cutlass.const_expr(k % (CHUNK // 16) == 0):
                         cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + k // (CHUNK // 16), phase)
-                    st_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
-                    cute.gemm(st_mma, acc_s, tSrK[None, None, k, stage], tSrQ[None, None, k], acc_s)
+                    acc = accs[k % self.s_accs]
+                    st_mma.set(warpgroup.Field.ACCUMULATE, k >= self.s_accs)
+                    cute.gemm(st_mma, acc, tSrK[None, None, k, stage], tSrQ[None, None, k], acc)
                 warpgroup.commit_group()
                 warpgroup.wait_group(0)
+                for a in cutlass.range_constexpr(1, self.s_accs):
+                    for e in cutlass.range_constexpr(cute.size(acc_s)):
+                        acc_s[e] = acc_s[e] + accs[a][e]
 
                 # the column max of the page: own 2 tokens, the warp's 8 lanes of a column,
                 # then the 4 warps through SMEM
