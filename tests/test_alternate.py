@@ -1,6 +1,8 @@
 """The alternated comparison table refuses bad input in one line (the timing itself needs a
 GPU: it runs on the H200, see scripts/device/mla-table.sh)."""
 
+import pytest
+
 from kernelplan import alternate
 
 
@@ -137,3 +139,49 @@ def test_time_entries_of_different_problems_in_one_round(monkeypatch):
     assert [r["alternated_with"] for r in written] == [["b bf16"], ["a bf16"]]
     assert written[0]["check"] is None
     assert alternate.time_entries({}, device_name=None) == []
+
+
+def test_per_round_ratio_and_the_clock_note():
+    """The per-round ratio is the median of each round's time over the reference's time in
+    the same round: a step change of the clock that slows one entry and not the other shows
+    in it as in neither median's ratio alone; a note names a busy SM clock range wider than
+    5% of its top, and nothing else."""
+    fast = [10.0] * 4 + [11.0] * 6  # the reference: barely follows the clock
+    slow = [10.0] * 4 + [13.2] * 6  # follows it: 1.0x, then 1.2x per round
+    assert alternate.per_round_ratio(slow, fast) == pytest.approx(1.2)
+    assert alternate.per_round_ratio(fast, fast) == 1.0
+    assert alternate.per_round_ratio(slow, fast[:-1]) is None  # rounds do not line up
+    assert alternate.per_round_ratio([], []) is None
+    stats = type("S", (), {"clocks_during": {"busy_sm_mhz": [1980, 1980, 1710]}})()
+    assert alternate.sm_clock_span(stats) == (1710, 1980)
+    assert alternate.sm_clock_span(type("S", (), {"clocks_during": None})()) is None
+    note = alternate.clock_note("b=128 h=16", (1710, 1980))
+    assert note.startswith("note: b=128 h=16: the SM clock moved between 1710 and 1980 MHz")
+    assert alternate.clock_note("b=1", (1935, 1980)) is None  # within 5%
+    assert alternate.clock_note("b=1", None) is None
+
+
+def test_table_rows_per_round_and_clock_columns():
+    """Each row: the ratio of medians and the per-round ratio to the fastest entry, and the
+    busy SM clock range; '-' where an entry has no samples or no clocks."""
+
+    class _S(_Stats):
+        def __init__(self, us, samples, busy):
+            super().__init__(us)
+            self.samples_us = samples
+            self.clocks_during = {"busy_sm_mhz": busy} if busy else None
+
+    def timed(label, st):
+        return alternate.Timed(label, None, _Problem("b=1"), st, _Roof(), None)
+
+    rows = alternate.table_rows([
+        timed("a", _S(12.0, [10.0, 12.0, 14.0], [1980, 1710])),
+        timed("b", _S(10.0, [10.0, 10.0, 10.0], [1980, 1710])),
+        timed("c", _S(20.0, [], None)),
+    ])  # fmt: skip
+    assert [(r["implementation"], r["x fastest"], r["x per round"], r["SM MHz"]) for r in rows] == [
+        ("a", "1.20", "1.200", "1710-1980"),
+        ("b", "1.00", "1.000", "1710-1980"),
+        ("c", "2.00", "-", "-"),
+    ]
+    assert alternate.table_rows([]) == []

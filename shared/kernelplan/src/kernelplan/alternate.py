@@ -13,7 +13,12 @@ fall on all of them alike. ``--where h=16`` (repeatable) keeps the problems whos
 is 16 (a field's value as the problem's record writes it), to time one row of the table without
 the others. One ``benchmark`` record per implementation and problem (``alternated_with`` names
 the others and ``round_id`` ties them), and a markdown table with the ratio of each to the
-fastest.
+fastest: of the medians (``x fastest``) and the median of the per-round ratios (``x per
+round``: each round's time over the fastest entry's time in the same round), beside the busy SM
+clock's range over the run (``SM MHz``). When that range is wider than
+:data:`CLOCK_SPREAD_NOTE` of its top, a note line says so: the medians then mix clocks, and
+an entry whose pace follows the SM clock can trade places with one that does not (the MLA
+devlog, "Session 15"; ``scripts/experiments/clock_split_medians.py`` splits such a run).
 
 Comparisons of implementations belong here, in one run; single-kernel timings of different
 runs are not compared (the clocks differ: see ``knowledge/anti-patterns/
@@ -32,6 +37,40 @@ from typing import Any
 from . import device as devmod
 from .errors import KernelPlanError
 from .timing import TimingStats, capture_graphs, summarize
+
+#: a busy SM clock range wider than this fraction of its top gets a note under the table
+CLOCK_SPREAD_NOTE = 0.05
+
+
+def per_round_ratio(samples: Sequence[float], ref: Sequence[float]) -> float | None:
+    """The median over rounds of ``samples[i] / ref[i]`` (both one time per round of the same
+    alternated run, warmup excluded); None when the lengths differ or either is empty."""
+    if not samples or len(samples) != len(ref):
+        return None
+    ratios = sorted(a / b for a, b in zip(samples, ref, strict=True) if b > 0)
+    if not ratios:
+        return None
+    mid = len(ratios) // 2
+    return ratios[mid] if len(ratios) % 2 else 0.5 * (ratios[mid - 1] + ratios[mid])
+
+
+def sm_clock_span(stats: Any) -> tuple[float, float] | None:
+    """(lowest, highest) busy SM clock in MHz sampled during the run (``stats.clocks_during``),
+    or None when the clock was not sampled."""
+    busy = list(((getattr(stats, "clocks_during", None) or {}).get("busy_sm_mhz")) or [])
+    return (min(busy), max(busy)) if busy else None
+
+
+def clock_note(problem: str, span: tuple[float, float] | None) -> str | None:
+    """The note line for a problem whose run saw the busy SM clock span more than
+    :data:`CLOCK_SPREAD_NOTE` of its top, else None."""
+    if not span or span[1] <= 0 or (span[1] - span[0]) <= CLOCK_SPREAD_NOTE * span[1]:
+        return None
+    return (
+        f"note: {problem}: the SM clock moved between {span[0]:.0f} and {span[1]:.0f} MHz "
+        "during these rounds, so the medians mix clocks; 'x per round' compares each round's "
+        "times (scripts/experiments/clock_split_medians.py splits the run)"
+    )
 
 
 def alternate(
@@ -314,7 +353,7 @@ def run_table(
         wl.profile_problems() if problems == "profile" else wl.check_problems(), where, problems
     )
     log(f"device: {dev.name} ({dev.sm}); {len(plans)} implementation(s) of {workload}")
-    rows, failed = [], 0
+    rows, notes, failed = [], [], 0
     for prob in probs:
         entries = {}
         for plan, ov in plans:
@@ -344,19 +383,39 @@ def run_table(
             results_dir=results_dir,
             log=log,
         )
-        best = min((t.stats.median_us for t in timed), default=0.0)
-        for t in timed:
-            rows.append(
-                {
-                    "problem": t.problem.label(),
-                    "implementation": t.label,
-                    **t.cells(),
-                    "x fastest": f"{t.stats.median_us / best:.2f}",
-                    "record": t.record_name,
-                }
-            )
+        rows.extend(table_rows(timed))
+        note = clock_note(prob.label(), sm_clock_span(timed[0].stats) if timed else None)
+        if note:
+            notes.append(note)
     log(markdown(rows))
+    for note in notes:
+        log(note)
     return 1 if failed else 0
+
+
+def table_rows(timed: Sequence[Timed]) -> list[dict[str, str]]:
+    """The table's rows for the entries of one alternated run: the timing columns, the ratio
+    of each median to the fastest median, the median per-round ratio to the fastest entry
+    (``-`` when the rounds do not line up), the busy SM clock range and the record."""
+    if not timed:
+        return []
+    fastest = min(timed, key=lambda t: t.stats.median_us)
+    rows = []
+    for t in timed:
+        r = per_round_ratio(t.stats.samples_us, fastest.stats.samples_us)
+        span = sm_clock_span(t.stats)
+        rows.append(
+            {
+                "problem": t.problem.label(),
+                "implementation": t.label,
+                **t.cells(),
+                "x fastest": f"{t.stats.median_us / fastest.stats.median_us:.2f}",
+                "x per round": "-" if r is None else f"{r:.3f}",
+                "SM MHz": "-" if span is None else f"{span[0]:.0f}-{span[1]:.0f}",
+                "record": t.record_name,
+            }
+        )
+    return rows
 
 
 def select_problems(probs: list, where: Sequence[str], kind: str = "profile") -> list:
