@@ -185,3 +185,16 @@ def test_table_rows_per_round_and_clock_columns():
         ("c", "2.00", "-", "-"),
     ]
     assert alternate.table_rows([]) == []
+
+
+def test_per_round_ratio_skips_rounds_it_cannot_read():
+    """Rounds with a non-finite or non-positive time on either side are left out; a missing
+    side is None, and so is a run with no round left."""
+    nan = float("nan")
+    assert alternate.per_round_ratio([2.0, nan, 6.0], [1.0, 1.0, 2.0]) == 2.5
+    assert alternate.per_round_ratio([1.0, 2.0, 3.0], [0.0, 1.0, 1.0]) == 2.5
+    assert alternate.per_round_ratio([1.0], None) is None
+    assert alternate.per_round_ratio(None, [1.0]) is None
+    assert alternate.per_round_ratio([nan], [1.0]) is None
+    stats = type("S", (), {"clocks_during": {"busy_sm_mhz": [nan, 1710, 1980]}})()
+    assert alternate.sm_clock_span(stats) == (1710, 1980)

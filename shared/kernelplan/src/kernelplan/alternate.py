@@ -14,7 +14,8 @@ is 16 (a field's value as the problem's record writes it), to time one row of th
 the others. One ``benchmark`` record per implementation and problem (``alternated_with`` names
 the others and ``round_id`` ties them), and a markdown table with the ratio of each to the
 fastest: of the medians (``x fastest``) and the median of the per-round ratios (``x per
-round``: each round's time over the fastest entry's time in the same round), beside the busy SM
+round``: each round's time over the same round's time of the entry with the lowest median, so
+it can fall below 1), beside the busy SM
 clock's range over the run (``SM MHz``). When that range is wider than
 :data:`CLOCK_SPREAD_NOTE` of its top, a note line says so: the medians then mix clocks, and
 an entry whose pace follows the SM clock can trade places with one that does not (the MLA
@@ -28,6 +29,7 @@ data-dependent-power-throttling.md``).
 from __future__ import annotations
 
 import argparse
+import math
 import secrets
 import sys
 from collections.abc import Callable, Sequence
@@ -42,12 +44,17 @@ from .timing import TimingStats, capture_graphs, summarize
 CLOCK_SPREAD_NOTE = 0.05
 
 
-def per_round_ratio(samples: Sequence[float], ref: Sequence[float]) -> float | None:
+def per_round_ratio(samples: Sequence[float] | None, ref: Sequence[float] | None) -> float | None:
     """The median over rounds of ``samples[i] / ref[i]`` (both one time per round of the same
-    alternated run, warmup excluded); None when the lengths differ or either is empty."""
-    if not samples or len(samples) != len(ref):
+    alternated run, warmup excluded), over the rounds where both times are finite and
+    positive; None when either is missing or empty, the lengths differ, or no round is left."""
+    if not samples or not ref or len(samples) != len(ref):
         return None
-    ratios = sorted(a / b for a, b in zip(samples, ref, strict=True) if b > 0)
+    ratios = sorted(
+        a / b
+        for a, b in zip(samples, ref, strict=True)
+        if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0
+    )
     if not ratios:
         return None
     mid = len(ratios) // 2
@@ -57,7 +64,11 @@ def per_round_ratio(samples: Sequence[float], ref: Sequence[float]) -> float | N
 def sm_clock_span(stats: Any) -> tuple[float, float] | None:
     """(lowest, highest) busy SM clock in MHz sampled during the run (``stats.clocks_during``),
     or None when the clock was not sampled."""
-    busy = list(((getattr(stats, "clocks_during", None) or {}).get("busy_sm_mhz")) or [])
+    busy = [
+        x
+        for x in ((getattr(stats, "clocks_during", None) or {}).get("busy_sm_mhz") or [])
+        if isinstance(x, (int, float)) and math.isfinite(x)
+    ]
     return (min(busy), max(busy)) if busy else None
 
 

@@ -107,6 +107,17 @@ FP8_STEP = 22
 #: the builds of q_on_n.py: 40, and 42 (40 with S^T's 36 k-blocks in 4 accumulators, not one
 #: chain; 41, a ring of chunk slots for the pages, was measured slower and not kept)
 Q_ON_N_STEPS = (40, 42)
+
+
+def st_accumulators(step: int, n: int) -> int:
+    """S^T's accumulators in the q_on_n.py build of ``step`` for n = s*h query rows: 1 for
+    step 40 (one chain of 36 WGMMAs), for step 42 4 at n = 16 and 2 at n = 32 (4 of 32-column
+    accumulators spill: 255 registers and 112 B of spill stores at h=32, (128, 4096))."""
+    if step != 42:
+        return 1
+    return 4 if n == 16 else 2
+
+
 Q_ON_N_ROWS = (16, 32)
 
 
@@ -472,7 +483,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`, or 40,
+    the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`, 40 or 42,
     one warpgroup with the query rows on WGMMA's N; for before/after runs). 11 is the default: a
     work list of the pages of all sequences end to end, one part per SM and m-tile, measured
     fastest over the workload's table (the devlog, "Step 11"); with an explicit ``splits`` it
@@ -703,7 +714,8 @@ class MlaDecodeSm90(KernelPlan):
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
         step = self.kernel_step(config, problem)
         if step in Q_ON_N_STEPS:
-            accs = ", S^T in 4 accumulators" if step == 42 else ""
+            n_accs = st_accumulators(step, problem.s * problem.h)
+            accs = f", S^T in {n_accs} accumulators" if n_accs > 1 else ""
             return f"step {step} (query rows on WGMMA's N, one warpgroup, work list{accs})"
         if crossover_built(step, problem.kv_fp8, _ceil(problem.s * problem.h, 64)):
             fp8 = " (FP8 cache: producer warpgroups in clusters of 2, the crossover)"

@@ -38,12 +38,12 @@ of 25 chunk slots in place of the two stages (2 7/9 pages in flight) was no fast
 same ring code with 18, and that code, slots computed per chunk at run time, was about
 1.12-1.15x slower than this one: not kept.
 
-Step 42 (``--config step=42``) is 40 with S^T's 36 k-blocks spread over :data:`S_ACCS` = 4
-accumulators at n = 16 (k-block k into k % 4; 2 at n = 32, where 4 spill) and added up before
-the softmax. Why: the ring's first
-build showed that WGMMAs chained on one m64n16 accumulator wait on each other (four in a row
-made it 1.3x slower), and step 40's S^T is one chain of 36. Built and compiled for sm_90a (at
-n = 16 238 registers against 220, at n = 32 254 against 246, 0 spills), not yet run on a GPU.
+Step 42 (``--config step=42``) is 40 with S^T's 36 k-blocks spread over 4 accumulators at n = 16
+(k-block k into k % 4; 2 at n = 32, where 4 spill) and added up before the softmax. Why: the
+ring's first build showed that WGMMAs chained on one m64n16 accumulator wait on each other (four
+in a row made it 1.3x slower), and step 40's S^T is one chain of 36. Built and compiled for
+sm_90a (at h = 16 (128, 4096) 238 registers against 220, at h = 32 (4, 1000) 254 against 246, 0
+spills), not yet run on a GPU.
 
 The work list, the partial O and LSE of a sequence cut in pieces and the PDL combine are step
 11's (:class:`.mla_decode_sm90.WorkList`, :meth:`.kernel.MlaDecodeSm90Kernel.launch_combine`);
@@ -70,21 +70,18 @@ from .kernel import (
     MlaDecodeSm90Kernel,
     _mn_view,
 )
-from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_ROWS, Q_ON_N_STEPS
+from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_ROWS, Q_ON_N_STEPS, st_accumulators
 from .seesaw import EVICT_FIRST
 
 #: one warpgroup: the math, and warp 0 issues the page TMAs
 THREADS_N = 128
 WARPS_N = THREADS_N // 32
 STAGES_N = 2
-#: step 42 at n = 16: S^T's k-blocks spread over this many accumulators (one per k-block of a
-#: chunk); half as many at n = 32, whose accumulators are twice as large
-S_ACCS = 4
 
 
 class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
     """Steps 40 and 42 (see the module docstring): s*h in :data:`.mla_decode_sm90.Q_ON_N_ROWS`, a
-    16-bit cache, the work list; ``step`` 42 is 40 with S^T in :data:`S_ACCS` accumulators.
+    16-bit cache, the work list; ``step`` 42 is 40 with S^T in several accumulators.
     Same ``__call__`` arguments as the seesaw schedule's
     (:class:`.seesaw.MlaDecodeSm90Seesaw`); the FP8 tensors and ``split_count`` are unused.
     Raises ValueError for another s*h or step."""
@@ -97,8 +94,8 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         super().__init__(s, h, causal, dtype, loads="tma")
         self.n = s * h
         self.step = step
-        #: S^T's accumulators: 1 (step 40: 36 chained WGMMAs) or S_ACCS (step 42)
-        self.s_accs = (S_ACCS if self.n == 16 else S_ACCS // 2) if step == 42 else 1
+        #: S^T's accumulators (:func:`.mla_decode_sm90.st_accumulators`): 1 for step 40
+        self.s_accs = st_accumulators(step, self.n)
         self.work_list = True
         self.combine_batch = 4  # step 8's
         self.kv_cache_policy = EVICT_FIRST  # step 7's
@@ -313,7 +310,7 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                 phase = (g // STAGES_N) % 2
 
                 # S^T = K Q^T, chunk c's 4 k-blocks as soon as chunk c has landed; step 42
-                # spreads the 36 k-blocks over S_ACCS accumulators (k-block k into k % S_ACCS),
+                # spreads the 36 k-blocks over s_accs accumulators (k-block k into k % s_accs),
                 # so that no two consecutive WGMMAs wait on one accumulator, and adds them up
                 acc_s = thr_st.make_fragment_C(acc_s_shape)
                 accs = [acc_s]
