@@ -96,8 +96,8 @@ v-fault-wrong-page kernel --b 4 --t 1024 $v --inject-fault wrong-page --prof_typ
 JOBS
 }
 
-# steps 40 and 42 (the query rows on WGMMA's N) take s*h = 16 or 32 only: its own check list, the
-# same kinds of cases at h=16 (s=2 and h=32: n = 32, s=2 causal), the work list's cases
+# steps 40 and 42 (the query rows on WGMMA's N) take s*h = 16 or 32 only: their own check list,
+# the same kinds of cases at h=16 (s=2 and h=32: n = 32, s=2 causal), the work list's cases
 # (132 parts of 2 pages, one sequence in many pieces, empty sequences, 0-5 page mixes), the
 # mbarrier phases over 256 pages of one CTA's run, and the wrong-page fault that must FAIL
 jobs_check_q_on_n() {
@@ -132,7 +132,8 @@ jobs_table() {
 
 jobs_ncu() {
     if [[ " $VARIANT " =~ $q_on_n ]]; then
-        # steps 40 and 42 take h=16 only here: the default path and the variant at the table's h=16 row
+        # steps 40 and 42 take h=16 only here: the default path and the variant at the table's
+        # h=16 row
         cat <<JOBS
 v-ncu-default-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 --prof_type ncu --ncu-set full
 v-ncu-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $v --prof_type ncu --ncu-set full

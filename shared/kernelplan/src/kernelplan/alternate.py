@@ -15,11 +15,11 @@ the others. One ``benchmark`` record per implementation and problem (``alternate
 the others and ``round_id`` ties them), and a markdown table with the ratio of each to the
 fastest: of the medians (``x fastest``) and the median of the per-round ratios (``x per
 round``: each round's time over the same round's time of the entry with the lowest median, so
-it can fall below 1), beside the busy SM
-clock's range over the run (``SM MHz``). When that range is wider than
-:data:`CLOCK_SPREAD_NOTE` of its top, a note line says so: the medians then mix clocks, and
-an entry whose pace follows the SM clock can trade places with one that does not (the MLA
-devlog, "Session 15"; ``scripts/experiments/clock_split_medians.py`` splits such a run).
+it can fall below 1), beside the busy SM clock's range over the run (``SM MHz``). When that
+range is wider than :data:`CLOCK_SPREAD_NOTE` of its top, a note line says so: the medians then
+mix clocks, and an entry whose pace follows the SM clock can trade places with one that does
+not (the MLA devlog, "Session 15"; ``scripts/experiments/clock_split_medians.py`` splits such
+a run).
 
 Comparisons of implementations belong here, in one run; single-kernel timings of different
 runs are not compared (the clocks differ: see ``knowledge/anti-patterns/
@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import math
 import secrets
+import statistics
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,15 +51,12 @@ def per_round_ratio(samples: Sequence[float] | None, ref: Sequence[float] | None
     positive; None when either is missing or empty, the lengths differ, or no round is left."""
     if not samples or not ref or len(samples) != len(ref):
         return None
-    ratios = sorted(
+    ratios = [
         a / b
         for a, b in zip(samples, ref, strict=True)
         if math.isfinite(a) and math.isfinite(b) and a > 0 and b > 0
-    )
-    if not ratios:
-        return None
-    mid = len(ratios) // 2
-    return ratios[mid] if len(ratios) % 2 else 0.5 * (ratios[mid - 1] + ratios[mid])
+    ]
+    return statistics.median(ratios) if ratios else None
 
 
 def sm_clock_span(stats: Any) -> tuple[float, float] | None:

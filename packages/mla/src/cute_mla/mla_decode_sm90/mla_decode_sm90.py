@@ -102,11 +102,12 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: with WG0's next S issued behind its last PV; 32: 31 with that PV queued after WG1's PV0R)
 BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32)
 FP8_STEP = 22
-#: step 40 (q_on_n.py): the s*h query rows on WGMMA's N dimension, one warpgroup; it takes
-#: these s*h only (one N of 16 or 32), a 16-bit cache and the work list
-#: the builds of q_on_n.py: 40, and 42 (40 with S^T's 36 k-blocks in 4 accumulators, not one
-#: chain; 41, a ring of chunk slots for the pages, was measured slower and not kept)
+#: the builds of q_on_n.py, the s*h query rows on WGMMA's N dimension, one warpgroup: 40, and
+#: 42 (40 with S^T's 36 k-blocks in 4 accumulators, not one chain; 41, a ring of chunk slots
+#: for the pages, was measured slower and not kept). They take these s*h only (one N of 16 or
+#: 32), a 16-bit cache and the work list
 Q_ON_N_STEPS = (40, 42)
+Q_ON_N_ROWS = (16, 32)
 
 
 def st_accumulators(step: int, n: int) -> int:
@@ -116,9 +117,6 @@ def st_accumulators(step: int, n: int) -> int:
     if step != 42:
         return 1
     return 4 if n == 16 else 2
-
-
-Q_ON_N_ROWS = (16, 32)
 
 
 def _ceil(a: int, b: int) -> int:
@@ -514,7 +512,7 @@ class MlaSm90Config(Config):
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
-    step 40 in :mod:`.q_on_n`; :mod:`.seesaw`: each warpgroup owns every other page and the
+    steps 40 and 42 in :mod:`.q_on_n`; :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
     the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with
     the FP8 cache the default ``step`` (11) builds 22). ``step`` applies to the seesaw schedule
@@ -542,9 +540,8 @@ class MlaSm90Config(Config):
             raise ShapeError(
                 f"step must be a seesaw step: {steps_text(BF16_STEPS)} for a 16-bit cache, "
                 f"{steps_text(FP8_STEPS)} for the FP8 one, or {steps_text(Q_ON_N_STEPS)} (the "
-                "query rows on "
-                f"WGMMA's N, s*h = 16 or 32; got {self.step}; the "
-                "lockstep schedule has no step: --config schedule=lockstep)"
+                f"query rows on WGMMA's N, s*h = 16 or 32; got {self.step}; the lockstep "
+                "schedule has no step: --config schedule=lockstep)"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
             raise ShapeError(f"schedule must be auto, lockstep or seesaw (got {self.schedule!r})")
@@ -766,10 +763,11 @@ class MlaDecodeSm90(KernelPlan):
         p = problem
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
         schedule = self.schedule_for(p, config)
-        if schedule == "seesaw" and self.kernel_step(config, p) in Q_ON_N_STEPS:
+        built = self.kernel_step(config, p)
+        if schedule == "seesaw" and built in Q_ON_N_STEPS:
             from .q_on_n import MlaDecodeSm90QOnN
 
-            k = MlaDecodeSm90QOnN(p.s, p.h, bool(p.causal), dt, step=config.step)
+            k = MlaDecodeSm90QOnN(p.s, p.h, bool(p.causal), dt, step=built)
         elif schedule == "seesaw":
             from .seesaw import MlaDecodeSm90Seesaw
 

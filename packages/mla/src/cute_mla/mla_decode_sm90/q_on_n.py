@@ -80,11 +80,11 @@ STAGES_N = 2
 
 
 class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
-    """Steps 40 and 42 (see the module docstring): s*h in :data:`.mla_decode_sm90.Q_ON_N_ROWS`, a
-    16-bit cache, the work list; ``step`` 42 is 40 with S^T in several accumulators.
-    Same ``__call__`` arguments as the seesaw schedule's
-    (:class:`.seesaw.MlaDecodeSm90Seesaw`); the FP8 tensors and ``split_count`` are unused.
-    Raises ValueError for another s*h or step."""
+    """Steps 40 and 42 (see the module docstring): s*h in :data:`.mla_decode_sm90.Q_ON_N_ROWS`,
+    a 16-bit cache, the work list; ``step`` 42 is 40 with S^T in several accumulators
+    (:func:`.mla_decode_sm90.st_accumulators`). Same ``__call__`` arguments as the seesaw
+    schedule's (:class:`.seesaw.MlaDecodeSm90Seesaw`); the FP8 tensors and ``split_count`` are
+    unused. Raises ValueError for another s*h or step."""
 
     def __init__(self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16, step: int = 40):
         if s * h not in Q_ON_N_ROWS:
