@@ -101,3 +101,45 @@ def test_where_is_checked_before_the_gpu(capsys, no_gpu):
     assert rc != 0
     err = capsys.readouterr().err
     assert "no profile problem has h=17" in err and "Traceback" not in err
+
+
+def test_problem_builds_the_workload_problem():
+    """``--problem KEY=VALUE,...`` gives the table a problem of no list: each value parsed by
+    its field's type (a tuple in brackets), the fields left out at their defaults; the
+    workload's own validation still applies."""
+    from kernelplan.workloads import get
+
+    wl = get("mla_decode")
+    (p,) = alternate.parse_problems(wl, ["b=128,t=4096,h=32"])
+    assert (p.b, p.t, p.h, p.s, p.varlen) == (128, 4096, 32, 1, False)
+    (p,) = alternate.parse_problems(wl, ["b=2,seqlens=[1,0],h=16"])
+    assert p.seqlens == (1, 0) and p.lengths() == (1, 0)
+    two = alternate.parse_problems(wl, ["b=4,t=64", "b=4,t=64,s=2"])
+    assert [q.s for q in two] == [1, 2]
+    assert alternate.split_items("a=1,b=[2,3],c=(4,5)") == ["a=1", "b=[2,3]", "c=(4,5)"]
+    for bad, needle in [
+        (["q=1"], "unknown problem key 'q'; known: b, s, t"),
+        (["t=40x96"], "--problem t=40x96: not an int"),
+        (["b"], "--problem items are key=value"),
+        (["b=1,b=2"], "key 'b' given twice"),
+        (["b=4,seqlens=[1,0]"], "--seqlens has 2 lengths but --b is 4"),
+    ]:
+        with pytest.raises(KernelPlanError, match=needle) as e:
+            alternate.parse_problems(wl, bad)
+        assert "\n" not in str(e.value)
+
+
+def test_problem_is_checked_before_the_gpu_and_takes_where(capsys, no_gpu):
+    """A bad ``--problem`` is one line on a machine without a GPU; ``--where`` then filters
+    the ``--problem`` problems and says so when it keeps none."""
+    rc = alternate.main(["mla_decode", "mla_decode_sm90", "--problem", "b=1,t=0x1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--problem t=0x1: not an int" in err and "Traceback" not in err
+    rc = alternate.main(
+        ["mla_decode", "mla_decode_sm90", "--problem", "b=8,h=32", "--where", "h=16"]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and "no --problem problem has h=16 (values there: 32)" in err
+    rc = alternate.main(["mla_decode", "mla_decode_sm90", "--problem", "b=8,h=32"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "needs a CUDA GPU" in err

@@ -124,9 +124,12 @@ JOBS
 }
 
 jobs_table() {
-    # WHERE (e.g. "h=16"): only the profile problems with those fields (alternate --where)
+    # WHERE (e.g. "h=16"): only the profile problems with those fields (alternate --where);
+    # PROBLEMS (e.g. "b=128,t=4096,h=32 b=128,s=2,t=4096,h=16"): those problems instead of the
+    # profile list (alternate --problem, one per space-separated item)
     local where=""
     for w in ${WHERE:-}; do where+=" --where $w"; done
+    for w in ${PROBLEMS:-}; do where+=" --problem $w"; done
     echo "v-table alternate mla_decode mla_decode_sm90 mla_decode_sm90:${VARIANT// /,} ${EXTRA:-} ${PEERS:-} --cuda-graph --reps 30$where"
 }
 

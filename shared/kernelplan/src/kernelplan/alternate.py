@@ -1,7 +1,8 @@
 """Implementations of one workload timed in one run, alternated: the comparison table.
 
 ``python -m kernelplan.alternate <workload> [package/kernel[:key=value,...] ...] [--problems
-profile|check] [--where KEY=VALUE ...] [--reps N] [--cuda-graph] [--check]`` takes every
+profile|check] [--problem KEY=VALUE,...] [--where KEY=VALUE ...] [--reps N] [--cuda-graph]
+[--check]`` takes every
 implementation of the workload that runs on this GPU (or those named; ``:key=value,...`` after
 a name applies ``--config`` items to that implementation, so one implementation may be named
 twice with different configs, e.g. ``mla_decode_sm90 mla_decode_sm90:loads=tma``; its table
@@ -11,8 +12,10 @@ timing), binds cold-L2 workspaces for each, then times them in rounds, each roun
 every implementation once in a rotated order between CUDA events, so that clock and power drift
 fall on all of them alike. ``--where h=16`` (repeatable) keeps the problems whose field ``h``
 is 16 (a field's value as the problem's record writes it), to time one row of the table without
-the others. One ``benchmark`` record per implementation and problem (``alternated_with`` names
-the others and ``round_id`` ties them), and a markdown table with the ratio of each to the
+the others; ``--problem b=128,t=4096,h=32`` (repeatable) times a problem of no list (fields left
+out take their defaults; a tuple as ``seqlens=[1,0]``). One ``benchmark`` record per
+implementation and problem (``alternated_with`` names the others and ``round_id`` ties them),
+and a markdown table with the ratio of each to the
 fastest: of the medians (``x fastest``) and the median of the per-round ratios (``x per
 round``: each round's time over the same round's time of the entry with the lowest median, so
 it can fall below 1), beside the busy SM clock's range over the run (``SM MHz``). When that
@@ -268,6 +271,44 @@ def time_entries(
     return out
 
 
+def split_items(text: str) -> list[str]:
+    """``a=1,b=[2,3],c=4`` -> ``["a=1", "b=[2,3]", "c=4"]``: split at the commas outside
+    brackets, so that a tuple value may be written ``[2,3]``."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth = max(depth - 1, 0)
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return parts
+
+
+def parse_items(spec: str, text: str, what: str) -> dict[str, str]:
+    """The ``key=value`` items of ``text`` (comma-separated, see :func:`split_items`), as
+    strings; ``spec`` and ``what`` ("config items after ':'", "--problem") name them in the
+    error.
+
+    Raises:
+        KernelPlanError: an item without ``=``, an empty key, or a key given twice.
+    """
+    items: dict[str, str] = {}
+    for part in split_items(text):
+        key, eq, val = part.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise KernelPlanError(f"{spec!r}: {what} are key=value, comma-separated (got {part!r})")
+        if key in items:
+            raise KernelPlanError(f"{spec!r}: key {key!r} given twice")
+        items[key] = val.strip()
+    return items
+
+
 def parse_impl_spec(spec: str) -> tuple[str, dict[str, str]]:
     """``ref[:key=value[,key=value...]]`` -> (ref, config overrides). ``ref`` is what
     :func:`~kernelplan.report.resolve_implementation` takes (``package/kernel`` or a bare
@@ -280,20 +321,22 @@ def parse_impl_spec(spec: str) -> tuple[str, dict[str, str]]:
     ref, sep, rest = spec.partition(":")
     if not ref:
         raise KernelPlanError(f"{spec!r}: no implementation before ':'")
-    items: dict[str, str] = {}
-    if sep:
-        for part in rest.split(","):
-            key, eq, val = part.partition("=")
-            key = key.strip()
-            if not eq or not key:
-                raise KernelPlanError(
-                    f"{spec!r}: config items after ':' are key=value, comma-separated "
-                    f"(got {part!r})"
-                )
-            if key in items:
-                raise KernelPlanError(f"{spec!r}: config key {key!r} given twice")
-            items[key] = val.strip()
-    return ref, items
+    return ref, (parse_items(spec, rest, "config items after ':'") if sep else {})
+
+
+def parse_problems(workload, specs: Sequence[str]) -> list:
+    """``--problem`` specs (``b=128,t=4096,h=32``; fields left out take the problem's
+    defaults) -> the workload's problems, each value parsed by its field's type.
+
+    Raises:
+        KernelPlanError: an item without ``=`` or a key given twice; ShapeError: an unknown
+            field, a value of the wrong type or a problem the workload rejects (one line
+            naming the field).
+    """
+    return [
+        workload.problem_type.from_overrides(None, parse_items(spec, spec, "--problem items"))
+        for spec in specs
+    ]
 
 
 def impl_label(package: str, kernel: str, overrides: dict[str, str]) -> str:
@@ -317,6 +360,7 @@ def run_table(
     results_dir=None,
     record: bool = True,
     where: Sequence[str] = (),
+    problem: Sequence[str] = (),
     log=print,
 ) -> int:
     """The comparison table of ``workload`` on this GPU (see the module docstring). Returns
@@ -328,9 +372,13 @@ def run_table(
     from .workloads import get
 
     wl = get(workload)
-    # the --where filter, checked before the GPU is looked for
-    select_problems(wl.profile_problems() if problems == "profile" else wl.check_problems(),
-                    where, problems)  # fmt: skip
+    # the problem list (--problem's own problems in place of the named list) and the --where
+    # filter, checked before the GPU is looked for
+    if problem:
+        listed, problems = parse_problems(wl, problem), "--problem"
+    else:
+        listed = wl.profile_problems() if problems == "profile" else wl.check_problems()
+    probs = select_problems(listed, where, problems)
     # implementations and their config items, checked before the GPU is looked for (a typo
     # in a key or a value is one line on any machine)
     specs = [parse_impl_spec(r) for r in impls]
@@ -358,9 +406,6 @@ def run_table(
             log(f"skip: {e}")
             continue
         plans.append((plan, ov))
-    probs = select_problems(
-        wl.profile_problems() if problems == "profile" else wl.check_problems(), where, problems
-    )
     log(f"device: {dev.name} ({dev.sm}); {len(plans)} implementation(s) of {workload}")
     rows, notes, failed = [], [], 0
     for prob in probs:
@@ -470,6 +515,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--where", action="append", default=[], metavar="KEY=VALUE",
         help="keep the problems whose field KEY is VALUE (repeatable), e.g. --where h=16",
     )  # fmt: skip
+    p.add_argument(
+        "--problem", action="append", default=[], metavar="KEY=VALUE,...",
+        help="time this problem instead of the --problems list (repeatable; fields left out "
+        "take their defaults), e.g. --problem b=128,t=4096,h=32",
+    )  # fmt: skip
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--cuda-graph", action="store_true")
@@ -489,6 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results_dir=a.results_dir,
             record=not a.no_record,
             where=a.where,
+            problem=a.problem,
         )
     except KernelPlanError as e:
         return die(str(e))

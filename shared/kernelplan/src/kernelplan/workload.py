@@ -44,6 +44,10 @@ class _Frozen:
 
     #: what the value is called in messages ("problem", "config")
     _what: ClassVar[str] = "value"
+    #: the command-line flag whose ``key=value`` items :meth:`from_overrides` parses
+    _flag: ClassVar[str] = "--config"
+    #: said after an unknown key's name in :meth:`from_overrides`'s message
+    _unknown_where: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # lists from JSON become tuples
@@ -85,6 +89,29 @@ class _Frozen:
         except TypeError as e:
             raise ShapeError(f"bad {cls._what}: {e}") from None
 
+    @classmethod
+    def from_overrides(cls, base: _Frozen | None, items: Mapping[str, str]):
+        """``base`` (or the defaults) with the string ``items`` applied, each parsed by its
+        field's type: ``128,256`` or ``128x256`` (or ``[1,0]``) for a tuple, ``true``/``false``
+        for a bool, a number, or a string (an enum member name for an enum-typed field).
+
+        Raises:
+            ShapeError: an unknown key, a value that does not parse as its field's type, or
+                a value :meth:`validate` rejects (each message names the flag, ``--config``
+                or ``--problem``).
+        """
+        hints = typing.get_type_hints(cls)
+        known = cls.field_names()
+        values = base.to_dict() if base is not None else {}
+        for k, raw in items.items():
+            if k not in known:
+                raise ShapeError(
+                    f"unknown {cls._what} key {k!r}{cls._unknown_where}; known: "
+                    f"{', '.join(known) or 'none (it takes no ' + cls._what + ')'}"
+                )
+            values[k] = _parse_value(k, raw, hints.get(k, Any), cls._flag)
+        return cls.from_dict(values)
+
     def replace(self, **changes: Any):
         return dataclasses.replace(self, **changes)
 
@@ -119,6 +146,7 @@ class Problem(_Frozen):
     (a frozen dataclass allows it only there)."""
 
     _what = "problem"
+    _flag = "--problem"
 
 
 class Config(_Frozen):
@@ -130,26 +158,7 @@ class Config(_Frozen):
     a number, or a string (an enum member name for an enum-typed field)."""
 
     _what = "config"
-
-    @classmethod
-    def from_overrides(cls, base: Config | None, items: Mapping[str, str]):
-        """``base`` with the string ``items`` applied (parsed by field type).
-
-        Raises:
-            ShapeError: an unknown key, a value that does not parse as its field's type, or
-                a config :meth:`validate` rejects.
-        """
-        hints = typing.get_type_hints(cls)
-        known = cls.field_names()
-        values = base.to_dict() if base is not None else {}
-        for k, raw in items.items():
-            if k not in known:
-                raise ShapeError(
-                    f"unknown config key {k!r} for this implementation; known: "
-                    f"{', '.join(known) or 'none (it takes no config)'}"
-                )
-            values[k] = _parse_value(k, raw, hints.get(k, Any))
-        return cls.from_dict(values)
+    _unknown_where = " for this implementation"
 
 
 @dataclass(frozen=True)
@@ -157,8 +166,9 @@ class NoConfig(Config):
     """The config of an implementation with nothing to tune."""
 
 
-def _parse_value(key: str, raw: Any, hint: Any) -> Any:
-    """One ``--config`` value by its field type (see :meth:`Config.from_overrides`)."""
+def _parse_value(key: str, raw: Any, hint: Any, flag: str = "--config") -> Any:
+    """One ``key=value`` item's value by its field type (see :meth:`_Frozen.from_overrides`);
+    ``flag`` names the option in the error message."""
     if not isinstance(raw, str):
         return raw
     origin = typing.get_origin(hint)
@@ -174,11 +184,11 @@ def _parse_value(key: str, raw: Any, hint: Any) -> Any:
             parts = [p for p in raw.strip("[]() ").replace("x", ",").split(",") if p.strip()]
             elem = args[0] if args else int
             try:
-                return tuple(_parse_value(key, p.strip(), elem) for p in parts)
+                return tuple(_parse_value(key, p.strip(), elem, flag) for p in parts)
             except ShapeError:
                 name = getattr(elem, "__name__", str(elem))
                 raise ShapeError(
-                    f"--config {key}={raw}: not a tuple of {name} (e.g. {key}=128,256)"
+                    f"{flag} {key}={raw}: not a tuple of {name} (e.g. {key}=128,256)"
                 ) from None
         if hint is bool:
             if raw.lower() in ("1", "true", "yes"):
@@ -208,7 +218,7 @@ def _parse_value(key: str, raw: Any, hint: Any) -> Any:
         else:
             name = getattr(hint, "__name__", str(hint))
             want = ("an " if name[:1] in "aeiou" else "a ") + name
-        raise ShapeError(f"--config {key}={raw}: not {want}") from None
+        raise ShapeError(f"{flag} {key}={raw}: not {want}") from None
 
 
 class Workload(abc.ABC):
