@@ -692,16 +692,18 @@ def test_work_list_refusals_in_one_line(args, needle):
 
 
 def test_step11_with_a_split_count_builds_step9():
-    """The default (step 11) plans its own parts; an explicit ``splits`` asks for step 9's
-    per-sequence splits, and gets them (the record's meta names the step built)."""
+    """The default (step 0, which builds 11 here) plans its own parts; an explicit ``splits``
+    asks for step 9's per-sequence splits, and gets them, as does step 11 with ``splits``
+    (the record's meta names the step built)."""
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
     prob = plan.problem(b=32, t=4096)
     tgt = plan.target("sm_90a", 132)
-    assert plan.config(prob, {}).step == 11
-    k = plan.plan(prob, plan.config(prob, {"splits": "2"}), tgt)
-    assert k.fn.step == 9 and not k.fn.work_list
+    assert plan.config(prob, {}).step == 0
+    for asked in ({"splits": "2"}, {"splits": "2", "step": "11"}):
+        k = plan.plan(prob, plan.config(prob, asked), tgt)
+        assert k.fn.step == 9 and not k.fn.work_list
     assert (k.meta["seesaw_step"], k.meta["split_rule"], k.meta["split_kv"]) == (9, "config", 2)
     k = plan.plan(prob, plan.config(prob, {}), tgt)
     assert k.fn.step == 11 and k.meta["split_rule"] == "work list"
@@ -1059,13 +1061,16 @@ def test_fp8_seesaw_step24_reloads_while_it_stores(tmp_path, monkeypatch):
 
 
 def test_mla_decode_sm90_build_label_names_what_is_built():
-    """``step=11`` (the config default) is not what every call builds: the label the CLI prints
-    and every record keeps as ``build`` names the resolved schedule and step."""
+    """``step=0`` (the config default) builds the step measured fastest for the problem: the
+    label the CLI prints and every record keeps as ``build`` names the resolved schedule and
+    step (42 at s*h = 16, 11 at s*h = 32 and above, 22 with the FP8 cache, 9 with splits)."""
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
     fp8 = plan.problem(b=2, t=100, kv_dtype=FP8)
     bf16 = plan.problem(b=2, t=100)
+    h16, h32 = plan.problem(b=2, t=100, h=16), plan.problem(b=2, t=100, h=32)
+    h16_fp8 = plan.problem(b=2, t=100, h=16, kv_dtype=FP8)
     cases = [
         (fp8, {}, "seesaw step 22 (FP8 cache: producer warpgroup)"),
         (fp8, {"step": "24"}, "seesaw step 24 (FP8 cache: producer warpgroup)"),
@@ -1075,14 +1080,24 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
             "lockstep schedule, cpasync pages, FP8 dequantised by the math warpgroups",
         ),
         (bf16, {}, "seesaw step 11"),
+        (bf16, {"step": "11"}, "seesaw step 11"),
         (bf16, {"splits": "2"}, "seesaw step 9"),
+        (
+            h16,
+            {},
+            "step 42 (query rows on WGMMA's N, one warpgroup, work list, S^T in 4 accumulators)",
+        ),
+        (h16, {"step": "11"}, "seesaw step 11"),
+        (h16, {"splits": "2"}, "seesaw step 9"),
+        (h32, {}, "seesaw step 11"),
+        (h16_fp8, {}, "seesaw step 22 (FP8 cache: producer warpgroup)"),
         (bf16, {"schedule": "lockstep", "loads": "tma"}, "lockstep schedule, tma pages"),
     ]
     for prob, overrides, label in cases:
         assert plan.build_label(prob, plan.config(prob, overrides)) == label
     rec = plan.record_base("static", fp8, plan.config(fp8, {}))
     assert rec["build"] == "seesaw step 22 (FP8 cache: producer warpgroup)"
-    assert rec["config"]["step"] == 11  # the config as given, beside what it built
+    assert rec["config"]["step"] == 0  # the config as given, beside what it built
 
 
 # -- costed cuts (--config cuts=costed): parts filled up to one modelled cost -----------------
@@ -1264,7 +1279,11 @@ def test_mla_decode_sm90_step40_puts_the_query_rows_on_n(
         ({"b": 4, "t": 1000, "h": 16}, {"step": "40", "schedule": "lockstep"}, "seesaw schedule"),
         ({"b": 4, "t": 1000, "h": 64}, {"step": "42"}, "step 42 puts the s*h query rows on"),
         ({"b": 4, "t": 1000, "h": 16}, {"step": "42", "splits": "2"}, "walks the work list"),
-        ({"b": 4, "t": 1000, "h": 16}, {"step": "41"}, "step must be a seesaw step"),
+        (
+            {"b": 4, "t": 1000, "h": 16},
+            {"step": "41"},
+            "step must be 0 (the default: the fastest build measured for the problem) or a ",
+        ),
         (
             {"b": 4, "t": 1000, "h": 16, "kv_dtype": "float8_e4m3fn"},
             {"step": "40"},

@@ -102,6 +102,17 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: with WG0's next S issued behind its last PV; 32: 31 with that PV queued after WG1's PV0R)
 BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32)
 FP8_STEP = 22
+#: ``step=0``, the config's default: the build measured fastest for the problem
+#: (:meth:`MlaDecodeSm90.kernel_step`): :data:`WORK_LIST_STEP` for a 16-bit cache,
+#: :data:`Q_ON_N_STEP` at s*h = 16, :data:`FP8_STEP` for the FP8 cache, step 9 with ``splits``
+AUTO_STEP = 0
+#: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
+WORK_LIST_STEP = 11
+#: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
+#: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
+#: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (the devlog, "Session
+#: 16"); at s*h = 32 it was slower than step 11 (163.3 against 158.5 us), so there 11 stays
+Q_ON_N_STEP = 42
 #: the builds of q_on_n.py, the s*h query rows on WGMMA's N dimension, one warpgroup: 40, and
 #: 42 (40 with S^T's 36 k-blocks in 4 accumulators, not one chain; 41, a ring of chunk slots
 #: for the pages, was measured slower and not kept). They take these s*h only (one N of 16 or
@@ -482,10 +493,12 @@ class MlaSm90Config(Config):
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
     the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`, 40 or 42,
-    one warpgroup with the query rows on WGMMA's N; for before/after runs). 11 is the default: a
-    work list of the pages of all sequences end to end, one part per SM and m-tile, measured
-    fastest over the workload's table (the devlog, "Step 11"); with an explicit ``splits`` it
-    builds step 9, the per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
+    one warpgroup with the query rows on WGMMA's N; for before/after runs), or 0, the default:
+    the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
+    16, 22 for the FP8 cache, 9 with an explicit ``splits``, else 11. 11 is a work list of the
+    pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
+    workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
+    per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
     dequantises the e4m3 pages into the 16-bit stages); 15 is 14 dequantising by bit placement
     instead of conversions; 16 is 15 filling a pair's groups in the order they are released; 17
     is 15 with one group in flight, not two; 18 is 17 with
@@ -508,14 +521,14 @@ class MlaSm90Config(Config):
     against FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz, 154-165 us once it
     fell to 1710-1875 MHz; the devlog, "Session 15"). 42 is 40 with S^T's 36 k-blocks spread
     over 4 accumulators (2 at s*h = 32) and added up, so that consecutive WGMMAs do not chain
-    on one (built and compiled, not yet run on a GPU).
+    on one: the default at s*h = 16 (:data:`Q_ON_N_STEP`; the devlog, "Session 16").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
     steps 40 and 42 in :mod:`.q_on_n`; :mod:`.seesaw`: each warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
     the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with
-    the FP8 cache the default ``step`` (11) builds 22). ``step`` applies to the seesaw schedule
+    the FP8 cache the default ``step`` builds 22). ``step`` applies to the seesaw schedule
     only. ``cuts`` (the
     work list of seesaw steps 11 and later, without ``splits``): ``auto`` (the default:
     ``costed`` wherever there is a work list), ``costed`` (:func:`costed_work_list`, parts
@@ -528,7 +541,7 @@ class MlaSm90Config(Config):
     loads: Literal["auto", "cpasync", "tma"] = "auto"
     schedule: Literal["auto", "lockstep", "seesaw"] = "auto"
     split_rule: Literal["equal", "balanced"] = "balanced"
-    step: int = 11
+    step: int = AUTO_STEP
     cuts: Literal["auto", "costed", "equal"] = "auto"
 
     def validate(self) -> None:
@@ -536,9 +549,10 @@ class MlaSm90Config(Config):
             raise ShapeError(f"cuts must be auto, costed or equal (got {self.cuts!r})")
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (*BF16_STEPS, *FP8_STEPS, *Q_ON_N_STEPS):
+        if self.step not in (AUTO_STEP, *BF16_STEPS, *FP8_STEPS, *Q_ON_N_STEPS):
             raise ShapeError(
-                f"step must be a seesaw step: {steps_text(BF16_STEPS)} for a 16-bit cache, "
+                f"step must be {AUTO_STEP} (the default: the fastest build measured for the "
+                f"problem) or a seesaw step: {steps_text(BF16_STEPS)} for a 16-bit cache, "
                 f"{steps_text(FP8_STEPS)} for the FP8 one, or {steps_text(Q_ON_N_STEPS)} (the "
                 f"query rows on WGMMA's N, s*h = 16 or 32; got {self.step}; the lockstep "
                 "schedule has no step: --config schedule=lockstep)"
@@ -567,7 +581,8 @@ class MlaDecodeSm90(KernelPlan):
     description: ClassVar[str] = (
         "own CuTe DSL MLA decode for sm_90a: WGMMA, 2 math warpgroups, V = transposed K page "
         "in SMEM, split-KV with a PDL combine; default: the seesaw schedule (seesaw.py) with "
-        "TMA pages for 16-bit caches and, for the FP8 cache, step 22 (a producer warpgroup "
+        "TMA pages for 16-bit caches, at s*h = 16 step 42 (q_on_n.py: the query rows on "
+        "WGMMA's N, one warpgroup) and, for the FP8 cache, step 22 (a producer warpgroup "
         "dequantises the FP8 pages); schedule=lockstep: kernel.py"
     )
 
@@ -616,10 +631,10 @@ class MlaDecodeSm90(KernelPlan):
             raise ShapeError(
                 f"{self.name}: step {config.step} puts the s*h query rows on WGMMA's N and takes "
                 f"s*h = {' or '.join(map(str, Q_ON_N_ROWS))} (got s={problem.s}, h={problem.h}: "
-                f"drop --config step for step {FP8_STEP if problem.kv_fp8 else 11})"
+                f"drop --config step for the default build)"
             )
         if problem.kv_fp8 and schedule == "seesaw":
-            if config.step not in (MlaSm90Config().step, *FP8_STEPS):
+            if config.step not in (AUTO_STEP, *FP8_STEPS):
                 raise ShapeError(
                     f"{self.name}: the FP8 latent cache's seesaw builds are steps "
                     f"{steps_text(FP8_STEPS)} (got step={config.step}: drop --config "
@@ -641,8 +656,7 @@ class MlaDecodeSm90(KernelPlan):
                 f"{self.name}: the seesaw schedule loads {how} (got loads=cpasync: use "
                 "--config schedule=lockstep for cp.async pages)"
             )
-        newest = MlaSm90Config().step
-        if schedule == "lockstep" and config.step != newest:
+        if schedule == "lockstep" and config.step != AUTO_STEP:
             raise ShapeError(
                 f"{self.name}: --config step applies to the seesaw schedule (got step="
                 f"{config.step} with schedule={schedule}: use --config schedule=seesaw)"
@@ -652,7 +666,7 @@ class MlaDecodeSm90(KernelPlan):
                 f"{self.name}: step {config.step} is an FP8 latent cache build (add --kv_dtype "
                 f"float8_e4m3fn, or take step {steps_text(BF16_STEPS)} for a 16-bit cache)"
             )
-        if schedule == "seesaw" and config.splits and config.step > newest:
+        if schedule == "seesaw" and config.splits and config.step > WORK_LIST_STEP:
             raise ShapeError(
                 f"{self.name}: step {config.step} walks the work list, which plans its own parts "
                 f"(got splits={config.splits}: drop --config splits, or take step=9 for the "
@@ -702,9 +716,9 @@ class MlaDecodeSm90(KernelPlan):
         return specs
 
     def build_label(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
-        """The schedule and step a call builds (``step=11``, the default, builds 22 with the
-        FP8 cache, and 9 with an explicit split count), e.g. ``seesaw step 22 (FP8 cache:
-        producer warpgroup)`` or ``lockstep schedule, cpasync pages``."""
+        """The schedule and step a call builds (the default ``step=0`` builds 11, 42 at s*h =
+        16, 22 with the FP8 cache, and 9 with an explicit split count), e.g. ``seesaw step 22
+        (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync pages``."""
         fp8 = " (FP8 cache: producer warpgroup)" if problem.kv_fp8 else ""
         if self.schedule_for(problem, config) == "lockstep":
             how = ", FP8 dequantised by the math warpgroups" if problem.kv_fp8 else ""
@@ -746,14 +760,21 @@ class MlaDecodeSm90(KernelPlan):
 
     @staticmethod
     def kernel_step(config: MlaSm90Config, problem: MlaDecodeProblem | None = None) -> int:
-        """The seesaw step built for ``config``: its ``step``, except that the default step 11
-        with an explicit ``splits`` builds step 9 (the work list plans its own parts; a split
-        count asks for the per-sequence splits; a later work-list step with one is refused by
-        :meth:`supports_config`), and that the FP8 cache (``problem.kv_fp8``) builds
-        the step asked among 14-24, 26, 27 and 30, else (the default 11) :data:`FP8_STEP`, 22."""
+        """The seesaw step built for ``config``: its ``step``, except that the default (0) and
+        step 11 with an explicit ``splits`` build step 9 (the work list plans its own parts; a
+        split count asks for the per-sequence splits; a later work-list step with one is refused
+        by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
+        16 and :data:`WORK_LIST_STEP` (11) elsewhere, and that the FP8 cache
+        (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27 and 30, else
+        :data:`FP8_STEP`, 22. Without ``problem`` the default resolves as for s*h > 16."""
         if problem is not None and problem.kv_fp8:
             return config.step if config.step in FP8_STEPS else FP8_STEP
-        return 9 if config.step >= 11 and config.splits else config.step
+        if config.splits and config.step in (AUTO_STEP, WORK_LIST_STEP):
+            return 9
+        if config.step == AUTO_STEP:
+            at_16 = problem is not None and problem.s * problem.h == 16
+            return Q_ON_N_STEP if at_16 else WORK_LIST_STEP
+        return config.step
 
     def plan(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> CuteKernel:
         import cutlass
