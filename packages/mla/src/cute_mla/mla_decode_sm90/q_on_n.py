@@ -1,5 +1,6 @@
-"""MLA decode for Hopper (sm_90a), step 40: the query rows on WGMMA's N dimension
-(``--config step=40``; s*h = 16 or 32, 16-bit cache).
+"""MLA decode for Hopper (sm_90a), steps 40 and 42: the query rows on WGMMA's N dimension
+(``--config step=40`` or ``42``; s*h = 16 or 32, 16-bit cache; step 42 is the default at s*h =
+16).
 
 Why (issue 11; the devlog's h_q = 16 rows): the seesaw schedule (:mod:`.seesaw`) computes
 S = Q K^T with the s*h packed query rows on WGMMA's M, which is 64 per instruction. At s*h = 16
@@ -41,9 +42,13 @@ same ring code with 18, and that code, slots computed per chunk at run time, was
 Step 42 (``--config step=42``) is 40 with S^T's 36 k-blocks spread over 4 accumulators at n = 16
 (k-block k into k % 4; 2 at n = 32, where 4 spill) and added up before the softmax. Why: the
 ring's first build showed that WGMMAs chained on one m64n16 accumulator wait on each other (four
-in a row made it 1.3x slower), and step 40's S^T is one chain of 36. Built and compiled for
-sm_90a (at h = 16 (128, 4096) 238 registers against 220, at h = 32 (4, 1000) 254 against 246, 0
-spills), not yet run on a GPU.
+in a row made it 1.3x slower), and step 40's S^T is one chain of 36 (at h = 16 (128, 4096) 238
+registers against 220, at h = 32 (4, 1000) 254 against 246, 0 spills). Measured on the H200
+(the devlog's "Session 16"): at h = 16 (128, 4096) 143.3 us against step 40's 150.8, step 11's
+153.6 and FlashInfer's 146.3, and steady while the SM clock moved 1845-1980 MHz (ncu: DRAM
+87.4%, gmma stall 0.41 cycles per issue against step 40's 0.74), so it is the default at s*h =
+16 (:data:`.mla_decode_sm90.Q_ON_N_STEP`); at s*h = 32 it ran 163.3 us against step 11's 158.5,
+so there step 11 stays.
 
 The work list, the partial O and LSE of a sequence cut in pieces and the PDL combine are step
 11's (:class:`.mla_decode_sm90.WorkList`, :meth:`.kernel.MlaDecodeSm90Kernel.launch_combine`);
