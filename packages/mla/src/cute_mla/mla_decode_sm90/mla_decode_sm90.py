@@ -111,7 +111,8 @@ WORK_LIST_STEP = 11
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
-#: a later run; the devlog, "Session 16"); at s*h = 32 it was slower than step 11 (163.3 against 158.5 us), so there 11 stays
+#: a later run; the devlog, "Session 16"); at s*h = 32 it was slower than step 11 (163.3
+#: against 158.5 us), so there 11 stays
 Q_ON_N_STEP = 42
 #: the builds of q_on_n.py, the s*h query rows on WGMMA's N dimension, one warpgroup: 40, and
 #: 42 (40 with S^T's 36 k-blocks in 4 accumulators, not one chain; 41, a ring of chunk slots

@@ -46,9 +46,9 @@ in a row made it 1.3x slower), and step 40's S^T is one chain of 36 (at h = 16 (
 registers against 220, at h = 32 (4, 1000) 254 against 246, 0 spills). Measured on the H200
 (the devlog's "Session 16"): at h = 16 (128, 4096) 143.3 us against step 40's 150.8, step 11's
 153.6 and FlashInfer's 146.3, and steady while the SM clock moved 1845-1980 MHz (not at 1785
-MHz in a later run; ncu: DRAM 87.4%, gmma stall 0.41 cycles per issue against step 40's 0.74), so it is the default at s*h =
-16 (:data:`.mla_decode_sm90.Q_ON_N_STEP`); at s*h = 32 it ran 163.3 us against step 11's 158.5,
-so there step 11 stays.
+MHz in a later run; ncu: DRAM 87.4%, gmma stall 0.41 cycles per issue against step 40's
+0.74), so it is the default at s*h = 16 (:data:`.mla_decode_sm90.Q_ON_N_STEP`); at s*h = 32
+it ran 163.3 us against step 11's 158.5, so there step 11 stays.
 
 The work list, the partial O and LSE of a sequence cut in pieces and the PDL combine are step
 11's (:class:`.mla_decode_sm90.WorkList`, :meth:`.kernel.MlaDecodeSm90Kernel.launch_combine`);
