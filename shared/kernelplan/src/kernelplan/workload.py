@@ -97,8 +97,9 @@ class _Frozen:
 
         Raises:
             ShapeError: an unknown key, a value that does not parse as its field's type, or
-                a value :meth:`validate` rejects (each message names the flag, ``--config``
-                or ``--problem``).
+                a value :meth:`validate` rejects (a value's message names the flag,
+                ``--config`` or ``--problem``; an unknown key's names the key and the known
+                ones).
         """
         hints = typing.get_type_hints(cls)
         known = cls.field_names()

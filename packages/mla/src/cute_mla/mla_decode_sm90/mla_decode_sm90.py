@@ -794,7 +794,7 @@ class MlaDecodeSm90(KernelPlan):
             from .seesaw import MlaDecodeSm90Seesaw
 
             k = MlaDecodeSm90Seesaw(
-                p.s, p.h, bool(p.causal), dt, step=self.kernel_step(config, p), kv_fp8=p.kv_fp8,
+                p.s, p.h, bool(p.causal), dt, step=built, kv_fp8=p.kv_fp8,
                 scale_block=p.scale_block() if p.kv_fp8 else p.d_latent,
             )  # fmt: skip
         else:
@@ -804,7 +804,7 @@ class MlaDecodeSm90(KernelPlan):
             )  # fmt: skip
         splits, per = self.split_plan(p, config, target)
         work = None
-        step = self.kernel_step(config, p) if schedule == "seesaw" else None
+        step = built if schedule == "seesaw" else None
         if schedule == "seesaw" and step >= 11:
             planner = work_list if config.cuts == "equal" else costed_work_list
             work = planner(_pages(p), _work_parts(p, target.sm_count or PARTS_CAP))
