@@ -43,15 +43,12 @@ run_steps() {
     local prefix=$1 tail=$2 status=0 s
     shift 2
     # every step name first: a typo must not cost the device call the steps before it
-    for s in "$@"; do case $s in
-    check | table | ncu | check14 | table14 | ncu14) ;;
-    *) echo "unknown step $s (check, table, ncu; mla-sm90-fp8.sh: check14, table14, ncu14)" >&2
-       exit 2 ;;
-    esac; done
-    for s in "$@"; do case $s in
-    check | table | ncu | check14 | table14 | ncu14) run_jobs "$prefix-$s" "$s" "$tail" || status=1 ;;
-    *) echo "unknown step $s (check, table, ncu; mla-sm90-fp8.sh: check14, table14, ncu14)" >&2
-       exit 2 ;;
-    esac; done
+    for s in "$@"; do
+        if ! declare -F "jobs_$s" > /dev/null; then
+            echo "unknown step $s (the script's steps: $(declare -F | sed -n 's/^declare -f jobs_//p' | tr '\n' ' '))" >&2
+            exit 2
+        fi
+    done
+    for s in "$@"; do run_jobs "$prefix-$s" "$s" "$tail" || status=1; done
     exit $status
 }

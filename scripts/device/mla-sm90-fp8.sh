@@ -115,6 +115,54 @@ s14-ncu-tok-b128-t4096-h64 kernel --b 128 --t 4096 --h 64 $f8 --config schedule=
 JOBS
 }
 
+# steps 43 and 44 (q_on_n_fp8.py: s*h = 16, the e4m3 page dequantised into the WGMMA register
+# A operand; FP8_STEP, default 43): h=16 shapes of both granularities (kv_block 128 and 256),
+# tails of 1/63/64/65/127 tokens (NaN values and NaN scales past the end), fp16, the work
+# list's cases (one sequence in 264 pieces, empty sequences between long ones, 64 short ones,
+# varlen B=32, the table's (128, 4096)), 3 launches per check, the planted faults, and the
+# refusals (h=64, kv_block 32, the 16-bit cache)
+jobs_check43() {
+    local v="--config step=${FP8_STEP:-43}"
+    local c="--check --check-launches 3 --prof_type disabled"
+    cat <<JOBS
+q8-tok-h16-b4-t1024 kernel --b 4 --t 1024 --h 16 $f8 $v $c
+q8-blk-h16-b3-t1000 kernel --b 3 --t 1000 --h 16 $blk $v $c
+q8-tok-h16-b8-t777-varlen kernel --b 8 --t 777 --h 16 --varlen true $f8 $v $c
+q8-tok-h16-tails kernel --b 5 --h 16 --seqlens [1,63,64,65,127] $f8 $v $c
+q8-blk-h16-tails kernel --b 5 --h 16 --seqlens [1,63,64,65,127] $blk $v $c
+q8-blk256-h16 kernel --b 4 --t 1000 --h 16 $blk --kv_block 256 $v $c
+q8-tok-h16-fp16 kernel --b 4 --t 1000 --h 16 --dtype float16 $f8 $v $c
+q8-tok-h16-t1-empty kernel --b 2 --h 16 --seqlens [1,0] $f8 $v $c
+q8-tok-h16-b1-t16384 kernel --b 1 --t 16384 --h 16 $f8 $v $c
+q8-blk-h16-empty kernel --b 6 --h 16 --seqlens [0,3000,0,0,129,5000] $blk $v $c
+q8-tok-h16-mixed kernel --b 16 --h 16 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300] $f8 $v $c
+q8-tok-h16-b32-varlen kernel --b 32 --t 4096 --h 16 --varlen true $f8 $v $c
+q8-tok-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 $v $c
+q8-blk-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $blk $v $c
+q8-tok-fault-wrong-page kernel --b 4 --t 1024 --h 16 $f8 $v --inject-fault wrong-page --prof_type disabled
+q8-blk-fault-perturb kernel --b 4 --t 1000 --h 16 $blk $v --inject-fault perturb --prof_type disabled
+q8-h64-refused kernel --b 4 --t 1024 --h 64 $f8 $v $c
+q8-blk32-refused kernel --b 4 --t 1024 --h 16 $blk --kv_block 32 $v $c
+q8-bf16-refused kernel --b 4 --t 1024 --h 16 $v $c
+JOBS
+}
+
+# steps 43 and 44 timed (FORMATS, default step43: ours on bf16 (step 42 at h=16), the FP8
+# default (step 22), steps 43 and 44 at both granularities) with PEERS on bf16, alternated at
+# h=16, (B, T) = (128, 4096) and (32, 4096)
+jobs_table43() {
+    echo "q8-table fp8alt --formats ${FORMATS:-step43} --shape 128,4096,16 --shape 32,4096,16 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
+}
+
+# steps 43 and 44 and the 16-bit default (step 42) under Nsight Compute at h=16 (128, 4096)
+jobs_ncu43() {
+    cat <<JOBS
+q8-ncu-bf16-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 --prof_type ncu --ncu-set full
+q8-ncu-s43-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 --config step=43 --prof_type ncu --ncu-set full
+q8-ncu-s44-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 --config step=44 --prof_type ncu --ncu-set full
+JOBS
+}
+
 jobs_table() {
     echo "f8-table fp8alt --shape 128,4096,128 --shape 128,4096,64 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
 }

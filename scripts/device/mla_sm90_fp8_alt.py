@@ -177,6 +177,17 @@ FORMAT_SETS = {
             {"cuts": "equal"},
         ),
     ),
+    # steps 43 and 44 (s*h = 16: the e4m3 page dequantised into the WGMMA register A operand,
+    # 2 CTAs per SM or 4 stages in one) against the FP8 default (step 22) and ours on bf16
+    # (step 42 at h=16)
+    "step43": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step43", {"kv_dtype": FP8}, {"step": "43"}),
+        ("fp8 per_token step44", {"kv_dtype": FP8}, {"step": "44"}),
+        ("fp8 per_block step43", {"kv_dtype": FP8, "kv_scale": "per_block"}, {"step": "43"}),
+        ("fp8 per_block step44", {"kv_dtype": FP8, "kv_scale": "per_block"}, {"step": "44"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

@@ -72,7 +72,7 @@ COMBINE_PAGES = 1
 GRID_BOUND = 4 * 132
 #: the work list (seesaw step 11): at most this many parts, one CTA each per m-tile (one wave
 #: of the largest sm_90 part); the rows of the ``work`` tensor are laid out from it
-PARTS_CAP = 132
+PARTS_CAP = 2 * 132
 #: the seesaw schedule's builds for the FP8 latent cache (seesaw.FP8_STEPS), and the one
 #: ``schedule=seesaw`` builds for it unless ``step`` names another
 FP8_STEPS = (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 26, 27, 30)
@@ -120,6 +120,24 @@ Q_ON_N_STEP = 42
 #: 32), a 16-bit cache and the work list
 Q_ON_N_STEPS = (40, 42)
 Q_ON_N_ROWS = (16, 32)
+#: the builds of q_on_n_fp8.py: the FP8 latent cache at s*h = 16 with the query rows on
+#: WGMMA's N, the e4m3 page dequantised in registers straight into WGMMA's A operand (no 16-bit
+#: copy of the page, no producer warpgroup); 43 with 2 page stages and 2 CTAs per SM, 44 with 4
+#: stages and 1 CTA per SM. They take a scale block of at least 128 columns (per_token, or
+#: per_block with --kv_block 128, 256 or 512)
+Q_ON_N_FP8_STEPS = (43, 44)
+FP8_Q_ON_N_MIN_BLOCK = 128
+
+
+def fp8_q_on_n_stages(step: int) -> int:
+    """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43 (about 104 KB of SMEM, so two
+    CTAs share an SM), 4 for 44 (one CTA per SM)."""
+    return 2 if step == 43 else 4
+
+
+def ctas_per_sm(step: int | None) -> int:
+    """CTAs per SM the work list is cut for: 2 for step 43, else 1."""
+    return 2 if step == 43 else 1
 
 
 def st_accumulators(step: int, n: int) -> int:
@@ -252,10 +270,11 @@ def work_rows(b: int) -> int:
     return 2 * (PARTS_CAP + b)
 
 
-def _work_parts(problem: MlaDecodeProblem, sm_count: int) -> int:
-    """Parts of the work list: one CTA per SM for every m-tile (at most :data:`PARTS_CAP`)."""
+def _work_parts(problem: MlaDecodeProblem, sm_count: int, per_sm: int = 1) -> int:
+    """Parts of the work list: ``per_sm`` CTAs per SM (:func:`ctas_per_sm`) for every m-tile
+    (at most :data:`PARTS_CAP`)."""
     mt = _ceil(problem.s * problem.h, 64)
-    return max(1, min(sm_count, PARTS_CAP) // mt)
+    return max(1, min(sm_count * per_sm, PARTS_CAP) // mt)
 
 
 def work_list(pages: list[int] | tuple[int, ...], parts: int, per: int | None = None) -> WorkList:
@@ -550,12 +569,15 @@ class MlaSm90Config(Config):
             raise ShapeError(f"cuts must be auto, costed or equal (got {self.cuts!r})")
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
-        if self.step not in (AUTO_STEP, *BF16_STEPS, *FP8_STEPS, *Q_ON_N_STEPS):
+        if self.step not in (
+            AUTO_STEP, *BF16_STEPS, *FP8_STEPS, *Q_ON_N_STEPS, *Q_ON_N_FP8_STEPS
+        ):  # fmt: skip
             raise ShapeError(
                 f"step must be {AUTO_STEP} (the default: the fastest build measured for the "
                 f"problem) or a seesaw step: {steps_text(BF16_STEPS)} for a 16-bit cache, "
-                f"{steps_text(FP8_STEPS)} for the FP8 one, or {steps_text(Q_ON_N_STEPS)} (the "
-                f"query rows on WGMMA's N, s*h = 16 or 32; got {self.step}; the lockstep "
+                f"{steps_text(FP8_STEPS)} for the FP8 one, {steps_text(Q_ON_N_STEPS)} (the "
+                f"query rows on WGMMA's N, s*h = 16 or 32) or {steps_text(Q_ON_N_FP8_STEPS)} "
+                f"(the same with the FP8 cache, s*h = 16; got {self.step}; the lockstep "
                 "schedule has no step: --config schedule=lockstep)"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -634,12 +656,35 @@ class MlaDecodeSm90(KernelPlan):
                 f"s*h = {' or '.join(map(str, Q_ON_N_ROWS))} (got s={problem.s}, h={problem.h}: "
                 f"drop --config step for the default build)"
             )
-        if problem.kv_fp8 and schedule == "seesaw":
+        if config.step in Q_ON_N_FP8_STEPS:
+            if not problem.kv_fp8:
+                raise ShapeError(
+                    f"{self.name}: step {config.step} is an FP8 latent cache build (add "
+                    f"--kv_dtype float8_e4m3fn, or take step {Q_ON_N_STEP} for a 16-bit cache)"
+                )
+            if problem.s * problem.h != 16:
+                raise ShapeError(
+                    f"{self.name}: step {config.step} puts the s*h query rows on WGMMA's N and "
+                    f"takes s*h = 16 (got s={problem.s}, h={problem.h}: drop --config step for "
+                    "the default build)"
+                )
+            if problem.scale_block() < FP8_Q_ON_N_MIN_BLOCK:
+                raise ShapeError(
+                    f"{self.name}: step {config.step} takes a scale block of at least "
+                    f"{FP8_Q_ON_N_MIN_BLOCK} columns (got --kv_block {problem.scale_block()}: "
+                    f"use --kv_scale per_token or --kv_block {FP8_Q_ON_N_MIN_BLOCK})"
+                )
+            if config.splits:
+                raise ShapeError(
+                    f"{self.name}: step {config.step} walks the work list, which plans its own "
+                    f"parts (got splits={config.splits}: drop --config splits)"
+                )
+        elif problem.kv_fp8 and schedule == "seesaw":
             if config.step not in (AUTO_STEP, *FP8_STEPS):
                 raise ShapeError(
                     f"{self.name}: the FP8 latent cache's seesaw builds are steps "
-                    f"{steps_text(FP8_STEPS)} (got step={config.step}: drop --config "
-                    f"step for step {FP8_STEP})"
+                    f"{steps_text(FP8_STEPS)} or {steps_text(Q_ON_N_FP8_STEPS)} at s*h = 16 (got "
+                    f"step={config.step}: drop --config step for step {FP8_STEP})"
                 )
             if config.splits:
                 raise ShapeError(
@@ -725,6 +770,12 @@ class MlaDecodeSm90(KernelPlan):
             how = ", FP8 dequantised by the math warpgroups" if problem.kv_fp8 else ""
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
         step = self.kernel_step(config, problem)
+        if step in Q_ON_N_FP8_STEPS:
+            return (
+                f"step {step} (FP8 cache: query rows on WGMMA's N, e4m3 dequantised into the "
+                f"register A operand, {fp8_q_on_n_stages(step)} stages, {ctas_per_sm(step)} "
+                "CTA(s) per SM)"
+            )
         if step in Q_ON_N_STEPS:
             n_accs = st_accumulators(step, problem.s * problem.h)
             accs = f", S^T in {n_accs} accumulators" if n_accs > 1 else ""
@@ -769,7 +820,9 @@ class MlaDecodeSm90(KernelPlan):
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27 and 30, else
         :data:`FP8_STEP`, 22. Without ``problem`` the default resolves as for s*h > 16."""
         if problem is not None and problem.kv_fp8:
-            return config.step if config.step in FP8_STEPS else FP8_STEP
+            if config.step in FP8_STEPS or config.step in Q_ON_N_FP8_STEPS:
+                return config.step
+            return FP8_STEP
         if config.splits and config.step in (AUTO_STEP, WORK_LIST_STEP):
             return 9
         if config.step == AUTO_STEP:
@@ -786,7 +839,13 @@ class MlaDecodeSm90(KernelPlan):
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
         schedule = self.schedule_for(p, config)
         built = self.kernel_step(config, p)
-        if schedule == "seesaw" and built in Q_ON_N_STEPS:
+        if schedule == "seesaw" and built in Q_ON_N_FP8_STEPS:
+            from .q_on_n_fp8 import MlaDecodeSm90QOnNFp8
+
+            k = MlaDecodeSm90QOnNFp8(
+                p.s, p.h, bool(p.causal), dt, step=built, scale_block=p.scale_block()
+            )
+        elif schedule == "seesaw" and built in Q_ON_N_STEPS:
             from .q_on_n import MlaDecodeSm90QOnN
 
             k = MlaDecodeSm90QOnN(p.s, p.h, bool(p.causal), dt, step=built)
@@ -807,7 +866,8 @@ class MlaDecodeSm90(KernelPlan):
         step = built if schedule == "seesaw" else None
         if schedule == "seesaw" and step >= 11:
             planner = work_list if config.cuts == "equal" else costed_work_list
-            work = planner(_pages(p), _work_parts(p, target.sm_count or PARTS_CAP))
+            per_sm = ctas_per_sm(step)
+            work = planner(_pages(p), _work_parts(p, target.sm_count or 132, per_sm))
             splits, per = work.parts, work.per
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
@@ -815,7 +875,9 @@ class MlaDecodeSm90(KernelPlan):
         kv = p.dtype
         if p.kv_fp8:
             kv = f"float8_e4m3fn {p.kv_scale} (scale block {p.scale_block()}), dequantised on chip"
-            if schedule == "seesaw":
+            if step in Q_ON_N_FP8_STEPS:
+                kv += " into the WGMMA register A operand"
+            elif schedule == "seesaw":
                 kv += " by a producer warpgroup"
         return CuteKernel(
             self.name,
@@ -858,19 +920,24 @@ class MlaDecodeSm90(KernelPlan):
                     "max_pieces": max(work.pieces, default=0),
                 },
                 "pages_per_split": per or None,
-                "kv_load": "ldg + dequant (producer warpgroup), rope by tma"
+                "kv_load": "tma (e4m3, scales, rope) + dequant into registers"
+                if step in Q_ON_N_FP8_STEPS
+                else "ldg + dequant (producer warpgroup), rope by tma"
                 if p.kv_fp8 and schedule == "seesaw"
                 else "tma"
                 if schedule == "seesaw" or self.loads_for(config) == "tma"
                 else "cp.async",
                 "schedule": schedule,
                 "seesaw_step": step,
-                "math_warpgroups": 1 if step in Q_ON_N_STEPS else 2,
-                "query_rows_on": "N" if step in Q_ON_N_STEPS else "M",
+                "math_warpgroups": 1 if step in (*Q_ON_N_STEPS, *Q_ON_N_FP8_STEPS) else 2,
+                "query_rows_on": "N" if step in (*Q_ON_N_STEPS, *Q_ON_N_FP8_STEPS) else "M",
+                "ctas_per_sm": ctas_per_sm(step) if work else None,
                 # step 42: S^T's k-blocks spread over this many accumulators
                 "st_accumulators": getattr(k, "s_accs", None),
                 # step 14: a third warpgroup dequantises the FP8 pages into the stages
-                "producer_warpgroup": bool(p.kv_fp8 and schedule == "seesaw"),
+                "producer_warpgroup": bool(
+                    p.kv_fp8 and schedule == "seesaw" and step not in Q_ON_N_FP8_STEPS
+                ),
                 # step 26: the m-tile pairs as clusters of 2, each producer one group per page
                 "crossover": bool(getattr(k, "crossover", False)),
                 "combine": (

@@ -1,0 +1,700 @@
+"""MLA decode for Hopper (sm_90a), steps 43 and 44: the FP8 latent cache with the query rows on
+WGMMA's N, dequantised straight into WGMMA's register A operand (``--kv_dtype float8_e4m3fn
+--config step=43`` or ``44``; s*h = 16).
+
+Why (issue 11: at h_q <= 64 decode is memory-bound and an FP8 cache should read half the bytes
+and run faster; the devlog's FP8 sections): the seesaw schedule's FP8 builds (steps 14-30)
+dequantise every page into 16-bit SMEM stages through a third, producer warpgroup, because there
+the page is WGMMA's B operand, which only SMEM can hold. They measured 1.37x the 16-bit time at
+h = 64: the producer's global loads into registers, its SMEM stores and the hand-over barriers
+are on the critical path. Step 42 (:mod:`.q_on_n`) turned the product around, S^T = K Q^T and
+O^T += V^T P^T, so the page is the **A** operand of both GEMMs, and Hopper's WGMMA takes A from
+registers. So here the page arrives by TMA as e4m3 bytes (32 KB of latent per page instead of
+64 KB, plus the 16-bit rope part and the scales), each thread loads the bytes of its own
+A fragments from SMEM and turns them into 16-bit pairs in registers, and the WGMMAs read them
+there: no 16-bit copy of the page exists anywhere, no producer warpgroup, no extra barrier.
+(FlashAttention-3's FP8 forward reads V through registers for a similar reason: its
+transpose.)
+
+Two permutations make every thread's bytes contiguous, so that one LDS.64 (K) or LDS.128 (V)
+feeds several fragments without byte shuffles across threads:
+
+* S^T's reduction index (the 512 latent columns) is permuted inside each block of 32: logical
+  column ``L = e + 2q + 8a + 16b`` (e, a, b in 0..1, q in 0..3: the m64k16 A fragment's column
+  pair, quad lane, +8 half and k-block of the two in the block) is physical column
+  ``e + 2a + 4b + 8q``. A quad lane's 8 values of the 32 columns are then 8 consecutive bytes.
+  Q's latent part is loaded into SMEM through the same permutation (:func:`latent_q_layout`),
+  so the sum S^T = sum_L K[t, perm(L)] Q[n, perm(L)] is unchanged.
+* O^T's rows (the latent columns of O) are permuted: logical row ``D = r + 8h + 16w + 64i``
+  (r = lane // 4, h = +8 half, w = warp, i = m-tile) is physical column ``16 (8w + r) + 2i + h``.
+  A thread's 16 rows of all 8 m-tiles are then 16 consecutive bytes of a token: one LDS.128
+  per token; a ``prmt`` pairs tokens t and t+1 of one column into a 16-bit pair (the fragment
+  holds two tokens per register). The epilogue stores O and the split workspace through the
+  inverse view (:func:`permuted_rows_layout`), so O comes out in its natural order.
+
+The dequantisation is the bit placement of
+``knowledge/languages/cute-dsl/optimizations/fp8-bit-placement-dequant.md`` (prmt, shift, mask:
+the e4m3 value times 2^-120 as bf16) with both of its multiplies folded into one: the scale
+pair is built as (s * 2^120) in the 16-bit type, so each 16-bit pair costs PRMT, two LOP3, one
+SHF and one HMUL2. The scale granularity is ``per_token`` or ``per_block`` with a block of at
+least 128 latent columns (G <= 4 scales per token: FlashMLA's and FlashInfer's 128); a token's
+scales reach SMEM by TMA with the page. V's scale of a token past the sequence's end is taken
+as 0, so its dequantised V is exactly 0 whatever its bytes (an e4m3 NaN lands as a finite
+value), which replaces step 42's zeroing of the tail's V rows.
+
+RS WGMMAs read their A registers asynchronously, so a register may not be rewritten before the
+WGMMA group that reads it has retired: each GEMM is issued in groups of 8 WGMMAs (S^T: one
+128-column TMA box, 8 k-blocks; O^T: one k-block of 16 tokens over the 8 m-tiles) from two
+register buffers of 32 words in turn, ``wait_group(1)`` before a buffer is refilled, so a
+group's dequantisation overlaps the previous group's WGMMAs.
+
+Step 43 keeps two page stages per CTA (about 104 KB of SMEM, 2 CTAs per SM, the work list cut
+into two parts per SM); step 44 one CTA per SM with four stages. The rest (the work list, the
+column softmax, P^T through SMEM, S^T in 4 accumulators, the epilogue and the PDL combine) is
+step 42's (:class:`.q_on_n.MlaDecodeSm90QOnN`).
+"""
+
+from __future__ import annotations
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass._mlir.dialects import llvm
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cutlass_dsl import T, dsl_user_op
+
+from .kernel import D_QK, D_ROPE, D_V, LOG2_E, PAGE, MlaDecodeSm90Kernel, _mn_view
+from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_FP8_STEPS, fp8_q_on_n_stages
+from .q_on_n import THREADS_N, WARPS_N, MlaDecodeSm90QOnN
+from .seesaw import E4M3_PLACEMENT, EVICT_FIRST
+
+#: latent columns per TMA box of the e4m3 page (one 128-byte swizzle row) and boxes per page
+BOX = 128
+N_BOXES = D_V // BOX  # 4
+BOX_BYTES = PAGE * BOX  # 8 KB
+ROPE_BYTES = PAGE * D_ROPE * 2  # 8 KB (16-bit)
+#: mbarriers per stage: one per latent box (box 0's also counts the scales), one for the rope
+BARS = N_BOXES + 1
+#: S^T's k-blocks (16 columns) per latent box, and 16-token k-blocks of O^T per page
+KB_PER_BOX = BOX // 16  # 8
+OT_KBLOCKS = PAGE // 16  # 4
+#: words (16-bit pairs) of one register A buffer: 8 WGMMAs x 4 registers
+BUF_WORDS = 32
+#: the most scales per token the scale TMA carries in one box (256 fp32 per box row)
+MAX_GROUPS = 4
+
+
+def latent_q_layout(b, n: int) -> cute.Layout:
+    """Q's latent part (b, n, 512) seen in S^T's permuted column order: logical column
+    ``e + 2q + 8a + 16b + 32k`` at physical ``e + 2a + 4b + 8q + 32k`` of a row of 576 (trace
+    time)."""
+    return cute.make_layout(
+        (b, n, ((2, 4, 2, 2), D_V // 32)),
+        stride=(n * D_QK, D_QK, ((1, 8, 2, 4), 32)),
+    )
+
+
+def permuted_rows_layout(n: int):
+    """O^T's logical row ``r + 8h + 16w + 64i`` -> physical latent column ``16 r + h + 128 w +
+    2 i`` (r < 8, h < 2, w < 4, i < 8) as a (shape, stride) pair of one mode."""
+    return (8, 2, 4, 8), (16, 1, 128, 2)
+
+
+@dsl_user_op
+def e4m3_place(x, y, sel: int, sc2, half16: bool, *, loc=None, ip=None) -> cutlass.Uint32:
+    """One 16-bit pair from two e4m3 bytes: ``prmt`` with selector ``sel`` moves the low
+    element's byte (from ``x``) to bits 8-15 and the high element's (from ``y``) to bits 24-31;
+    the bit placement (sign kept, 7 exponent-and-mantissa bits shifted into the 16-bit
+    fields) gives the e4m3 values times 2^-120 (bf16; fp16: 2^-8); one multiply by ``sc2``
+    (:func:`scale_pair`: the scales times 2^120, or 2^8) gives value x scale in one rounding,
+    as the seesaw's two multiplies do (the first is exact)."""
+    shift, mask, _ = E4M3_PLACEMENT[half16]
+    kind = "f16x2" if half16 else "bf16x2"
+    asm = (
+        "{\n\t.reg .b32 v, s, t;\n\t"
+        f"prmt.b32 v, $1, $2, {sel:#x};\n\t"
+        "and.b32 s, v, 0x80008000;\n\t"
+        f"shr.b32 t, v, {shift};\n\t"
+        f"and.b32 t, t, {mask:#x};\n\t"
+        "or.b32 v, s, t;\n\t"
+        f"mul.rn.{kind} $0, v, $3;\n\t}}"
+    )
+    args = [
+        cutlass.Uint32(x).ir_value(loc=loc, ip=ip),
+        cutlass.Uint32(y).ir_value(loc=loc, ip=ip),
+        cutlass.Uint32(sc2).ir_value(loc=loc, ip=ip),
+    ]
+    return cutlass.Uint32(
+        llvm.inline_asm(
+            T.i32(),
+            args,
+            asm,
+            "=r,r,r,r",
+            has_side_effects=False,
+            is_align_stack=False,
+            asm_dialect=llvm.AsmDialect.AD_ATT,
+        )  # fmt: skip
+    )
+
+
+@dsl_user_op
+def scale_pair(lo, hi, half16: bool, *, loc=None, ip=None) -> cutlass.Uint32:
+    """Two fp32 scales as a 16-bit pair (``lo`` in bits 0-15) times 2^120 (bf16) or 2^8
+    (fp16): the factor that undoes :func:`e4m3_place`'s placement and applies the scale."""
+    k = 2.0**8 if half16 else 2.0**120
+    kind = "f16x2" if half16 else "bf16x2"
+    a = (cutlass.Float32(hi) * k).ir_value(loc=loc, ip=ip)
+    b = (cutlass.Float32(lo) * k).ir_value(loc=loc, ip=ip)
+    return cutlass.Uint32(
+        llvm.inline_asm(
+            T.i32(),
+            [a, b],
+            f"cvt.rn.{kind}.f32 $0, $1, $2;",
+            "=r,f,f",
+            has_side_effects=False,
+            is_align_stack=False,
+            asm_dialect=llvm.AsmDialect.AD_ATT,
+        )  # fmt: skip
+    )
+
+
+#: prmt selectors: bytes (0, 1) or (2, 3) of one word (S^T: one token, two columns); byte b
+#: of x and of y (O^T: one column, tokens t and t+1)
+SEL_SAME = (0x1100, 0x3322)
+SEL_XY = tuple(((4 + b) << 12) | ((4 + b) << 8) | (b << 4) | b for b in range(4))
+
+
+class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
+    """Steps 43 and 44 (module docstring): s*h = 16, the FP8 latent cache (e4m3, ``per_token``
+    or ``per_block`` scales with a block of at least 128 columns), the work list. Same
+    ``__call__`` arguments as :class:`.q_on_n.MlaDecodeSm90QOnN`; ``kv_scales`` (pages, 64, G)
+    fp32 and ``kv_rope`` (pages, 64, 64) in the dtype are used. Raises ValueError for another
+    s*h, step or scale block."""
+
+    def __init__(
+        self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16, step: int = 43,
+        scale_block: int = D_V,
+    ):  # fmt: skip
+        if s * h != 16:
+            raise ValueError(f"step {step} takes s*h = 16 (got s={s}, h={h})")
+        if step not in Q_ON_N_FP8_STEPS:
+            raise ValueError(f"MlaDecodeSm90QOnNFp8 builds steps {Q_ON_N_FP8_STEPS} (got {step})")
+        if scale_block < BOX or D_V % scale_block:
+            raise ValueError(
+                f"step {step} takes a scale block of 128, 256 or 512 (got {scale_block})"
+            )
+        MlaDecodeSm90Kernel.__init__(
+            self, s, h, causal, dtype, loads="cpasync", kv_fp8=True, scale_block=scale_block
+        )
+        self.n = s * h
+        self.step = step
+        self.s_accs = 4  # step 42's
+        self.stages = fp8_q_on_n_stages(step)
+        self.work_list = True
+        self.combine_batch = 4
+        self.kv_cache_policy = EVICT_FIRST
+        self.half16 = dtype == cutlass.Float16
+
+    @cute.jit
+    def __call__(
+        self,
+        q: cute.Tensor,  # (b, s, h, 576)
+        kv_cache: cute.Tensor,  # (num_pages, 64, 512) e4m3
+        page_table: cute.Tensor,  # (b, table_pages) int32
+        seqlens: cute.Tensor,  # (b,) int32
+        o: cute.Tensor,  # (b, s, h, 512)
+        lse: cute.Tensor,  # (b, s, h) float32
+        o_acc: cute.Tensor,  # (cap, b, s, h, 512) float32 workspace
+        lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace (log2)
+        kv_scales: cute.Tensor,  # (num_pages, 64, G) float32
+        kv_rope: cute.Tensor,  # (num_pages, 64, 64) dtype
+        split_count: cute.Tensor,  # unused
+        work: cute.Tensor,  # (rows, 4) int32: the work list (WorkList.rows)
+        softmax_scale: cutlass.Float32,
+        num_splits: cutlass.Int32,  # the work list's parts: the grid
+        pages_per_split: cutlass.Int32,  # unused
+        split: cutlass.Constexpr,
+        stream: cuda.CUstream,
+    ):
+        dt = self.dtype
+        n = self.n
+        st = self.stages
+        g = self.groups
+        b = q.shape[0]
+        pages = kv_cache.shape[0]
+        mQl = cute.make_tensor(q.iterator, latent_q_layout(b, n))
+        mQr = cute.make_tensor(
+            q.iterator + D_V, cute.make_layout((b, n, D_ROPE), stride=(n * D_QK, D_QK, 1))
+        )
+        rows_shape, rows_stride = permuted_rows_layout(n)
+        mOt = cute.make_tensor(
+            o.iterator,
+            cute.make_layout((b, rows_shape, n), stride=(n * D_V, rows_stride, D_V)),
+        )
+        mL = cute.make_tensor(lse.iterator, cute.make_layout((b, n), stride=(n, 1)))
+        cap = o_acc.shape[0]
+        mOat = cute.make_tensor(
+            o_acc.iterator,
+            cute.make_layout(
+                (cap, b, rows_shape, n),
+                stride=(cute.assume(b * (n * D_V), divby=n * D_V), n * D_V, rows_stride, D_V),
+            ),
+        )
+        mLa = cute.make_tensor(
+            lse_acc.iterator,
+            cute.make_layout((cap, b, n), stride=(cute.assume(b * n, divby=n), n, 1)),
+        )
+        mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
+
+        K = cute.nvgpu.OperandMajorMode.K
+        # A from registers (the dequantised page) for S^T's latent part and for O^T
+        rs_mma = sm90_utils.make_trivial_tiled_mma(
+            dt, dt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n), warpgroup.OperandSource.RMEM
+        )
+        # A from SMEM: S^T's rope part (16-bit in the cache)
+        ss_mma = sm90_utils.make_trivial_tiled_mma(
+            dt, dt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n)
+        )
+
+        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dt)
+        atom8 = warpgroup.make_smem_layout_atom(
+            warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float8E4M3FN
+        )
+        sQl_layout = cute.tile_to_shape(atom, (n, D_V), (0, 1))
+        sQr_layout = cute.tile_to_shape(atom, (n, D_ROPE), (0, 1))
+        sK8_layout = cute.tile_to_shape(atom8, (PAGE, D_V, st), (0, 1, 2))
+        sR_layout = cute.tile_to_shape(atom, (PAGE, D_ROPE, st), (0, 1, 2))
+        sP_layout = cute.tile_to_shape(atom, (n, PAGE), (0, 1))
+        sPt_outer = cute.composition(sP_layout.outer, cute.make_layout((PAGE, n), stride=(n, 1)))
+
+        # TMA: the e4m3 latent part in 128-column boxes, the rope part, a page's scales
+        mK8_rows = cute.make_tensor(
+            kv_cache.iterator, cute.make_layout((pages * PAGE, D_V), stride=(D_V, 1))
+        )
+        tma8, mK8t = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), mK8_rows,
+            cute.tile_to_shape(atom8, (PAGE, BOX), (0, 1)), (PAGE, BOX),
+        )  # fmt: skip
+        tmaR, mRt = self.page_tma(kv_rope, atom, D_ROPE)
+        mSc_rows = cute.make_tensor(
+            kv_scales.iterator, cute.make_layout((pages, PAGE * g), stride=(PAGE * g, 1))
+        )
+        tmaS, mSct = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), mSc_rows, cute.make_layout((1, PAGE * g)),
+            (1, PAGE * g),
+        )  # fmt: skip
+
+        lat_copy = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(
+                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.ALWAYS), dt,
+                num_bits_per_copy=32,
+            ),
+            cute.make_layout((THREADS_N // 8, 8), stride=(8, 1)),
+            cute.make_layout((1, 2)),
+        )  # fmt: skip
+        rope_copy = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(
+                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt,
+                num_bits_per_copy=128,
+            ),
+            cute.make_layout((THREADS_N // 8, 8), stride=(8, 1)),
+            cute.make_layout((1, 8)),
+        )  # fmt: skip
+
+        @cute.struct
+        class SharedStorage:
+            sK8: cute.struct.Align[
+                cute.struct.MemRange[cutlass.Float8E4M3FN, cute.cosize(sK8_layout)], 1024
+            ]
+            sR: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sR_layout)], 1024]
+            sQl: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQl_layout)], 1024]
+            sQr: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQr_layout)], 1024]
+            sP: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sP_layout)], 1024]
+            sSc: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, PAGE * g * st], 128]
+            sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
+            sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
+            mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, st * BARS], 8]
+
+        self.shared_storage = SharedStorage
+
+        self.kernel_fp8(
+            mQl, mQr, page_table, seqlens, mOt, mL, mOat, mLa, mWork, softmax_scale * LOG2_E,
+            rs_mma, ss_mma, lat_copy, rope_copy, tma8, mK8t, tmaR, mRt, tmaS, mSct,
+            sQl_layout, sQr_layout, sK8_layout, sR_layout, sP_layout, sPt_outer, split,
+        ).launch(grid=[1, 1, num_splits], block=[THREADS_N, 1, 1], stream=stream)  # fmt: skip
+        if cutlass.const_expr(split):
+            self.launch_combine(o, lse, o_acc, lse_acc, num_splits, b, stream, work)
+
+    @cute.kernel
+    def kernel_fp8(
+        self,
+        mQl: cute.Tensor,
+        mQr: cute.Tensor,
+        mPT: cute.Tensor,
+        mLens: cute.Tensor,
+        mOt: cute.Tensor,
+        mL: cute.Tensor,
+        mOat: cute.Tensor,
+        mLa: cute.Tensor,
+        mWork: cute.Tensor,
+        scale_log2: cutlass.Float32,
+        rs_mma: cute.TiledMma,
+        ss_mma: cute.TiledMma,
+        lat_copy: cute.TiledCopy,
+        rope_copy: cute.TiledCopy,
+        tma8: cute.CopyAtom,
+        mK8t: cute.Tensor,
+        tmaR: cute.CopyAtom,
+        mRt: cute.Tensor,
+        tmaS: cute.CopyAtom,
+        mSct: cute.Tensor,
+        sQl_layout: cute.ComposedLayout,
+        sQr_layout: cute.ComposedLayout,
+        sK8_layout: cute.ComposedLayout,
+        sR_layout: cute.ComposedLayout,
+        sP_layout: cute.ComposedLayout,
+        sPt_outer: cute.Layout,
+        split: cutlass.Constexpr,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        _, _, part = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        lane = tidx % 32
+        n = self.n
+        st = self.stages
+        g = self.groups
+        NEG_INF = -cutlass.Float32.inf
+
+        smem = cutlass.memory.SmemAllocator()
+        storage = smem.allocate(self.shared_storage)
+        sQl = storage.sQl.get_tensor(sQl_layout.outer, swizzle=sQl_layout.inner)
+        sQr = storage.sQr.get_tensor(sQr_layout.outer, swizzle=sQr_layout.inner)
+        sK8 = storage.sK8.get_tensor(sK8_layout.outer, swizzle=sK8_layout.inner)  # (64, 512, st)
+        sR = storage.sR.get_tensor(sR_layout.outer, swizzle=sR_layout.inner)  # (64, 64, st)
+        sP = storage.sP.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)
+        sPt = storage.sP.get_tensor(sPt_outer, swizzle=sP_layout.inner)
+        sSc = storage.sSc.get_tensor(
+            cute.make_layout((PAGE, g, st), stride=(g, 1, PAGE * g))
+        )  # (token, group, stage)
+        sSc_tma = storage.sSc.get_tensor(
+            cute.make_layout((1, PAGE * g, st), stride=(0, 1, PAGE * g))
+        )
+        sMax = storage.sMax.get_tensor(cute.make_layout((n, WARPS_N)))
+        sSum = storage.sSum.get_tensor(cute.make_layout((n, WARPS_N)))
+        mbar = storage.mbar.data_ptr()
+
+        # ---- mbarriers, TMA partitions and the first pages ----------------------------------
+        if tidx == 0:
+            for i in cutlass.range_constexpr(st * BARS):
+                cute.arch.mbarrier_init(mbar + i, 1)
+        cute.arch.mbarrier_init_fence()
+        t8s, t8g = cpasync.tma_partition(
+            tma8,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(cute.flat_divide(sK8, (PAGE, BOX))[None, None, 0, None, None], 0, 2),
+            cute.group_modes(cute.local_tile(mK8t, (PAGE, BOX), (None, None)), 0, 2),
+        )  # fmt: skip  (TMA, box, stage), (TMA, page, box)
+        tRs, tRg = cpasync.tma_partition(
+            tmaR,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sR, 0, 2),
+            cute.group_modes(cute.local_tile(mRt, (PAGE, D_ROPE), (None, 0)), 0, 2),
+        )  # fmt: skip  (TMA, stage), (TMA, page)
+        tSs, tSg = cpasync.tma_partition(
+            tmaS,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sSc_tma, 0, 2),
+            cute.group_modes(cute.local_tile(mSct, (1, PAGE * g), (None, 0)), 0, 2),
+        )  # fmt: skip  (TMA, stage), (TMA, page)
+        tmas = (tma8, t8s, t8g, tmaR, tRs, tRg, tmaS, tSs, tSg)
+        seg_lo = mWork[part, 0]
+        seg_hi = mWork[part, 1]
+        ls, lp = self.skip_empty(mWork, seg_lo, seg_hi)
+        if warp == 0:
+            cute.arch.sync_warp()
+            cpasync.prefetch_descriptor(tma8)
+            cpasync.prefetch_descriptor(tmaR)
+            cpasync.prefetch_descriptor(tmaS)
+            for s0 in cutlass.range_constexpr(st):
+                if ls < seg_hi:
+                    self.issue_page(tmas, mbar, mPT[mWork[ls, 0], lp], s0)
+                    ls, lp = self.next_page(mWork, ls, lp, seg_hi)
+
+        # ---- MMA partitions ----------------------------------------------------------------
+        thr = rs_mma.get_slice(tidx)
+        thr_ss = ss_mma.get_slice(tidx)
+        tSrQl = thr.make_fragment_B(thr.partition_B(sQl))  # (MMA, 1, 32)
+        tSrQr = thr_ss.make_fragment_B(thr_ss.partition_B(sQr))  # (MMA, 1, 4)
+        tSrR = thr_ss.make_fragment_A(thr_ss.partition_A(sR))  # (MMA, 1, 4, st)
+        acc_s_shape = thr.partition_shape_C((PAGE, n))
+        tScS = _mn_view(thr.partition_C(cute.make_identity_tensor((PAGE, n))))
+        tPsPt = thr.partition_C(sPt)
+        tOrP = thr.make_fragment_B(thr.partition_B(sP))  # (MMA, 1, 4)
+        acc_o = thr.make_fragment_C(thr.partition_shape_C((D_V, n)))  # (MMA, 8, 1)
+        acc_o_mn = _mn_view(acc_o)
+
+        # the two register A buffers: 32 words each, seen as 8 k-blocks of S^T (MMA, 1, 8) or
+        # as one k-block of O^T's 8 m-tiles (MMA, 8, 1)
+        bufs = []
+        st_views = []
+        ot_views = []
+        for _ in cutlass.range_constexpr(2):
+            w = cute.make_rmem_tensor(cute.make_layout(BUF_WORDS), cutlass.Uint32)
+            h16 = cute.recast_tensor(w, self.dtype)
+            bufs.append(w)
+            st_views.append(cute.make_tensor(h16.iterator, cute.make_layout(((2, 2, 2), 1, 8))))
+            ot_views.append(cute.make_tensor(h16.iterator, cute.make_layout(((2, 2, 2), 8, 1))))
+
+        n_tok = cute.size(tScS, mode=[0])
+        n_q = cute.size(tScS, mode=[1])
+        col_max = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
+        col_sum = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
+        limit = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Int32)
+        pg_max = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
+
+        # a thread's fragment coordinates: S^T rows (tokens) r0, r0 + 8 and quad lane qd; O^T's
+        # 16 physical latent columns start at 16 (8 warp + lane // 4)
+        qd = lane % 4
+        r0 = warp * 16 + lane // 4
+        vcol = 8 * warp + lane // 4  # O^T: the 16-byte vector of the thread's columns
+        v_grp = (16 * vcol) // self.scale_block  # its scale group
+
+        g_pg = cutlass.Int32(0)  # pages consumed so far: stage g_pg % st
+        for seg in cutlass.range(seg_lo, seg_hi, unroll=1):
+            seq = mWork[seg, 0]
+            p0 = mWork[seg, 1]
+            p1 = mWork[seg, 2]
+            slot = mWork[seg, 3]
+            pieces = mWork[PARTS_CAP + seq, 0]
+            seqlen = mLens[seq]
+
+            thr_l = lat_copy.get_slice(tidx)
+            cute.copy(lat_copy, thr_l.partition_S(mQl[seq, None, None]), thr_l.partition_D(sQl))
+            thr_r = rope_copy.get_slice(tidx)
+            cute.copy(rope_copy, thr_r.partition_S(mQr[seq, None, None]), thr_r.partition_D(sQr))
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier()
+
+            acc_o.fill(0.0)
+            for j in cutlass.range_constexpr(n_q):
+                col_max[j] = NEG_INF
+                col_sum[j] = 0.0
+                lim = seqlen
+                if cutlass.const_expr(self.causal and self.s > 1):
+                    r = tScS[0, j][1] // self.h
+                    lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
+                limit[j] = lim
+
+            for it in cutlass.range(p1 - p0, unroll=1):
+                pg = p0 + it
+                stage = g_pg % st
+                phase = (g_pg // st) % 2
+
+                # S^T = K Q^T: box j's 8 k-blocks from buffer j % 2, refilled once the group
+                # that read it (box j - 2) has retired; then the rope's 4 from SMEM
+                acc_s = thr.make_fragment_C(acc_s_shape)
+                accs = [acc_s]
+                for _ in cutlass.range_constexpr(self.s_accs - 1):
+                    accs.append(thr.make_fragment_C(acc_s_shape))
+                for j in cutlass.range_constexpr(N_BOXES):
+                    if cutlass.const_expr(j >= 2):
+                        warpgroup.wait_group(1)
+                    cute.arch.mbarrier_wait(mbar + stage * BARS + j, phase)
+                    self.dequant_k(sK8, sSc, stage, j, r0, qd, bufs[j % 2])
+                    warpgroup.fence()
+                    for kk in cutlass.range_constexpr(KB_PER_BOX):
+                        k = j * KB_PER_BOX + kk
+                        rs_mma.set(warpgroup.Field.ACCUMULATE, k >= self.s_accs)
+                        acc = accs[k % self.s_accs]
+                        cute.gemm(
+                            rs_mma, acc, st_views[j % 2][None, None, kk], tSrQl[None, None, k], acc
+                        )
+                    warpgroup.commit_group()
+                cute.arch.mbarrier_wait(mbar + stage * BARS + N_BOXES, phase)
+                ss_mma.set(warpgroup.Field.ACCUMULATE, True)
+                for kk in cutlass.range_constexpr(D_ROPE // 16):
+                    acc = accs[(N_BOXES * KB_PER_BOX + kk) % self.s_accs]
+                    cute.gemm(ss_mma, acc, tSrR[None, None, kk, stage], tSrQr[None, None, kk], acc)
+                warpgroup.commit_group()
+                warpgroup.wait_group(0)
+                for a in cutlass.range_constexpr(1, self.s_accs):
+                    for e in cutlass.range_constexpr(cute.size(acc_s)):
+                        acc_s[e] = acc_s[e] + accs[a][e]
+
+                # the column softmax (step 42's)
+                s_mn = _mn_view(acc_s)
+                for j in cutlass.range_constexpr(n_q):
+                    mx = NEG_INF
+                    for i in cutlass.range_constexpr(n_tok):
+                        if pg * PAGE + tScS[i, j][0] >= limit[j]:
+                            s_mn[i, j] = NEG_INF
+                        mx = cute.arch.fmax(mx, s_mn[i, j])
+                    for off in cutlass.range_constexpr(3):
+                        mx = cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=4 << off))
+                    pg_max[j] = mx
+                if lane < 4:
+                    for j in cutlass.range_constexpr(n_q):
+                        sMax[tScS[0, j][1], warp] = pg_max[j]
+                cute.arch.barrier()
+                for j in cutlass.range_constexpr(n_q):
+                    qr = tScS[0, j][1]
+                    mx = cute.arch.fmax(
+                        cute.arch.fmax(sMax[qr, 0], sMax[qr, 1]),
+                        cute.arch.fmax(sMax[qr, 2], sMax[qr, 3]),
+                    )
+                    mx = cute.arch.fmax(mx, col_max[j])
+                    base = mx * scale_log2
+                    if mx == NEG_INF:
+                        base = cutlass.Float32(0.0)
+                    corr = cute.math.exp2(col_max[j] * scale_log2 - base, fastmath=True)
+                    col_max[j] = mx
+                    part_sum = cutlass.Float32(0.0)
+                    for i in cutlass.range_constexpr(n_tok):
+                        p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
+                        s_mn[i, j] = p
+                        part_sum += p
+                    col_sum[j] = col_sum[j] * corr + part_sum
+                    for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
+                        acc_o_mn[i, j] = acc_o_mn[i, j] * corr
+
+                rP = cute.make_rmem_tensor(acc_s.layout, self.dtype)
+                rP.store(acc_s.load().to(self.dtype))
+                for e in cutlass.range_constexpr(cute.size(rP)):
+                    tPsPt[e] = rP[e]
+                cute.arch.fence_proxy("async.shared", space="cta")
+                cute.arch.barrier()  # P^T seen by the WGMMAs; every warp's maxima read
+
+                # O^T += V^T P^T: k-block kb (16 tokens) of all 8 m-tiles from buffer kb % 2;
+                # V of tokens past the sequence's end dequantised with scale 0
+                tail = seqlen - pg * PAGE
+                rs_mma.set(warpgroup.Field.ACCUMULATE, True)
+                for kb in cutlass.range_constexpr(OT_KBLOCKS):
+                    if cutlass.const_expr(kb >= 2):
+                        warpgroup.wait_group(1)
+                    self.dequant_v(sK8, sSc, stage, kb, qd, vcol, v_grp, tail, bufs[kb % 2])
+                    warpgroup.fence()
+                    cute.gemm(
+                        rs_mma, acc_o, ot_views[kb % 2][None, None, 0], tOrP[None, None, kb], acc_o
+                    )
+                    warpgroup.commit_group()
+                warpgroup.wait_group(0)
+                cute.arch.barrier()  # every thread's loads of the stage and WGMMAs of P^T done
+                if warp == 0:  # noqa: SIM102 (run time)
+                    if ls < seg_hi:
+                        self.issue_page(tmas, mbar, mPT[mWork[ls, 0], lp], stage)
+                        ls, lp = self.next_page(mWork, ls, lp, seg_hi)
+                g_pg = g_pg + 1
+
+            self.epilogue_t(
+                acc_o, col_max, col_sum, tScS, sSum, thr, mOt, mL, mOat, mLa, seq, slot,
+                pieces, scale_log2, warp, lane, split,
+            )  # fmt: skip
+
+    @cute.jit
+    def issue_page(self, tmas, mbar: cute.Pointer, page: cutlass.Int32, stage: cutlass.Int32):
+        """Executed by warp 0: cache page ``page`` into ``stage``: the e4m3 latent part as 4
+        boxes of 64 tokens x 128 columns (box 0's mbarrier also counts the page's scales, which
+        the first dequantisation needs), the 16-bit rope part on the fifth mbarrier."""
+        tma8, t8s, t8g, tmaR, tRs, tRg, tmaS, tSs, tSg = tmas
+        pol = cutlass.Int64(self.kv_cache_policy)
+        for c in cutlass.range_constexpr(N_BOXES):
+            bar = mbar + stage * BARS + c
+            extra = PAGE * self.groups * 4 if c == 0 else 0
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(bar, BOX_BYTES + extra)
+            cute.copy(
+                tma8, t8g[None, page, c], t8s[None, c, stage], tma_bar_ptr=bar, cache_policy=pol
+            )
+            if cutlass.const_expr(c == 0):
+                cute.copy(tmaS, tSg[None, page], tSs[None, stage], tma_bar_ptr=bar)
+        bar = mbar + stage * BARS + N_BOXES
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, ROPE_BYTES)
+        cute.copy(tmaR, tRg[None, page], tRs[None, stage], tma_bar_ptr=bar, cache_policy=pol)
+
+    @cute.jit
+    def dequant_k(
+        self,
+        sK8: cute.Tensor,
+        sSc: cute.Tensor,
+        stage: cutlass.Int32,
+        j: cutlass.Constexpr,
+        r0: cutlass.Int32,
+        qd: cutlass.Int32,
+        buf: cute.Tensor,
+    ):
+        """S^T's A fragments of latent box ``j`` (8 k-blocks) into ``buf`` (32 words): for each
+        32-column block and row r0, r0 + 8, the quad lane's 8 bytes (physical columns 8 qd ..
+        8 qd + 7 of the block: one LDS.64) become the 4 pairs of the two k-blocks (word
+        h + 2 a + 4 kk for row half h, column half a, k-block kk), times the row's scale."""
+        grp = (BOX * j) // self.scale_block
+        for hh in cutlass.range_constexpr(2):
+            row = r0 + 8 * hh
+            sc = sSc[row, grp, stage]
+            sc2 = scale_pair(sc, sc, self.half16)
+            for kb in cutlass.range_constexpr(BOX // 32):
+                src = cute.local_tile(
+                    sK8[None, None, stage], (1, 8), (row, (BOX * j) // 8 + 4 * kb + qd)
+                )
+                raw = cute.make_rmem_tensor(cute.make_layout((1, 8)), cutlass.Float8E4M3FN)
+                cute.autovec_copy(src, raw)
+                wd = cute.recast_tensor(raw, cutlass.Uint32)  # (1, 2)
+                for b5 in cutlass.range_constexpr(2):
+                    x = wd[0, b5]
+                    for a in cutlass.range_constexpr(2):
+                        kk = 2 * kb + b5
+                        buf[hh + 2 * a + 4 * kk] = e4m3_place(x, x, SEL_SAME[a], sc2, self.half16)
+
+    @cute.jit
+    def dequant_v(
+        self,
+        sK8: cute.Tensor,
+        sSc: cute.Tensor,
+        stage: cutlass.Int32,
+        kb: cutlass.Constexpr,
+        qd: cutlass.Int32,
+        vcol: cutlass.Int32,
+        v_grp: cutlass.Int32,
+        tail: cutlass.Int32,
+        buf: cute.Tensor,
+    ):
+        """O^T's A fragments of token block ``kb`` (tokens 16 kb .. 16 kb + 15) for the 8
+        m-tiles into ``buf``: tokens t = 16 kb + 2 qd + 8 a and t + 1 (a = 0, 1), 16 bytes
+        each (the thread's physical columns 16 vcol ..: one LDS.128); byte 2 i + hh of both
+        tokens is the pair of m-tile i, row half hh (word hh + 2 a + 4 i), times the tokens'
+        scales (0 past the sequence's end)."""
+        for a in cutlass.range_constexpr(2):
+            t = 16 * kb + 2 * qd + 8 * a
+            xs = self.load16(sK8, stage, t, vcol)
+            ys = self.load16(sK8, stage, t + 1, vcol)
+            s_lo = sSc[t, v_grp, stage]
+            s_hi = sSc[t + 1, v_grp, stage]
+            if t >= tail:
+                s_lo = cutlass.Float32(0.0)
+            if t + 1 >= tail:
+                s_hi = cutlass.Float32(0.0)
+            sc2 = scale_pair(s_lo, s_hi, self.half16)
+            for wi in cutlass.range_constexpr(4):
+                for bb in cutlass.range_constexpr(4):
+                    byte = 4 * wi + bb
+                    i = byte // 2
+                    hh = byte % 2
+                    buf[hh + 2 * a + 4 * i] = e4m3_place(
+                        xs[wi], ys[wi], SEL_XY[bb], sc2, self.half16
+                    )
+
+    @cute.jit
+    def load16(self, sK8: cute.Tensor, stage: cutlass.Int32, t: cutlass.Int32, vec: cutlass.Int32):
+        """Token ``t``'s 16 bytes at physical latent columns 16 vec .. 16 vec + 15 of ``stage``
+        (one LDS.128: 16-byte units stay whole under the 128-byte swizzle), as 4 words."""
+        src = cute.local_tile(sK8[None, None, stage], (1, 16), (t, vec))
+        raw = cute.make_rmem_tensor(cute.make_layout((1, 16)), cutlass.Float8E4M3FN)
+        cute.autovec_copy(src, raw)
+        w = cute.recast_tensor(raw, cutlass.Uint32)
+        return [w[0, i] for i in range(4)]
