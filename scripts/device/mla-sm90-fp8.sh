@@ -176,4 +176,4 @@ JOBS
 }
 
 source scripts/device/jobs.sh
-run_steps "fp8" 10 "${steps[@]}"
+run_steps "${TAG:-fp8}" 10 "${steps[@]}"
