@@ -124,13 +124,20 @@ JOBS
 jobs_check43() {
     local v="--config step=${FP8_STEP:-43}"
     local c="--check --check-launches 3 --prof_type disabled"
+    local blk=$blk kb256="--kv_block 256"
+    # step 45 folds the scale into P: per_token only (its per_block jobs run per_token, and
+    # per_block must be refused)
+    if [ "${FP8_STEP:-43}" = 45 ]; then
+        blk=$f8 kb256=""
+        echo "q8-s45-per-block-refused kernel --b 4 --t 1024 --h 16 --kv_dtype float8_e4m3fn --kv_scale per_block $v $c"
+    fi
     cat <<JOBS
 q8-tok-h16-b4-t1024 kernel --b 4 --t 1024 --h 16 $f8 $v $c
 q8-blk-h16-b3-t1000 kernel --b 3 --t 1000 --h 16 $blk $v $c
 q8-tok-h16-b8-t777-varlen kernel --b 8 --t 777 --h 16 --varlen true $f8 $v $c
 q8-tok-h16-tails kernel --b 5 --h 16 --seqlens [1,63,64,65,127] $f8 $v $c
 q8-blk-h16-tails kernel --b 5 --h 16 --seqlens [1,63,64,65,127] $blk $v $c
-q8-blk256-h16 kernel --b 4 --t 1000 --h 16 $blk --kv_block 256 $v $c
+q8-blk256-h16 kernel --b 4 --t 1000 --h 16 $blk $kb256 $v $c
 q8-tok-h16-fp16 kernel --b 4 --t 1000 --h 16 --dtype float16 $f8 $v $c
 q8-tok-h16-t1-empty kernel --b 2 --h 16 --seqlens [1,0] $f8 $v $c
 q8-tok-h16-b1-t16384 kernel --b 1 --t 16384 --h 16 $f8 $v $c
@@ -161,6 +168,11 @@ q8-ncu-bf16-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 --prof_type ncu --ncu-
 q8-ncu-s43-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 --config step=43 --prof_type ncu --ncu-set full
 q8-ncu-s44-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 --config step=44 --prof_type ncu --ncu-set full
 JOBS
+}
+
+# step 45 under Nsight Compute at h=16 (128, 4096), beside ncu43's rows
+jobs_ncu45() {
+    echo "q8-ncu-s45-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 --config step=45 --prof_type ncu --ncu-set full"
 }
 
 jobs_table() {

@@ -188,6 +188,12 @@ FORMAT_SETS = {
         ("fp8 per_block step43", {"kv_dtype": FP8, "kv_scale": "per_block"}, {"step": "43"}),
         ("fp8 per_block step44", {"kv_dtype": FP8, "kv_scale": "per_block"}, {"step": "44"}),
     ),
+    # step 45 (43 with V^T in fp16 by F2FP, the per-token scale folded into P) against 43
+    "step45": (
+        ("bf16", {}, {}),
+        ("fp8 per_token step43", {"kv_dtype": FP8}, {"step": "43"}),
+        ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

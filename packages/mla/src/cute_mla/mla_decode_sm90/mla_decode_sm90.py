@@ -125,19 +125,19 @@ Q_ON_N_ROWS = (16, 32)
 #: copy of the page, no producer warpgroup); 43 with 2 page stages and 2 CTAs per SM, 44 with 4
 #: stages and 1 CTA per SM. They take a scale block of at least 128 columns (per_token, or
 #: per_block with --kv_block 128, 256 or 512)
-Q_ON_N_FP8_STEPS = (43, 44)
+Q_ON_N_FP8_STEPS = (43, 44, 45)
 FP8_Q_ON_N_MIN_BLOCK = 128
 
 
 def fp8_q_on_n_stages(step: int) -> int:
     """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43 (about 104 KB of SMEM, so two
     CTAs share an SM), 4 for 44 (one CTA per SM)."""
-    return 2 if step == 43 else 4
+    return 4 if step == 44 else 2
 
 
 def ctas_per_sm(step: int | None) -> int:
-    """CTAs per SM the work list is cut for: 2 for step 43, else 1."""
-    return 2 if step == 43 else 1
+    """CTAs per SM the work list is cut for: 2 for steps 43 and 45, else 1."""
+    return 2 if step in (43, 45) else 1
 
 
 def st_accumulators(step: int, n: int) -> int:
@@ -673,6 +673,11 @@ class MlaDecodeSm90(KernelPlan):
                     f"{self.name}: step {config.step} takes a scale block of at least "
                     f"{FP8_Q_ON_N_MIN_BLOCK} columns (got --kv_block {problem.scale_block()}: "
                     f"use --kv_scale per_token or --kv_block {FP8_Q_ON_N_MIN_BLOCK})"
+                )
+            if config.step == 45 and problem.kv_scale != "per_token":
+                raise ShapeError(
+                    f"{self.name}: step 45 folds the scale into P and takes --kv_scale "
+                    f"per_token (got {problem.kv_scale}: use step 43 for per_block)"
                 )
             if config.splits:
                 raise ShapeError(

@@ -159,6 +159,32 @@ def scale_pair(lo, hi, half16: bool, *, loc=None, ip=None) -> cutlass.Uint32:
     )
 
 
+@dsl_user_op
+def e4m3_tokens_to_f16x2(x, y, b: int, *, loc=None, ip=None) -> cutlass.Uint32:
+    """Step 45: byte ``b`` of ``x`` (token t) and of ``y`` (token t + 1) as an fp16 pair, low
+    half = token t: ``prmt`` pairs the bytes, ``cvt.rn.f16x2.e4m3x2`` converts them (exact:
+    fp16 holds every e4m3 value; one F2FP). No scale: it is folded into P."""
+    sel = ((4 + b) << 4) | b
+    asm = (
+        "{\n\t.reg .b32 v;\n\t.reg .b16 lo, hi;\n\t"
+        f"prmt.b32 v, $1, $2, {sel:#x};\n\t"
+        "mov.b32 {lo, hi}, v;\n\t"
+        "cvt.rn.f16x2.e4m3x2 $0, lo;\n\t}"
+    )
+    args = [cutlass.Uint32(x).ir_value(loc=loc, ip=ip), cutlass.Uint32(y).ir_value(loc=loc, ip=ip)]
+    return cutlass.Uint32(
+        llvm.inline_asm(
+            T.i32(),
+            args,
+            asm,
+            "=r,r,r",
+            has_side_effects=False,
+            is_align_stack=False,
+            asm_dialect=llvm.AsmDialect.AD_ATT,
+        )  # fmt: skip
+    )
+
+
 #: prmt selectors: bytes (0, 1) or (2, 3) of one word (S^T: one token, two columns); byte b
 #: of x and of y (O^T: one column, tokens t and t+1)
 SEL_SAME = (0x1100, 0x3322)
@@ -195,6 +221,9 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         self.combine_batch = 4
         self.kv_cache_policy = EVICT_FIRST
         self.half16 = dtype == cutlass.Float16
+        #: step 45: O^T's V^T in fp16 by one F2FP per pair, the per-token scale folded into P
+        #: (fp16 too); S^T keeps the bit placement
+        self.v_f16 = step == 45
 
     @cute.jit
     def __call__(
@@ -252,6 +281,11 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         rs_mma = sm90_utils.make_trivial_tiled_mma(
             dt, dt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n), warpgroup.OperandSource.RMEM
         )
+        # O^T: V^T from registers and P^T from SMEM, fp16 for step 45 (V by F2FP, P scaled)
+        vt = cutlass.Float16 if self.v_f16 else dt
+        ot_mma = sm90_utils.make_trivial_tiled_mma(
+            vt, vt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n), warpgroup.OperandSource.RMEM
+        )
         # A from SMEM: S^T's rope part (16-bit in the cache)
         ss_mma = sm90_utils.make_trivial_tiled_mma(
             dt, dt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n)
@@ -265,7 +299,8 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         sQr_layout = cute.tile_to_shape(atom, (n, D_ROPE), (0, 1))
         sK8_layout = cute.tile_to_shape(atom8, (PAGE, D_V, st), (0, 1, 2))
         sR_layout = cute.tile_to_shape(atom, (PAGE, D_ROPE, st), (0, 1, 2))
-        sP_layout = cute.tile_to_shape(atom, (n, PAGE), (0, 1))
+        atom_p = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, vt)
+        sP_layout = cute.tile_to_shape(atom_p, (n, PAGE), (0, 1))
         sPt_outer = cute.composition(sP_layout.outer, cute.make_layout((PAGE, n), stride=(n, 1)))
 
         # TMA: the e4m3 latent part in 128-column boxes, the rope part, a page's scales
@@ -310,7 +345,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             sR: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sR_layout)], 1024]
             sQl: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQl_layout)], 1024]
             sQr: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQr_layout)], 1024]
-            sP: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sP_layout)], 1024]
+            sP: cute.struct.Align[cute.struct.MemRange[vt, cute.cosize(sP_layout)], 1024]
             sSc: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, PAGE * g * st], 128]
             sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
             sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
@@ -320,7 +355,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
 
         self.kernel_fp8(
             mQl, mQr, page_table, seqlens, mOt, mL, mOat, mLa, mWork, softmax_scale * LOG2_E,
-            rs_mma, ss_mma, lat_copy, rope_copy, tma8, mK8t, tmaR, mRt, tmaS, mSct,
+            rs_mma, ot_mma, ss_mma, lat_copy, rope_copy, tma8, mK8t, tmaR, mRt, tmaS, mSct,
             sQl_layout, sQr_layout, sK8_layout, sR_layout, sP_layout, sPt_outer, split,
         ).launch(grid=[1, 1, num_splits], block=[THREADS_N, 1, 1], stream=stream)  # fmt: skip
         if cutlass.const_expr(split):
@@ -340,6 +375,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         mWork: cute.Tensor,
         scale_log2: cutlass.Float32,
         rs_mma: cute.TiledMma,
+        ot_mma: cute.TiledMma,
         ss_mma: cute.TiledMma,
         lat_copy: cute.TiledCopy,
         rope_copy: cute.TiledCopy,
@@ -433,8 +469,10 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         acc_s_shape = thr.partition_shape_C((PAGE, n))
         tScS = _mn_view(thr.partition_C(cute.make_identity_tensor((PAGE, n))))
         tPsPt = thr.partition_C(sPt)
-        tOrP = thr.make_fragment_B(thr.partition_B(sP))  # (MMA, 1, 4)
-        acc_o = thr.make_fragment_C(thr.partition_shape_C((D_V, n)))  # (MMA, 8, 1)
+        thr_o = ot_mma.get_slice(tidx)
+        tOrP = thr_o.make_fragment_B(thr_o.partition_B(sP))  # (MMA, 1, 4)
+        acc_o = thr_o.make_fragment_C(thr_o.partition_shape_C((D_V, n)))  # (MMA, 8, 1)
+        vt = cutlass.Float16 if self.v_f16 else self.dtype
         acc_o_mn = _mn_view(acc_o)
 
         # the two register A buffers: 32 words each, seen as 8 k-blocks of S^T (MMA, 1, 8) or
@@ -445,9 +483,10 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         for _ in cutlass.range_constexpr(2):
             w = cute.make_rmem_tensor(cute.make_layout(BUF_WORDS), cutlass.Uint32)
             h16 = cute.recast_tensor(w, self.dtype)
+            v16 = cute.recast_tensor(w, vt)
             bufs.append(w)
             st_views.append(cute.make_tensor(h16.iterator, cute.make_layout(((2, 2, 2), 1, 8))))
-            ot_views.append(cute.make_tensor(h16.iterator, cute.make_layout(((2, 2, 2), 8, 1))))
+            ot_views.append(cute.make_tensor(v16.iterator, cute.make_layout(((2, 2, 2), 8, 1))))
 
         n_tok = cute.size(tScS, mode=[0])
         n_q = cute.size(tScS, mode=[1])
@@ -563,24 +602,40 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                     for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
                         acc_o_mn[i, j] = acc_o_mn[i, j] * corr
 
-                rP = cute.make_rmem_tensor(acc_s.layout, self.dtype)
-                rP.store(acc_s.load().to(self.dtype))
+                tail = seqlen - pg * PAGE
+                if cutlass.const_expr(self.v_f16):
+                    # step 45: P times its token's scale (0 past the end, where the scale and
+                    # V may be NaN), fp16; the tail's e4m3 V rows zeroed (every warp's S^T
+                    # loads are done: the barrier above)
+                    for i in cutlass.range_constexpr(n_tok):
+                        tok = tScS[i, 0][0]
+                        sc = sSc[tok, 0, stage]
+                        if tok >= tail:
+                            sc = cutlass.Float32(0.0)
+                        for j in cutlass.range_constexpr(n_q):
+                            s_mn[i, j] = s_mn[i, j] * sc
+                    if tail < PAGE:
+                        self.zero_fp8_rows(sK8, stage, tail, tidx)
+                rP = cute.make_rmem_tensor(acc_s.layout, vt)
+                rP.store(acc_s.load().to(vt))
                 for e in cutlass.range_constexpr(cute.size(rP)):
                     tPsPt[e] = rP[e]
                 cute.arch.fence_proxy("async.shared", space="cta")
                 cute.arch.barrier()  # P^T seen by the WGMMAs; every warp's maxima read
 
                 # O^T += V^T P^T: k-block kb (16 tokens) of all 8 m-tiles from buffer kb % 2;
-                # V of tokens past the sequence's end dequantised with scale 0
-                tail = seqlen - pg * PAGE
-                rs_mma.set(warpgroup.Field.ACCUMULATE, True)
+                # V of tokens past the sequence's end dequantised with scale 0 (step 45: zeroed)
+                ot_mma.set(warpgroup.Field.ACCUMULATE, True)
                 for kb in cutlass.range_constexpr(OT_KBLOCKS):
                     if cutlass.const_expr(kb >= 2):
                         warpgroup.wait_group(1)
-                    self.dequant_v(sK8, sSc, stage, kb, qd, vcol, v_grp, tail, bufs[kb % 2])
+                    if cutlass.const_expr(self.v_f16):
+                        self.dequant_v_f16(sK8, stage, kb, qd, vcol, bufs[kb % 2])
+                    else:
+                        self.dequant_v(sK8, sSc, stage, kb, qd, vcol, v_grp, tail, bufs[kb % 2])
                     warpgroup.fence()
                     cute.gemm(
-                        rs_mma, acc_o, ot_views[kb % 2][None, None, 0], tOrP[None, None, kb], acc_o
+                        ot_mma, acc_o, ot_views[kb % 2][None, None, 0], tOrP[None, None, kb], acc_o
                     )
                     warpgroup.commit_group()
                 warpgroup.wait_group(0)
@@ -592,7 +647,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 g_pg = g_pg + 1
 
             self.epilogue_t(
-                acc_o, col_max, col_sum, tScS, sSum, thr, mOt, mL, mOat, mLa, seq, slot,
+                acc_o, col_max, col_sum, tScS, sSum, thr_o, mOt, mL, mOat, mLa, seq, slot,
                 pieces, scale_log2, warp, lane, split,
             )  # fmt: skip
 
@@ -688,6 +743,43 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                     buf[hh + 2 * a + 4 * i] = e4m3_place(
                         xs[wi], ys[wi], SEL_XY[bb], sc2, self.half16
                     )
+
+    @cute.jit
+    def dequant_v_f16(
+        self,
+        sK8: cute.Tensor,
+        stage: cutlass.Int32,
+        kb: cutlass.Constexpr,
+        qd: cutlass.Int32,
+        vcol: cutlass.Int32,
+        buf: cute.Tensor,
+    ):
+        """Step 45: :meth:`dequant_v`'s fragments as fp16 pairs by one PRMT and one F2FP each,
+        unscaled (the scale is in P; the tail's rows are zeroed in SMEM)."""
+        for a in cutlass.range_constexpr(2):
+            t = 16 * kb + 2 * qd + 8 * a
+            xs = self.load16(sK8, stage, t, vcol)
+            ys = self.load16(sK8, stage, t + 1, vcol)
+            for wi in cutlass.range_constexpr(4):
+                for bb in cutlass.range_constexpr(4):
+                    byte = 4 * wi + bb
+                    buf[byte % 2 + 2 * a + 4 * (byte // 2)] = e4m3_tokens_to_f16x2(
+                        xs[wi], ys[wi], bb
+                    )
+
+    @cute.jit
+    def zero_fp8_rows(
+        self, sK8: cute.Tensor, stage: cutlass.Int32, tail: cutlass.Int32, tidx: cutlass.Int32
+    ):
+        """Step 45: zero the e4m3 bytes of tokens ``tail`` .. 63 of ``stage`` (NaN in the
+        check past a sequence's end): thread t takes 16-byte vector t % 32 of rows tail +
+        t // 32, + 4, ...; then fence.proxy.async (the stage's next TMA writes after it)."""
+        zero = cute.make_rmem_tensor(cute.make_layout((1, 4)), cutlass.Uint32)
+        zero.fill(0)
+        zb = cute.recast_tensor(zero, cutlass.Float8E4M3FN)
+        for r in cutlass.range(cutlass.max(tail, 0) + tidx // 32, PAGE, THREADS_N // 32, unroll=1):
+            cute.autovec_copy(zb, cute.local_tile(sK8[None, None, stage], (1, 16), (r, tidx % 32)))
+        cute.arch.fence_proxy("async.shared", space="cta")
 
     @cute.jit
     def load16(self, sK8: cute.Tensor, stage: cutlass.Int32, t: cutlass.Int32, vec: cutlass.Int32):
