@@ -1303,3 +1303,142 @@ def test_mla_decode_sm90_step40_refusals_in_one_line(shape, overrides, needle):
         plan.supports_config(prob, plan.config(prob, overrides))
     msg = str(e.value)
     assert needle in msg and "\n" not in msg
+
+
+def _colex(shape, stride, idx):
+    """A (nested) cute layout mode evaluated at a flat index, in plain Python."""
+    if isinstance(shape, int):
+        return (idx % shape) * stride, idx // shape
+    off = 0
+    for sh, st in zip(shape, stride, strict=True):
+        o, idx = _colex(sh, st, idx)
+        off += o
+    return off, idx
+
+
+def test_fp8_q_on_n_fragment_bytes_match_the_permutations():
+    """Steps 43-45 (q_on_n_fp8.py), the index arithmetic emulated for every thread of the
+    warpgroup: the bytes each thread loads (dequant_k: 8 at physical columns 32 kb + 8 q of rows
+    r0, r0 + 8; dequant_v: 16 at columns 16 (8 w + r) of tokens t, t + 1) and the fragment word
+    and half each byte is written to, read through the m64k16 A fragment's (row, column) map
+    (printed by the DSL on a CPU: value e + 2 h + 4 a of m-tile i and k-block kk is row
+    16 w + r + 8 h + 64 i, column 2 q + e + 8 a + 16 kk), hold K[row, K_PERM(column)] and
+    V[token, ROW_PERM(row)]: so S^T = K Q^T with Q loaded through K_PERM, and O stored through
+    ROW_PERM, are the unpermuted products. Every fragment element is written exactly once."""
+    from cute_mla.mla_decode_sm90 import q_on_n_fp8 as m
+
+    kshape, kstride = m.K_PERM
+    rshape, rstride = m.ROW_PERM
+    assert sorted(_colex(kshape, kstride, i)[0] for i in range(512)) == list(range(512))
+    assert sorted(_colex(rshape, rstride, i)[0] for i in range(512)) == list(range(512))
+    sel_bytes = {sel: (sel & 0xF, (sel >> 8) & 0xF) for sel in m.SEL_SAME}  # (low, high) byte
+    for tid in range(128):
+        w, lane = divmod(tid, 32)
+        r, q = divmod(lane, 4)
+        # S^T: buf word hh + 2 a + 4 kk of box j <- bytes of row r0 + 8 hh
+        seen = set()
+        for j in range(4):
+            for hh in range(2):
+                row = 16 * w + r + 8 * hh
+                for kb in range(4):
+                    cols = [128 * j + 32 * kb + 8 * q + x for x in range(8)]  # the LDS.64
+                    for b5 in range(2):
+                        for a, sel in enumerate(m.SEL_SAME):
+                            kk = 8 * j + 2 * kb + b5
+                            for e, byte in enumerate(sel_bytes[sel]):
+                                phys = cols[4 * b5 + byte]
+                                logical = 16 * kk + 2 * q + e + 8 * a
+                                assert _colex(kshape, kstride, logical)[0] == phys
+                                seen.add((row, logical))
+        assert len(seen) == 2 * 32 * 4  # 2 rows x 4 columns of each of the 32 k-blocks
+        # O^T: buf word hh + 2 a + 4 i of k-block kb <- byte 2 i + hh of tokens t, t + 1
+        seen = set()
+        for kb in range(4):
+            for a in range(2):
+                t = 16 * kb + 2 * q + 8 * a
+                cols = [16 * (8 * w + r) + x for x in range(16)]  # the LDS.128 of each token
+                for byte in range(16):
+                    i, hh = divmod(byte, 2)
+                    row = 16 * w + r + 8 * hh + 64 * i
+                    assert _colex(rshape, rstride, row)[0] == cols[byte]
+                    for e, tok in enumerate((t, t + 1)):
+                        assert tok == 16 * kb + 2 * q + e + 8 * a  # the fragment's column
+                        seen.add((row, tok))
+        assert len(seen) == 16 * 16
+    for b, sel in enumerate(m.SEL_XY):  # byte b of x to byte 1, of y (bytes 4-7) to byte 3
+        assert (sel >> 4) & 0xF == b and (sel >> 12) & 0xF == 4 + b
+
+
+@pytest.mark.parametrize(
+    ("step", "shape", "mnemonics", "hmul2", "smem_cap"),
+    [
+        (43, {"b": 128, "t": 4096, "h": 16}, {"HGMMA.64x16x16.F32.BF16": 68}, 256, 113 * 1024),
+        (44, {"b": 128, "t": 4096, "h": 16}, {"HGMMA.64x16x16.F32.BF16": 68}, 256, 227 * 1024),
+        (43, {"b": 32, "t": 4096, "h": 16, "kv_scale": "per_block"}, None, 256, 113 * 1024),
+        (
+            45,
+            {"b": 128, "t": 4096, "h": 16},
+            {"HGMMA.64x16x16.F32.BF16": 36, "HGMMA.64x16x16.F32": 32},
+            128,
+            113 * 1024,
+        ),
+    ],
+)
+def test_fp8_q_on_n_compiles_for_sm90a(
+    step, shape, mnemonics, hmul2, smem_cap, tmp_path, monkeypatch
+):
+    """Steps 43-45 (the FP8 cache dequantised into the register A operand): 36 + 32 WGMMAs per
+    page (step 45's O^T in fp16), 6 TMAs per page (4 latent boxes, the scales, the rope) at
+    stages + 1 sites (the prologue unrolled, the loop), one HMUL2 per dequantised pair (256 a page; 128 in step 45, whose V goes by 128
+    F2FP.E4M3 instead), 0 spills, SMEM for 2 CTAs per SM (43, 45) or 1 (44), the work list cut
+    for that many CTAs per SM."""
+    plan, prob, cfg = _seesaw_case(
+        {**shape, "kv_dtype": "float8_e4m3fn"}, {"step": str(step)}, tmp_path, monkeypatch
+    )
+    k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+    assert type(k.fn).__name__ == "MlaDecodeSm90QOnNFp8"
+    assert k.meta["ctas_per_sm"] == (1 if step == 44 else 2)
+    assert k.meta["work_list"]["parts"] == 132 * k.meta["ctas_per_sm"]
+    assert k.meta["producer_warpgroup"] is False and k.meta["query_rows_on"] == "N"
+    assert f"step {step} (FP8 cache" in plan.build_label(prob, cfg)
+    st = plan.run_static(prob, cfg)
+    assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+    if mnemonics:
+        assert st["mma_mnemonics"] == mnemonics
+    ops = st["opcodes"]
+    stages = 4 if step == 44 else 2
+    assert ops.get("UTMALDG") == 6 * (stages + 1)  # the prologue's pages and the loop's
+    assert ops.get("HMUL2") == hmul2
+    assert ops.get("F2FP", 0) >= (128 if step == 45 else 0)
+    assert st["dynamic_smem_bytes"] <= smem_cap
+
+
+@pytest.mark.parametrize(
+    ("shape", "overrides", "needle"),
+    [
+        ({"b": 4, "t": 1000, "h": 64}, {"step": "43"}, "step 43 puts the s*h query rows on"),
+        ({"b": 4, "t": 1000, "h": 16, "kv_fp8": False}, {"step": "43"}, "is an FP8 latent cache"),
+        (
+            {"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block", "kv_block": 32},
+            {"step": "44"},
+            "takes a scale block of at least 128",
+        ),
+        ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "45"}, "per_token"),
+        ({"b": 4, "t": 1000, "h": 16}, {"step": "43", "splits": "2"}, "walks the work list"),
+    ],
+)
+def test_fp8_q_on_n_refusals_in_one_line(shape, overrides, needle):
+    """Steps 43-45 take s*h = 16, the FP8 cache with a scale block of at least 128 columns
+    (step 45: per_token) and the work list; anything else is one line naming what to change."""
+    from kernelplan import ShapeError
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    shape = dict(shape)
+    if shape.pop("kv_fp8", True):
+        shape["kv_dtype"] = "float8_e4m3fn"
+    prob = plan.problem(**shape)
+    with pytest.raises(ShapeError) as e:
+        plan.supports_config(prob, plan.config(prob, overrides))
+    msg = str(e.value)
+    assert needle in msg and "\n" not in msg

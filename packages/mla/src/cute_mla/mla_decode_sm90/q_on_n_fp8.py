@@ -85,20 +85,24 @@ BUF_WORDS = 32
 MAX_GROUPS = 4
 
 
+#: S^T's column permutation as one layout mode: logical latent column ``e + 2q + 8a + 16b + 32k``
+#: (colexicographic in this shape) -> physical ``e + 2a + 4b + 8q + 32k`` (these strides)
+K_PERM = (((2, 4, 2, 2), D_V // 32), ((1, 8, 2, 4), 32))
+#: O^T's row permutation: logical row ``r + 8h + 16w + 64i`` -> physical latent column
+#: ``16 r + h + 128 w + 2 i`` (r < 8, h < 2, w < 4, i < 8)
+ROW_PERM = ((8, 2, 4, 8), (16, 1, 128, 2))
+
+
 def latent_q_layout(b, n: int) -> cute.Layout:
-    """Q's latent part (b, n, 512) seen in S^T's permuted column order: logical column
-    ``e + 2q + 8a + 16b + 32k`` at physical ``e + 2a + 4b + 8q + 32k`` of a row of 576 (trace
-    time)."""
-    return cute.make_layout(
-        (b, n, ((2, 4, 2, 2), D_V // 32)),
-        stride=(n * D_QK, D_QK, ((1, 8, 2, 4), 32)),
-    )
+    """Q's latent part (b, n, 512) seen in S^T's permuted column order (:data:`K_PERM`) in
+    rows of 576 (trace time)."""
+    return cute.make_layout((b, n, K_PERM[0]), stride=(n * D_QK, D_QK, K_PERM[1]))
 
 
 def permuted_rows_layout(n: int):
-    """O^T's logical row ``r + 8h + 16w + 64i`` -> physical latent column ``16 r + h + 128 w +
-    2 i`` (r < 8, h < 2, w < 4, i < 8) as a (shape, stride) pair of one mode."""
-    return (8, 2, 4, 8), (16, 1, 128, 2)
+    """O^T's logical rows as one (shape, stride) mode over the physical latent columns
+    (:data:`ROW_PERM`)."""
+    return ROW_PERM
 
 
 @dsl_user_op
