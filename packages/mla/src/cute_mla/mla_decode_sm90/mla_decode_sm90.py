@@ -513,7 +513,8 @@ class MlaSm90Config(Config):
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
     the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`, 40 or 42,
-    one warpgroup with the query rows on WGMMA's N; for before/after runs), or 0, the default:
+    one warpgroup with the query rows on WGMMA's N, or 43 to 45, the same for the FP8 cache; for
+    before/after runs), or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache, 9 with an explicit ``splits``, else 11. 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
@@ -541,7 +542,13 @@ class MlaSm90Config(Config):
     against FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz, 154-165 us once it
     fell to 1710-1875 MHz; the devlog, "Session 15"). 42 is 40 with S^T's 36 k-blocks spread
     over 4 accumulators (2 at s*h = 32) and added up, so that consecutive WGMMAs do not chain
-    on one: the default at s*h = 16 (:data:`Q_ON_N_STEP`; the devlog, "Session 16").
+    on one: the default at s*h = 16 (:data:`Q_ON_N_STEP`; the devlog, "Session 16"). 43-45
+    (:mod:`.q_on_n_fp8`, the FP8 cache at s*h = 16, scale blocks of at least 128 columns) are
+    42 with the e4m3 page by TMA, dequantised in registers straight into WGMMA's A operand: 43
+    with 2 CTAs per SM (measured on the H200 at h=16 (128, 4096): 148.6 us against the 16-bit
+    default's 147.0 and step 22's 201.7; the devlog, "Session 17"), 44 with 4 stages in one CTA
+    per SM (183.0 us), 45 is 43 with V^T in fp16 by one F2FP per pair and the per-token scale
+    in P (per_token only).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
