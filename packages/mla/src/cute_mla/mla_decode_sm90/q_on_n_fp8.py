@@ -38,7 +38,9 @@ the e4m3 value times 2^-120 as bf16) with both of its multiplies folded into one
 pair is built as (s * 2^120) in the 16-bit type, so each 16-bit pair costs PRMT, two LOP3, one
 SHF and one HMUL2. The scale granularity is ``per_token`` or ``per_block`` with a block of at
 least 128 latent columns (G <= 4 scales per token: FlashMLA's and FlashInfer's 128); a token's
-scales reach SMEM by TMA with the page. V's scale of a token past the sequence's end is taken
+scales reach SMEM by TMA with the page. The folded factor must stay finite: scales below 2^8
+(bf16: s x 2^120 < 2^128; fp16: s x 2^8 < 65504); the workload's power-of-two scales
+(2^ceil(log2(amax / 448))) stay there while the cache's values stay below 448 x 2^7. V's scale of a token past the sequence's end is taken
 as 0, so its dequantised V is exactly 0 whatever its bytes (an e4m3 NaN lands as a finite
 value), which replaces step 42's zeroing of the tail's V rows.
 
