@@ -676,8 +676,8 @@ def test_work_cap_bounds_every_plan(planner):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (([4, 4], 0), "parts must be in 1..132"),
-        (([4, 4], 133), "parts must be in 1..132"),
+        (([4, 4], 0), "parts must be in 1..264"),
+        (([4, 4], 265), "parts must be in 1..264"),
         (([4, 4], 2, 3), "3 pages per part need more than 2 parts"),
     ],  # fmt: skip
 )

@@ -123,15 +123,16 @@ Q_ON_N_ROWS = (16, 32)
 #: the builds of q_on_n_fp8.py: the FP8 latent cache at s*h = 16 with the query rows on
 #: WGMMA's N, the e4m3 page dequantised in registers straight into WGMMA's A operand (no 16-bit
 #: copy of the page, no producer warpgroup); 43 with 2 page stages and 2 CTAs per SM, 44 with 4
-#: stages and 1 CTA per SM. They take a scale block of at least 128 columns (per_token, or
-#: per_block with --kv_block 128, 256 or 512)
+#: stages and 1 CTA per SM, 45 is 43 with V^T in fp16 by F2FP and the scale in P (per_token
+#: only). They take a scale block of at least 128 columns (per_token, or per_block with
+#: --kv_block 128, 256 or 512)
 Q_ON_N_FP8_STEPS = (43, 44, 45)
 FP8_Q_ON_N_MIN_BLOCK = 128
 
 
 def fp8_q_on_n_stages(step: int) -> int:
-    """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43 (about 104 KB of SMEM, so two
-    CTAs share an SM), 4 for 44 (one CTA per SM)."""
+    """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43 and 45 (about 104 KB of SMEM,
+    so two CTAs share an SM), 4 for 44 (one CTA per SM)."""
     return 4 if step == 44 else 2
 
 
@@ -507,8 +508,9 @@ class MlaSm90Config(Config):
     path (no workspace, no combine kernel). ``loads``: how pages reach SMEM: ``auto`` (the default:
     ``tma`` for the seesaw schedule, ``cpasync`` for lockstep), ``cpasync`` (lockstep steps 0-2:
     all 256 math threads issue cp.async and meet at a CTA barrier per page; the only loads of
-    the FP8 cache) or ``tma`` (step 3 with lockstep, and always with seesaw: one TMA per
-    64-column chunk by the page's coordinate, one mbarrier per chunk). ``split_rule`` (with
+    the FP8 cache's lockstep and producer-warpgroup builds) or ``tma`` (step 3 with lockstep, and
+    always with seesaw: one TMA per 64-column chunk by the page's coordinate, one mbarrier per
+    chunk; steps 43-45: 128-column e4m3 boxes, 5 mbarriers per stage). ``split_rule`` (with
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
@@ -552,7 +554,8 @@ class MlaSm90Config(Config):
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
-    steps 40 and 42 in :mod:`.q_on_n`; :mod:`.seesaw`: each warpgroup owns every other page and the
+    steps 40 and 42 in :mod:`.q_on_n`, 43-45 in :mod:`.q_on_n_fp8`; :mod:`.seesaw`: each
+    warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
     the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with
     the FP8 cache the default ``step`` builds 22). ``step`` applies to the seesaw schedule
@@ -695,8 +698,8 @@ class MlaDecodeSm90(KernelPlan):
             if config.step not in (AUTO_STEP, *FP8_STEPS):
                 raise ShapeError(
                     f"{self.name}: the FP8 latent cache's seesaw builds are steps "
-                    f"{steps_text(FP8_STEPS)} or {steps_text(Q_ON_N_FP8_STEPS)} at s*h = 16 (got "
-                    f"step={config.step}: drop --config step for step {FP8_STEP})"
+                    f"{steps_text(FP8_STEPS)} (got step={config.step}: drop --config step for step "
+                    f"{FP8_STEP}, or at s*h = 16 take {steps_text(Q_ON_N_FP8_STEPS)})"
                 )
             if config.splits:
                 raise ShapeError(
@@ -706,7 +709,10 @@ class MlaDecodeSm90(KernelPlan):
                 )
         if schedule == "seesaw" and config.loads == "cpasync":
             how = (
-                "the 16-bit rope part by TMA, the FP8 latent part through its producer warpgroup"
+                "the e4m3 page, its scales and the rope part by TMA"
+                if config.step in Q_ON_N_FP8_STEPS
+                else "the 16-bit rope part by TMA, the FP8 latent part through its producer "
+                "warpgroup"
                 if problem.kv_fp8
                 else "pages by TMA"
             )
