@@ -748,6 +748,7 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
     segment's Q in the last pair as well, from either warpgroup: the Q load's LDGSTS sites
     three times over, the same TMAs; step 29 is 28 with step 12's."""
     import torch
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import PARTS_CAP
 
     plan, prob, cfg = _seesaw_case(shape, {"step": str(step)}, tmp_path, monkeypatch)
     tgt = plan.target("sm_90a", 132)
@@ -761,7 +762,7 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
     assert (wl["sequences_split"] > 0) == split
     work = torch.zeros(specs["work"].shape, dtype=torch.int32)
     k.setup({"work": work})
-    assert work[: wl["parts"], 1].max().item() == wl["segments"] + prob.b + 132
+    assert work[: wl["parts"], 1].max().item() == wl["segments"] + prob.b + PARTS_CAP
     st = plan.run_static(prob, cfg)
     assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
     assert st["opcodes"].get("UTMALDG") == (54 if step in (12, 29) else 36)
@@ -1389,7 +1390,8 @@ def test_fp8_q_on_n_compiles_for_sm90a(
 ):
     """Steps 43-45 (the FP8 cache dequantised into the register A operand): 36 + 32 WGMMAs per
     page (step 45's O^T in fp16), 6 TMAs per page (4 latent boxes, the scales, the rope) at
-    stages + 1 sites (the prologue unrolled, the loop), one HMUL2 per dequantised pair (256 a page; 128 in step 45, whose V goes by 128
+    stages + 1 sites (the prologue unrolled, the loop),
+    one HMUL2 per dequantised pair (256 a page; 128 in step 45, whose V goes by 128
     F2FP.E4M3 instead), 0 spills, SMEM for 2 CTAs per SM (43, 45) or 1 (44), the work list cut
     for that many CTAs per SM."""
     plan, prob, cfg = _seesaw_case(
