@@ -227,7 +227,6 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         lane = tidx % 32
         n = self.n
-        NEG_INF = -cutlass.Float32.inf
 
         smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
@@ -273,7 +272,6 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         acc_o = thr_ot.make_fragment_C(thr_ot.partition_shape_C((D_V, n)))  # (MMA, 8, 1)
         acc_o_mn = _mn_view(acc_o)  # (16 latent columns, n/4 query rows) per thread
 
-        n_tok = cute.size(tScS, mode=[0])  # tokens per thread (2)
         n_q = cute.size(tScS, mode=[1])  # query rows per thread (n / 4)
         col_max = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)  # running max
         col_sum = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)  # own tokens'
@@ -299,15 +297,7 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
             cute.arch.barrier()
 
             acc_o.fill(0.0)
-            for j in cutlass.range_constexpr(n_q):
-                col_max[j] = NEG_INF
-                col_sum[j] = 0.0
-                lim = seqlen
-                if cutlass.const_expr(self.causal and self.s > 1):
-                    # query r (packed row r*h + j) sees keys 0 .. len - s + r
-                    r = tScS[0, j][1] // self.h
-                    lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
-                limit[j] = lim
+            self.init_columns(tScS, col_max, col_sum, limit, seqlen)
 
             for it in cutlass.range(p1 - p0, unroll=1):
                 pg = p0 + it
@@ -334,42 +324,10 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                     for e in cutlass.range_constexpr(cute.size(acc_s)):
                         acc_s[e] = acc_s[e] + accs[a][e]
 
-                # the column max of the page: own 2 tokens, the warp's 8 lanes of a column,
-                # then the 4 warps through SMEM
-                s_mn = _mn_view(acc_s)
-                for j in cutlass.range_constexpr(n_q):
-                    mx = NEG_INF
-                    for i in cutlass.range_constexpr(n_tok):
-                        if pg * PAGE + tScS[i, j][0] >= limit[j]:
-                            s_mn[i, j] = NEG_INF
-                        mx = cute.arch.fmax(mx, s_mn[i, j])
-                    for off in cutlass.range_constexpr(3):
-                        mx = cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=4 << off))
-                    pg_max[j] = mx
-                if lane < 4:
-                    for j in cutlass.range_constexpr(n_q):
-                        sMax[tScS[0, j][1], warp] = pg_max[j]
-                cute.arch.barrier()  # every warp's maxima; every warp's S^T done
-                for j in cutlass.range_constexpr(n_q):
-                    qr = tScS[0, j][1]
-                    mx = cute.arch.fmax(
-                        cute.arch.fmax(sMax[qr, 0], sMax[qr, 1]),
-                        cute.arch.fmax(sMax[qr, 2], sMax[qr, 3]),
-                    )
-                    mx = cute.arch.fmax(mx, col_max[j])
-                    base = mx * scale_log2
-                    if mx == NEG_INF:
-                        base = cutlass.Float32(0.0)  # nothing seen yet: exp2(-inf) = 0, no NaN
-                    corr = cute.math.exp2(col_max[j] * scale_log2 - base, fastmath=True)
-                    col_max[j] = mx
-                    part_sum = cutlass.Float32(0.0)
-                    for i in cutlass.range_constexpr(n_tok):
-                        p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
-                        s_mn[i, j] = p
-                        part_sum += p
-                    col_sum[j] = col_sum[j] * corr + part_sum
-                    for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
-                        acc_o_mn[i, j] = acc_o_mn[i, j] * corr
+                self.column_softmax(
+                    acc_s, acc_o_mn, tScS, col_max, col_sum, limit, pg_max, sMax, pg,
+                    scale_log2, warp, lane,
+                )  # fmt: skip
 
                 # the TMA brought the whole page: zero the V rows past the sequence's end (NaN
                 # in the check) so that P = 0 meets V = 0; every warp's S^T is done (above)
@@ -401,6 +359,87 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                 acc_o, col_max, col_sum, tScS, sSum, thr_ot, mOt, mL, mOat, mLa, seq, slot,
                 pieces, scale_log2, warp, lane, split,
             )  # fmt: skip
+
+    @cute.jit
+    def init_columns(
+        self,
+        tScS: cute.Tensor,
+        col_max: cute.Tensor,
+        col_sum: cute.Tensor,
+        limit: cute.Tensor,
+        seqlen: cutlass.Int32,
+    ):
+        """A segment's start: each of the thread's query columns with no key seen (max -inf, sum
+        0) and its key limit (the sequence's length; with causal s > 1, query r of packed row
+        r*h + j sees keys 0 .. len - s + r)."""
+        for j in cutlass.range_constexpr(cute.size(tScS, mode=[1])):
+            col_max[j] = -cutlass.Float32.inf
+            col_sum[j] = 0.0
+            lim = seqlen
+            if cutlass.const_expr(self.causal and self.s > 1):
+                r = tScS[0, j][1] // self.h
+                lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
+            limit[j] = lim
+
+    @cute.jit
+    def column_softmax(
+        self,
+        acc_s: cute.Tensor,
+        acc_o_mn: cute.Tensor,
+        tScS: cute.Tensor,
+        col_max: cute.Tensor,
+        col_sum: cute.Tensor,
+        limit: cute.Tensor,
+        pg_max: cute.Tensor,
+        sMax: cute.Tensor,
+        pg: cutlass.Int32,
+        scale_log2: cutlass.Float32,
+        warp: cutlass.Int32,
+        lane: cutlass.Int32,
+    ):
+        """The online softmax down S^T's columns (one per query row) for page ``pg``: keys past
+        a column's limit masked to -inf; the page's column max over the thread's 2 tokens, the
+        warp's 8 lanes of a column (3 shuffles) and the 4 warps through ``sMax`` (one CTA
+        barrier, after which every warp's S^T is done); then P = exp2((S - max) * scale_log2)
+        in place in ``acc_s``, the column sums and the O^T columns rescaled by the change of
+        max (no NaN while a column has seen no key)."""
+        NEG_INF = -cutlass.Float32.inf
+        s_mn = _mn_view(acc_s)
+        n_tok = cute.size(tScS, mode=[0])
+        n_q = cute.size(tScS, mode=[1])
+        for j in cutlass.range_constexpr(n_q):
+            mx = NEG_INF
+            for i in cutlass.range_constexpr(n_tok):
+                if pg * PAGE + tScS[i, j][0] >= limit[j]:
+                    s_mn[i, j] = NEG_INF
+                mx = cute.arch.fmax(mx, s_mn[i, j])
+            for off in cutlass.range_constexpr(3):
+                mx = cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=4 << off))
+            pg_max[j] = mx
+        if lane < 4:
+            for j in cutlass.range_constexpr(n_q):
+                sMax[tScS[0, j][1], warp] = pg_max[j]
+        cute.arch.barrier()  # every warp's maxima; every warp's S^T done
+        for j in cutlass.range_constexpr(n_q):
+            qr = tScS[0, j][1]
+            mx = cute.arch.fmax(
+                cute.arch.fmax(sMax[qr, 0], sMax[qr, 1]),
+                cute.arch.fmax(sMax[qr, 2], sMax[qr, 3]),
+            )
+            mx = cute.arch.fmax(mx, col_max[j])
+            base = mx * scale_log2
+            if mx == NEG_INF:
+                base = cutlass.Float32(0.0)  # nothing seen yet: exp2(-inf) = 0, no NaN
+            corr = cute.math.exp2(col_max[j] * scale_log2 - base, fastmath=True)
+            col_max[j] = mx
+            part_sum = cutlass.Float32(0.0)
+            for i in cutlass.range_constexpr(n_tok):
+                p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
+                s_mn[i, j] = p
+                part_sum += p
+            col_sum[j] = col_sum[j] * corr + part_sum
+            for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
+                acc_o_mn[i, j] = acc_o_mn[i, j] * corr
 
     @cute.jit
     def skip_empty(self, mWork: cute.Tensor, ls: cutlass.Int32, seg_hi: cutlass.Int32):

@@ -30,7 +30,7 @@ feeds several fragments without byte shuffles across threads:
   A thread's 16 rows of all 8 m-tiles are then 16 consecutive bytes of a token: one LDS.128
   per token; a ``prmt`` pairs tokens t and t+1 of one column into a 16-bit pair (the fragment
   holds two tokens per register). The epilogue stores O and the split workspace through the
-  inverse view (:func:`permuted_rows_layout`), so O comes out in its natural order.
+  inverse view (:data:`ROW_PERM`), so O comes out in its natural order.
 
 The dequantisation is the bit placement of
 ``knowledge/languages/cute-dsl/optimizations/fp8-bit-placement-dequant.md`` (prmt, shift, mask:
@@ -92,8 +92,6 @@ KB_PER_BOX = BOX // 16  # 8
 OT_KBLOCKS = PAGE // 16  # 4
 #: words (16-bit pairs) of one register A buffer: 8 WGMMAs x 4 registers
 BUF_WORDS = 32
-#: the most scales per token the scale TMA carries in one box (256 fp32 per box row)
-MAX_GROUPS = 4
 
 
 #: S^T's column permutation as one layout mode: logical latent column ``e + 2q + 8a + 16b + 32k``
@@ -108,12 +106,6 @@ def latent_q_layout(b, n: int) -> cute.Layout:
     """Q's latent part (b, n, 512) seen in S^T's permuted column order (:data:`K_PERM`) in
     rows of 576 (trace time)."""
     return cute.make_layout((b, n, K_PERM[0]), stride=(n * D_QK, D_QK, K_PERM[1]))
-
-
-def permuted_rows_layout():
-    """O^T's logical rows as one (shape, stride) mode over the physical latent columns
-    (:data:`ROW_PERM`)."""
-    return ROW_PERM
 
 
 @dsl_user_op
@@ -274,7 +266,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         mQr = cute.make_tensor(
             q.iterator + D_V, cute.make_layout((b, n, D_ROPE), stride=(n * D_QK, D_QK, 1))
         )
-        rows_shape, rows_stride = permuted_rows_layout()
+        rows_shape, rows_stride = ROW_PERM
         mOt = cute.make_tensor(
             o.iterator,
             cute.make_layout((b, rows_shape, n), stride=(n * D_V, rows_stride, D_V)),
@@ -418,7 +410,6 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         n = self.n
         st = self.stages
         g = self.groups
-        NEG_INF = -cutlass.Float32.inf
 
         smem = cutlass.memory.SmemAllocator()
         storage = smem.allocate(self.shared_storage)
@@ -539,14 +530,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             cute.arch.barrier()
 
             acc_o.fill(0.0)
-            for j in cutlass.range_constexpr(n_q):
-                col_max[j] = NEG_INF
-                col_sum[j] = 0.0
-                lim = seqlen
-                if cutlass.const_expr(self.causal and self.s > 1):
-                    r = tScS[0, j][1] // self.h
-                    lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
-                limit[j] = lim
+            self.init_columns(tScS, col_max, col_sum, limit, seqlen)
 
             for it in cutlass.range(p1 - p0, unroll=1):
                 pg = p0 + it
@@ -585,40 +569,11 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                         acc_s[e] = acc_s[e] + accs[a][e]
 
                 # the column softmax (step 42's)
-                s_mn = _mn_view(acc_s)
-                for j in cutlass.range_constexpr(n_q):
-                    mx = NEG_INF
-                    for i in cutlass.range_constexpr(n_tok):
-                        if pg * PAGE + tScS[i, j][0] >= limit[j]:
-                            s_mn[i, j] = NEG_INF
-                        mx = cute.arch.fmax(mx, s_mn[i, j])
-                    for off in cutlass.range_constexpr(3):
-                        mx = cute.arch.fmax(mx, cute.arch.shuffle_sync_bfly(mx, offset=4 << off))
-                    pg_max[j] = mx
-                if lane < 4:
-                    for j in cutlass.range_constexpr(n_q):
-                        sMax[tScS[0, j][1], warp] = pg_max[j]
-                cute.arch.barrier()
-                for j in cutlass.range_constexpr(n_q):
-                    qr = tScS[0, j][1]
-                    mx = cute.arch.fmax(
-                        cute.arch.fmax(sMax[qr, 0], sMax[qr, 1]),
-                        cute.arch.fmax(sMax[qr, 2], sMax[qr, 3]),
-                    )
-                    mx = cute.arch.fmax(mx, col_max[j])
-                    base = mx * scale_log2
-                    if mx == NEG_INF:
-                        base = cutlass.Float32(0.0)
-                    corr = cute.math.exp2(col_max[j] * scale_log2 - base, fastmath=True)
-                    col_max[j] = mx
-                    part_sum = cutlass.Float32(0.0)
-                    for i in cutlass.range_constexpr(n_tok):
-                        p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
-                        s_mn[i, j] = p
-                        part_sum += p
-                    col_sum[j] = col_sum[j] * corr + part_sum
-                    for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
-                        acc_o_mn[i, j] = acc_o_mn[i, j] * corr
+                self.column_softmax(
+                    acc_s, acc_o_mn, tScS, col_max, col_sum, limit, pg_max, sMax, pg,
+                    scale_log2, warp, lane,
+                )  # fmt: skip
+                s_mn = _mn_view(acc_s)  # P, for step 45's scale
 
                 tail = seqlen - pg * PAGE
                 if cutlass.const_expr(self.v_f16):
