@@ -71,14 +71,13 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync, warpgroup
-from cutlass.cutlass_dsl import T, dsl_user_op
+from cutlass.cutlass_dsl import dsl_user_op
 
 from .kernel import D_QK, D_ROPE, D_V, LOG2_E, PAGE, MlaDecodeSm90Kernel, _mn_view
 from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_FP8_STEPS, fp8_q_on_n_stages
 from .q_on_n import THREADS_N, WARPS_N, MlaDecodeSm90QOnN
-from .seesaw import E4M3_PLACEMENT, EVICT_FIRST
+from .seesaw import EVICT_FIRST, asm_u32, e4m3_placement_ptx
 
 #: latent columns per TMA box of the e4m3 page (one 128-byte swizzle row) and boxes per page
 BOX = 128
@@ -116,33 +115,19 @@ def e4m3_place(x, y, sel: int, sc2, half16: bool, *, loc=None, ip=None) -> cutla
     fields) gives the e4m3 values times 2^-120 (bf16; fp16: 2^-8); one multiply by ``sc2``
     (:func:`scale_pair`: the scales times 2^120, or 2^8) gives value x scale in one rounding,
     as the seesaw's two multiplies do (the first is exact)."""
-    shift, mask, _ = E4M3_PLACEMENT[half16]
     kind = "f16x2" if half16 else "bf16x2"
     asm = (
         "{\n\t.reg .b32 v, s, t;\n\t"
         f"prmt.b32 v, $1, $2, {sel:#x};\n\t"
-        "and.b32 s, v, 0x80008000;\n\t"
-        f"shr.b32 t, v, {shift};\n\t"
-        f"and.b32 t, t, {mask:#x};\n\t"
-        "or.b32 v, s, t;\n\t"
-        f"mul.rn.{kind} $0, v, $3;\n\t}}"
+        + e4m3_placement_ptx("v", "s", "t", half16)
+        + f"mul.rn.{kind} $0, v, $3;\n\t}}"
     )
     args = [
         cutlass.Uint32(x).ir_value(loc=loc, ip=ip),
         cutlass.Uint32(y).ir_value(loc=loc, ip=ip),
         cutlass.Uint32(sc2).ir_value(loc=loc, ip=ip),
     ]
-    return cutlass.Uint32(
-        llvm.inline_asm(
-            T.i32(),
-            args,
-            asm,
-            "=r,r,r,r",
-            has_side_effects=False,
-            is_align_stack=False,
-            asm_dialect=llvm.AsmDialect.AD_ATT,
-        )  # fmt: skip
-    )
+    return asm_u32(asm, "=r,r,r,r", args)
 
 
 @dsl_user_op
@@ -153,17 +138,7 @@ def scale_pair(lo, hi, half16: bool, *, loc=None, ip=None) -> cutlass.Uint32:
     kind = "f16x2" if half16 else "bf16x2"
     a = (cutlass.Float32(hi) * k).ir_value(loc=loc, ip=ip)
     b = (cutlass.Float32(lo) * k).ir_value(loc=loc, ip=ip)
-    return cutlass.Uint32(
-        llvm.inline_asm(
-            T.i32(),
-            [a, b],
-            f"cvt.rn.{kind}.f32 $0, $1, $2;",
-            "=r,f,f",
-            has_side_effects=False,
-            is_align_stack=False,
-            asm_dialect=llvm.AsmDialect.AD_ATT,
-        )  # fmt: skip
-    )
+    return asm_u32(f"cvt.rn.{kind}.f32 $0, $1, $2;", "=r,f,f", [a, b])
 
 
 @dsl_user_op
@@ -179,17 +154,7 @@ def e4m3_tokens_to_f16x2(x, y, b: int, *, loc=None, ip=None) -> cutlass.Uint32:
         "cvt.rn.f16x2.e4m3x2 $0, lo;\n\t}"
     )
     args = [cutlass.Uint32(x).ir_value(loc=loc, ip=ip), cutlass.Uint32(y).ir_value(loc=loc, ip=ip)]
-    return cutlass.Uint32(
-        llvm.inline_asm(
-            T.i32(),
-            args,
-            asm,
-            "=r,r,r",
-            has_side_effects=False,
-            is_align_stack=False,
-            asm_dialect=llvm.AsmDialect.AD_ATT,
-        )  # fmt: skip
-    )
+    return asm_u32(asm, "=r,r,r", args)
 
 
 #: prmt selectors: bytes (0, 1) or (2, 3) of one word (S^T: one token, two columns); byte b

@@ -1702,6 +1702,36 @@ E4M3_PLACEMENT = {False: (4, 0x07F007F0, _BF16X2_2P120), True: (1, 0x3F803F80, _
 E4M3_PRMT = {False: 0x1404, True: 0x3424}
 
 
+def asm_u32(asm: str, constraints: str, values, side_effects: bool = False) -> cutlass.Uint32:
+    """One inline PTX block with a 32-bit result (``$0``) over the MLIR ``values``; for the
+    dequantisation ops here and in :mod:`.q_on_n_fp8` (call inside a ``dsl_user_op``)."""
+    return cutlass.Uint32(
+        llvm.inline_asm(
+            T.i32(),
+            values,
+            asm,
+            constraints,
+            has_side_effects=side_effects,
+            is_align_stack=False,
+            asm_dialect=llvm.AsmDialect.AD_ATT,
+        )  # fmt: skip
+    )
+
+
+def e4m3_placement_ptx(y: str, s: str, t: str, half16: bool) -> str:
+    """The PTX lines of the bit placement on register ``y`` (each e4m3 byte at bits 8-15 of its
+    half): the sign kept, the 7 exponent-and-mantissa bits shifted into the 16-bit fields
+    (:data:`E4M3_PLACEMENT`), so that ``y`` holds the values times 2^-120 (bf16) or 2^-8
+    (fp16); ``s`` and ``t`` are scratch registers."""
+    shift, mask, _ = E4M3_PLACEMENT[half16]
+    return (
+        f"and.b32 {s}, {y}, 0x80008000;\n\t"
+        f"shr.b32 {t}, {y}, {shift};\n\t"
+        f"and.b32 {t}, {t}, {mask:#x};\n\t"
+        f"or.b32 {y}, {s}, {t};\n\t"
+    )
+
+
 @dsl_user_op
 def pack_scale(sc, half16: bool, *, loc=None, ip=None) -> cutlass.Uint32:
     """An fp32 scale as a pair of equal 16-bit values (bf16, or fp16 with ``half16``), the
@@ -1709,17 +1739,7 @@ def pack_scale(sc, half16: bool, *, loc=None, ip=None) -> cutlass.Uint32:
     (bf16 has fp32's exponent range; fp16 down to 2^-24)."""
     kind = "f16x2" if half16 else "bf16x2"
     v = cutlass.Float32(sc).ir_value(loc=loc, ip=ip)
-    return cutlass.Uint32(
-        llvm.inline_asm(
-            T.i32(),
-            [v, v],
-            f"cvt.rn.{kind}.f32 $0, $1, $2;",
-            "=r,f,f",
-            has_side_effects=False,
-            is_align_stack=False,
-            asm_dialect=llvm.AsmDialect.AD_ATT,
-        )  # fmt: skip
-    )
+    return asm_u32(f"cvt.rn.{kind}.f32 $0, $1, $2;", "=r,f,f", [v, v])
 
 
 @dsl_user_op
@@ -1754,16 +1774,13 @@ def e4m3x4_to_16bit(x, sc2, half16: bool, high: bool, *, loc=None, ip=None) -> c
 
     Instructions per two values: PRMT, SHF, LOP3 (x2) and two HMUL2, against step 14's F2FP
     (e4m3x2 -> f16x2), two HADD2.F32, two FMUL and F2FP (f32x2 -> 16-bit x2)."""
-    shift, mask, one = E4M3_PLACEMENT[half16]
+    _, _, one = E4M3_PLACEMENT[half16]
     kind = "f16x2" if half16 else "bf16x2"
     asm = (
         "{\n\t.reg .b32 y, s, t, k;\n\t"
         f"prmt.b32 y, $1, 0, {E4M3_PRMT[high]:#x};\n\t"
-        "and.b32 s, y, 0x80008000;\n\t"
-        f"shr.b32 t, y, {shift};\n\t"
-        f"and.b32 t, t, {mask:#x};\n\t"
-        "or.b32 y, s, t;\n\t"
-        f"mov.b32 k, {one:#x};\n\t"
+        + e4m3_placement_ptx("y", "s", "t", half16)
+        + f"mov.b32 k, {one:#x};\n\t"
         f"mul.rn.{kind} y, y, k;\n\t"
         f"mul.rn.{kind} $0, y, $2;\n\t}}"
     )
@@ -1771,17 +1788,7 @@ def e4m3x4_to_16bit(x, sc2, half16: bool, high: bool, *, loc=None, ip=None) -> c
         cutlass.Uint32(x).ir_value(loc=loc, ip=ip),
         cutlass.Uint32(sc2).ir_value(loc=loc, ip=ip),
     ]
-    return cutlass.Uint32(
-        llvm.inline_asm(
-            T.i32(),
-            args,
-            asm,
-            "=r,r,r",
-            has_side_effects=True,
-            is_align_stack=False,
-            asm_dialect=llvm.AsmDialect.AD_ATT,
-        )  # fmt: skip
-    )
+    return asm_u32(asm, "=r,r,r", args, side_effects=True)
 
 
 @cute.kernel
