@@ -45,7 +45,7 @@ run_steps() {
     # every step name first: a typo must not cost the device call the steps before it
     for s in "$@"; do
         if ! declare -F "jobs_$s" > /dev/null; then
-            echo "unknown step $s (the script's steps: $(declare -F | sed -n 's/^declare -f jobs_//p' | tr '\n' ' '))" >&2
+            echo "unknown step $s (the script's steps: $(declare -F | sed -n 's/^declare -f jobs_//p' | tr '\n' ' ' | sed 's/ $//'))" >&2
             exit 2
         fi
     done
