@@ -194,6 +194,14 @@ FORMAT_SETS = {
         ("fp8 per_token step43", {"kv_dtype": FP8}, {"step": "43"}),
         ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
     ),
+    # step 46 (45 with S^T's latent part in fp16 too: K by F2FP, Q scaled per row) against
+    # 43, 45 and the 16-bit default
+    "step46": (
+        ("bf16", {}, {}),
+        ("fp8 per_token step43", {"kv_dtype": FP8}, {"step": "43"}),
+        ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
+        ("fp8 per_token step46", {"kv_dtype": FP8}, {"step": "46"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

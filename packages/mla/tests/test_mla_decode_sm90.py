@@ -1368,6 +1368,46 @@ def test_fp8_q_on_n_fragment_bytes_match_the_permutations():
         assert len(seen) == 16 * 16
     for b, sel in enumerate(m.SEL_XY):  # byte b of x to byte 1, of y (bytes 4-7) to byte 3
         assert (sel >> 4) & 0xF == b and (sel >> 12) & 0xF == 4 + b
+    # steps 45/46, V: one PRMT gives byte b's pair (x_b, y_b: tokens t, t + 1) in its low half
+    # and byte b + 1's in its high half, each the input of one F2FP
+    for bp, sel in enumerate(m.SEL_PAIRS):
+        b = 2 * bp
+        assert [(sel >> (4 * k)) & 0xF for k in range(4)] == [b, 4 + b, b + 1, 5 + b]
+    # step 46, K: F2FP of half a converts bytes (2 a, 2 a + 1), the bytes SEL_SAME[a] places
+    for a, sel in enumerate(m.SEL_SAME):
+        assert sel_bytes[sel] == (2 * a, 2 * a + 1)
+
+
+def test_fp8_q_on_n_query_row_factor_keeps_bf16_exact_in_fp16():
+    """Step 46's Q in fp16 (q_on_n_fp8.load_q_f16): the row factor from Q_FACTOR_BIAS and
+    Q_FACTOR_CLAMP brings the row's largest magnitude into [2^14, 2^15) (fp16 holds up to 65504)
+    for maxima from 2^-86 to 2^115 (the clamp's reach; below it the max stays under 2^15),
+    every bf16 value of the row within 2^-10 of the max then converts to fp16 exactly, and the
+    factor's inverse (biased 254 - F) is exact."""
+    import numpy as np
+    import torch
+    from cute_mla.mla_decode_sm90 import q_on_n_fp8 as m
+
+    lo, hi = m.Q_FACTOR_CLAMP
+    rng = np.random.default_rng(3)
+    for e2 in [*range(-84, 113, 7), 0, 1, -1, 15, 16, -120]:
+        row = torch.tensor(rng.standard_normal(512) * 2.0**e2, dtype=torch.float32)
+        row = row.to(torch.bfloat16).to(torch.float32)
+        amax = row.abs().max()
+        big = int(amax.view(torch.int32)) >> 23
+        fe = min(max(m.Q_FACTOR_BIAS - big, lo), hi)
+        f = torch.tensor(fe << 23, dtype=torch.int32).view(torch.float32)
+        inv = torch.tensor((254 - fe) << 23, dtype=torch.int32).view(torch.float32)
+        assert float(f) * float(inv) == 1.0
+        scaled = row * f
+        if e2 < -84:  # past the clamp: smaller, never overflowing
+            assert 0 < float(scaled.abs().max()) < 2.0**14
+            continue
+        assert 2.0**14 <= float(scaled.abs().max()) < 2.0**15, e2
+        keep = row.abs() >= amax * 2.0**-10
+        assert torch.equal(scaled.to(torch.float16).to(torch.float32)[keep], scaled[keep])
+    # an all-zero row: the clamp keeps the factor finite
+    assert min(max(m.Q_FACTOR_BIAS - 0, lo), hi) == hi
 
 
 @pytest.mark.parametrize(
@@ -1383,17 +1423,24 @@ def test_fp8_q_on_n_fragment_bytes_match_the_permutations():
             128,
             113 * 1024,
         ),
+        (
+            46,
+            {"b": 128, "t": 4096, "h": 16},
+            {"HGMMA.64x16x16.F32.BF16": 4, "HGMMA.64x16x16.F32": 64},
+            0,
+            113 * 1024,
+        ),
     ],
 )
 def test_fp8_q_on_n_compiles_for_sm90a(
     step, shape, mnemonics, hmul2, smem_cap, tmp_path, monkeypatch
 ):
-    """Steps 43-45 (the FP8 cache dequantised into the register A operand): 36 + 32 WGMMAs per
-    page (step 45's O^T in fp16), 6 TMAs per page (4 latent boxes, the scales, the rope) at
-    stages + 1 sites (the prologue unrolled, the loop),
-    one HMUL2 per dequantised pair (256 a page; 128 in step 45, whose V goes by 128
-    F2FP.E4M3 instead), 0 spills, SMEM for 2 CTAs per SM (43, 45) or 1 (44), the work list cut
-    for that many CTAs per SM."""
+    """Steps 43-46 (the FP8 cache dequantised into the register A operand): 36 + 32 WGMMAs per
+    page (step 45's O^T in fp16; step 46's S^T latent part too, only the 4 rope WGMMAs 16-bit),
+    6 TMAs per page (4 latent boxes, the scales, the rope) at stages + 1 sites (the prologue
+    unrolled, the loop), one HMUL2 per bit-placed pair (256 a page; 128 in step 45, whose V
+    goes by 128 F2FP.E4M3 instead; none in 46, whose K goes by 128 more), 0 spills, SMEM for
+    2 CTAs per SM (43, 45, 46) or 1 (44), the work list cut for that many CTAs per SM."""
     plan, prob, cfg = _seesaw_case(
         {**shape, "kv_dtype": "float8_e4m3fn"}, {"step": str(step)}, tmp_path, monkeypatch
     )
@@ -1410,8 +1457,8 @@ def test_fp8_q_on_n_compiles_for_sm90a(
     ops = st["opcodes"]
     stages = 4 if step == 44 else 2
     assert ops.get("UTMALDG") == 6 * (stages + 1)  # the prologue's pages and the loop's
-    assert ops.get("HMUL2") == hmul2
-    assert ops.get("F2FP", 0) >= (128 if step == 45 else 0)
+    assert ops.get("HMUL2", 0) == hmul2
+    assert ops.get("F2FP", 0) >= {45: 128, 46: 256}.get(step, 0)
     assert st["dynamic_smem_bytes"] <= smem_cap
 
 
@@ -1426,6 +1473,7 @@ def test_fp8_q_on_n_compiles_for_sm90a(
             "takes a scale block of at least 128",
         ),
         ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "45"}, "per_token"),
+        ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "46"}, "per_token"),
         ({"b": 4, "t": 1000, "h": 16}, {"step": "43", "splits": "2"}, "walks the work list"),
     ],
 )

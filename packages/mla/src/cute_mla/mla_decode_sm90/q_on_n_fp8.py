@@ -1,6 +1,6 @@
-"""MLA decode for Hopper (sm_90a), steps 43, 44 and 45: the FP8 latent cache with the query rows
+"""MLA decode for Hopper (sm_90a), steps 43 to 46: the FP8 latent cache with the query rows
 on WGMMA's N, dequantised straight into WGMMA's register A operand (``--kv_dtype float8_e4m3fn
---config step=43``, ``44`` or ``45``; s*h = 16).
+--config step=43``, ``44``, ``45`` or ``46``; s*h = 16).
 
 Why (issue 11: at h_q <= 64 decode is memory-bound and an FP8 cache should read half the bytes
 and run faster; the devlog's FP8 sections): the seesaw schedule's FP8 builds (steps 14-30)
@@ -56,13 +56,22 @@ into two parts per SM); step 44 one CTA per SM with four stages. The rest (the w
 column softmax, P^T through SMEM, S^T in 4 accumulators, the epilogue and the PDL combine) is
 step 42's (:class:`.q_on_n.MlaDecodeSm90QOnN`).
 
-Step 45 is step 43 with O^T in fp16: V's pairs by one PRMT and one ``cvt.rn.f16x2.e4m3x2``
-(F2FP, exact) each instead of the bit placement, the per-token scale moved into P (fp16, 0
-past the sequence's end) and the tail's e4m3 rows zeroed in SMEM (an e4m3 NaN converts to
+Step 45 is step 43 with O^T in fp16: V's pairs by one ``cvt.rn.f16x2.e4m3x2`` (F2FP, exact)
+each and one PRMT per two pairs instead of the bit placement, the per-token scale moved into
+P (fp16, 0 past the sequence's end) and the tail's e4m3 rows zeroed in SMEM (an e4m3 NaN converts to
 NaN there); per_token scales only. Its P x s is an fp16 value, so small scales lose precision:
 a CPU emulation (T = 4096, random scores) gave a max relative O error of 2.4e-4 at s = 2^-8,
 8e-3 at 2^-14 and 9e-2 at 2^-18, where 91% of P x s flush to 0. Built and checked on the CPU
 only; not the default.
+
+Step 46 is step 45 with S^T's latent part in fp16 as well, so no pair of the page goes through
+the bit placement: K's pairs by one F2FP each (a quad lane's column pairs are adjacent bytes of
+one token, so no PRMT), Q's latent part converted to fp16 once per segment with a power of two
+per query row (:meth:`MlaDecodeSm90QOnNFp8.load_q_f16`: the row's largest magnitude lands in
+[2^14, 2^15), where fp16 holds every bf16 value exactly), the rope part's 4 WGMMAs (16-bit in
+the cache) in their own accumulator, and S^T = latent x (token scale / row factor) + rope, 8
+FFMAs per page per thread. Per_token only; CPU compile: 2614 SASS instructions against step
+45's 2829, no HMUL2 and 100 PRMT (45: 128 and 196), 254 registers, 0 spills.
 """
 
 from __future__ import annotations
@@ -91,6 +100,11 @@ KB_PER_BOX = BOX // 16  # 8
 OT_KBLOCKS = PAGE // 16  # 4
 #: words (16-bit pairs) of one register A buffer: 8 WGMMAs x 4 registers
 BUF_WORDS = 32
+#: step 46's query row factor 2^(F - 127) from the biased exponent E of the row's largest
+#: magnitude: F = Q_FACTOR_BIAS - E (the max lands in [2^14, 2^15)), clamped to
+#: Q_FACTOR_CLAMP (2^-100 .. 2^100, so the factor and its inverse stay normal fp32)
+Q_FACTOR_BIAS = 127 + 127 + 14
+Q_FACTOR_CLAMP = (27, 227)
 
 
 #: S^T's column permutation as one layout mode: logical latent column ``e + 2q + 8a + 16b + 32k``
@@ -142,25 +156,33 @@ def scale_pair(lo, hi, half16: bool, *, loc=None, ip=None) -> cutlass.Uint32:
 
 
 @dsl_user_op
-def e4m3_tokens_to_f16x2(x, y, b: int, *, loc=None, ip=None) -> cutlass.Uint32:
-    """Step 45: byte ``b`` of ``x`` (token t) and of ``y`` (token t + 1) as an fp16 pair, low
-    half = token t: ``prmt`` pairs the bytes, ``cvt.rn.f16x2.e4m3x2`` converts them (exact:
-    fp16 holds every e4m3 value; one F2FP). No scale: it is folded into P."""
-    sel = ((4 + b) << 4) | b
-    asm = (
-        "{\n\t.reg .b32 v;\n\t.reg .b16 lo, hi;\n\t"
-        f"prmt.b32 v, $1, $2, {sel:#x};\n\t"
-        "mov.b32 {lo, hi}, v;\n\t"
-        "cvt.rn.f16x2.e4m3x2 $0, lo;\n\t}"
-    )
+def prmt(x, y, sel: int, *, loc=None, ip=None) -> cutlass.Uint32:
+    """``prmt.b32`` of ``x`` (bytes 0-3) and ``y`` (bytes 4-7) with selector ``sel``."""
     args = [cutlass.Uint32(x).ir_value(loc=loc, ip=ip), cutlass.Uint32(y).ir_value(loc=loc, ip=ip)]
-    return asm_u32(asm, "=r,r,r", args)
+    return asm_u32(f"prmt.b32 $0, $1, $2, {sel:#x};", "=r,r,r", args)
+
+
+@dsl_user_op
+def e4m3_half_to_f16x2(x, half: int, *, loc=None, ip=None) -> cutlass.Uint32:
+    """Bytes (0, 1) (``half`` 0) or (2, 3) (``half`` 1) of ``x`` as an fp16 pair (low half =
+    the lower byte) by one ``cvt.rn.f16x2.e4m3x2`` (F2FP, exact: fp16 holds every e4m3 value;
+    ptxas reads the high half in place, ``.H1``). Unscaled: steps 45/46 apply the scale to P
+    (V) and to S^T's rows (K, step 46)."""
+    asm = (
+        "{\n\t.reg .b16 lo, hi;\n\t"
+        "mov.b32 {lo, hi}, $1;\n\t"
+        f"cvt.rn.f16x2.e4m3x2 $0, {'hi' if half else 'lo'};\n\t}}"
+    )
+    return asm_u32(asm, "=r,r", [cutlass.Uint32(x).ir_value(loc=loc, ip=ip)])
 
 
 #: prmt selectors: bytes (0, 1) or (2, 3) of one word (S^T: one token, two columns); byte b
 #: of x and of y (O^T: one column, tokens t and t+1)
 SEL_SAME = (0x1100, 0x3322)
 SEL_XY = tuple(((4 + b) << 12) | ((4 + b) << 8) | (b << 4) | b for b in range(4))
+#: steps 45/46: bytes b of x and y, then b + 1 of x and y (b = 0, 2): two fp16 pairs of tokens
+#: t, t + 1 from one PRMT (the halves of one word, each converted by one F2FP)
+SEL_PAIRS = tuple(((5 + b) << 12) | ((b + 1) << 8) | ((4 + b) << 4) | b for b in (0, 2))
 
 
 class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
@@ -179,8 +201,10 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             raise ValueError(f"step {step} takes s*h = 16 (got s={s}, h={h})")
         if step not in Q_ON_N_FP8_STEPS:
             raise ValueError(f"MlaDecodeSm90QOnNFp8 builds steps {Q_ON_N_FP8_STEPS} (got {step})")
-        if step == 45 and scale_block != D_V:
-            raise ValueError(f"step 45 takes per_token scales (a block of 512; got {scale_block})")
+        if step in (45, 46) and scale_block != D_V:
+            raise ValueError(
+                f"step {step} takes per_token scales (a block of 512; got {scale_block})"
+            )
         if scale_block < BOX or D_V % scale_block:
             raise ValueError(
                 f"step {step} takes a scale block of 128, 256 or 512 (got {scale_block})"
@@ -198,7 +222,11 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         self.half16 = dtype == cutlass.Float16
         #: step 45: O^T's V^T in fp16 by one F2FP per pair, the per-token scale folded into P
         #: (fp16 too); S^T keeps the bit placement
-        self.v_f16 = step == 45
+        self.v_f16 = step in (45, 46)
+        #: step 46: S^T's latent part in fp16 too: K by one F2FP per pair, Q in fp16 with a
+        #: power-of-two scale per query row, the rope part in its own accumulator, and
+        #: S^T = (token scale / row factor) x latent + rope
+        self.k_f16 = step == 46
 
     @cute.jit
     def __call__(
@@ -252,9 +280,11 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
 
         K = cute.nvgpu.OperandMajorMode.K
-        # A from registers (the dequantised page) for S^T's latent part and for O^T
+        # A from registers (the dequantised page) for S^T's latent part (step 46: fp16, K by
+        # F2FP, Q scaled into fp16) and for O^T
+        kt = cutlass.Float16 if self.k_f16 else dt
         rs_mma = sm90_utils.make_trivial_tiled_mma(
-            dt, dt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n), warpgroup.OperandSource.RMEM
+            kt, kt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n), warpgroup.OperandSource.RMEM
         )
         # O^T: V^T from registers and P^T from SMEM, fp16 for step 45 (V by F2FP, P scaled)
         vt = cutlass.Float16 if self.v_f16 else dt
@@ -318,12 +348,13 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 cute.struct.MemRange[cutlass.Float8E4M3FN, cute.cosize(sK8_layout)], 1024
             ]
             sR: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sR_layout)], 1024]
-            sQl: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQl_layout)], 1024]
+            sQl: cute.struct.Align[cute.struct.MemRange[kt, cute.cosize(sQl_layout)], 1024]
             sQr: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQr_layout)], 1024]
             sP: cute.struct.Align[cute.struct.MemRange[vt, cute.cosize(sP_layout)], 1024]
             sSc: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, PAGE * g * st], 128]
             sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
             sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
+            sQf: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n], 16]  # step 46
             mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, st * BARS], 8]
 
         self.shared_storage = SharedStorage
@@ -392,6 +423,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         )
         sMax = storage.sMax.get_tensor(cute.make_layout((n, WARPS_N)))
         sSum = storage.sSum.get_tensor(cute.make_layout((n, WARPS_N)))
+        sQf = storage.sQf.get_tensor(cute.make_layout(n))
         mbar = storage.mbar.data_ptr()
 
         # ---- mbarriers, TMA partitions and the first pages ----------------------------------
@@ -447,6 +479,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         tOrP = thr_o.make_fragment_B(thr_o.partition_B(sP))  # (MMA, 1, 4)
         acc_o = thr_o.make_fragment_C(thr_o.partition_shape_C((D_V, n)))  # (MMA, 8, 1)
         vt = cutlass.Float16 if self.v_f16 else self.dtype
+        kt = cutlass.Float16 if self.k_f16 else self.dtype
         acc_o_mn = _mn_view(acc_o)
 
         # the two register A buffers: 32 words each, seen as 8 k-blocks of S^T (MMA, 1, 8) or
@@ -456,7 +489,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         ot_views = []
         for _ in cutlass.range_constexpr(2):
             w = cute.make_rmem_tensor(cute.make_layout(BUF_WORDS), cutlass.Uint32)
-            h16 = cute.recast_tensor(w, self.dtype)
+            h16 = cute.recast_tensor(w, kt)
             v16 = cute.recast_tensor(w, vt)
             bufs.append(w)
             st_views.append(cute.make_tensor(h16.iterator, cute.make_layout(((2, 2, 2), 1, 8))))
@@ -468,6 +501,8 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         col_sum = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
         limit = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Int32)
         pg_max = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
+        # step 46: 1 / (query row factor) of the thread's columns, for S^T's latent part
+        q_inv = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
 
         # a thread's fragment coordinates: S^T rows (tokens) r0, r0 + 8 and quad lane qd; O^T's
         # 16 physical latent columns start at 16 (8 warp + lane // 4)
@@ -485,14 +520,20 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             pieces = mWork[PARTS_CAP + seq, 0]
             seqlen = mLens[seq]
 
-            thr_l = lat_copy.get_slice(tidx)
-            cute.copy(lat_copy, thr_l.partition_S(mQl[seq, None, None]), thr_l.partition_D(sQl))
             thr_r = rope_copy.get_slice(tidx)
             cute.copy(rope_copy, thr_r.partition_S(mQr[seq, None, None]), thr_r.partition_D(sQr))
+            if cutlass.const_expr(self.k_f16):
+                self.load_q_f16(lat_copy, mQl[seq, None, None], sQl, sQf, tidx)
+            else:
+                thr_l = lat_copy.get_slice(tidx)
+                cute.copy(lat_copy, thr_l.partition_S(mQl[seq, None, None]), thr_l.partition_D(sQl))
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
             cute.arch.fence_proxy("async.shared", space="cta")
             cute.arch.barrier()
+            if cutlass.const_expr(self.k_f16):
+                for j in cutlass.range_constexpr(n_q):
+                    q_inv[j] = sQf[tScS[0, j][1]]
 
             acc_o.fill(0.0)
             self.init_columns(tScS, col_max, col_sum, limit, seqlen)
@@ -508,6 +549,8 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 accs = [acc_s]
                 for _ in cutlass.range_constexpr(self.s_accs - 1):
                     accs.append(thr.make_fragment_C(acc_s_shape))
+                # step 46: the rope part's own accumulator
+                acc_r = thr_ss.make_fragment_C(acc_s_shape) if self.k_f16 else None
                 for j in cutlass.range_constexpr(N_BOXES):
                     if cutlass.const_expr(j >= 2):
                         warpgroup.wait_group(1)
@@ -526,19 +569,31 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 ss_mma.set(warpgroup.Field.ACCUMULATE, True)
                 for kk in cutlass.range_constexpr(D_ROPE // 16):
                     acc = accs[(N_BOXES * KB_PER_BOX + kk) % self.s_accs]
+                    if cutlass.const_expr(self.k_f16):
+                        acc = acc_r
+                        ss_mma.set(warpgroup.Field.ACCUMULATE, kk > 0)
                     cute.gemm(ss_mma, acc, tSrR[None, None, kk, stage], tSrQr[None, None, kk], acc)
                 warpgroup.commit_group()
                 warpgroup.wait_group(0)
                 for a in cutlass.range_constexpr(1, self.s_accs):
                     for e in cutlass.range_constexpr(cute.size(acc_s)):
                         acc_s[e] = acc_s[e] + accs[a][e]
+                if cutlass.const_expr(self.k_f16):
+                    # S^T = latent x (token scale / query row factor) + rope; a token past the
+                    # end may give NaN here: the column softmax masks it
+                    s_mn = _mn_view(acc_s)
+                    r_mn = _mn_view(acc_r)
+                    for i in cutlass.range_constexpr(n_tok):
+                        sc = sSc[tScS[i, 0][0], 0, stage]
+                        for j in cutlass.range_constexpr(n_q):
+                            s_mn[i, j] = s_mn[i, j] * (sc * q_inv[j]) + r_mn[i, j]
 
                 # the column softmax (step 42's)
                 self.column_softmax(
                     acc_s, acc_o_mn, tScS, col_max, col_sum, limit, pg_max, sMax, pg,
                     scale_log2, warp, lane,
                 )  # fmt: skip
-                s_mn = _mn_view(acc_s)  # P, for step 45's scale
+                s_mn = _mn_view(acc_s)  # P, for step 45's and 46's scale
 
                 tail = seqlen - pg * PAGE
                 if cutlass.const_expr(self.v_f16):
@@ -625,12 +680,15 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         """S^T's A fragments of latent box ``j`` (8 k-blocks) into ``buf`` (32 words): for each
         32-column block and row r0, r0 + 8, the quad lane's 8 bytes (physical columns 8 qd ..
         8 qd + 7 of the block: one LDS.64) become the 4 pairs of the two k-blocks (word
-        h + 2 a + 4 kk for row half h, column half a, k-block kk), times the row's scale."""
+        h + 2 a + 4 kk for row half h, column half a, k-block kk), times the row's scale
+        (step 46: fp16 pairs by one F2FP each, unscaled: the scale multiplies S^T)."""
         grp = (BOX * j) // self.scale_block
         for hh in cutlass.range_constexpr(2):
             row = r0 + 8 * hh
-            sc = sSc[row, grp, stage]
-            sc2 = scale_pair(sc, sc, self.half16)
+            sc2 = cutlass.Uint32(0)
+            if cutlass.const_expr(not self.k_f16):
+                sc = sSc[row, grp, stage]
+                sc2 = scale_pair(sc, sc, self.half16)
             for kb in cutlass.range_constexpr(BOX // 32):
                 src = cute.local_tile(
                     sK8[None, None, stage], (1, 8), (row, (BOX * j) // 8 + 4 * kb + qd)
@@ -642,7 +700,12 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                     x = wd[0, b5]
                     for a in cutlass.range_constexpr(2):
                         kk = 2 * kb + b5
-                        buf[hh + 2 * a + 4 * kk] = e4m3_place(x, x, SEL_SAME[a], sc2, self.half16)
+                        if cutlass.const_expr(self.k_f16):
+                            buf[hh + 2 * a + 4 * kk] = e4m3_half_to_f16x2(x, a)
+                        else:
+                            buf[hh + 2 * a + 4 * kk] = e4m3_place(
+                                x, x, SEL_SAME[a], sc2, self.half16
+                            )
 
     @cute.jit
     def dequant_v(
@@ -692,18 +755,61 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         vcol: cutlass.Int32,
         buf: cute.Tensor,
     ):
-        """Step 45: :meth:`dequant_v`'s fragments as fp16 pairs by one PRMT and one F2FP each,
-        unscaled (the scale is in P; the tail's rows are zeroed in SMEM)."""
+        """Steps 45/46: :meth:`dequant_v`'s fragments as fp16 pairs, one PRMT per two pairs
+        (:data:`SEL_PAIRS`) and one F2FP per pair, unscaled (the scale is in P; the tail's rows
+        are zeroed in SMEM)."""
         for a in cutlass.range_constexpr(2):
             t = 16 * kb + 2 * qd + 8 * a
             xs = self.load16(sK8, stage, t, vcol)
             ys = self.load16(sK8, stage, t + 1, vcol)
             for wi in cutlass.range_constexpr(4):
-                for bb in cutlass.range_constexpr(4):
-                    byte = 4 * wi + bb
-                    buf[byte % 2 + 2 * a + 4 * (byte // 2)] = e4m3_tokens_to_f16x2(
-                        xs[wi], ys[wi], bb
-                    )
+                for bp in cutlass.range_constexpr(2):
+                    v = prmt(xs[wi], ys[wi], SEL_PAIRS[bp])
+                    for e in cutlass.range_constexpr(2):
+                        byte = 4 * wi + 2 * bp + e
+                        buf[byte % 2 + 2 * a + 4 * (byte // 2)] = e4m3_half_to_f16x2(v, e)
+
+    @cute.jit
+    def load_q_f16(
+        self,
+        lat_copy: cute.TiledCopy,
+        gQ: cute.Tensor,
+        sQl: cute.Tensor,
+        sQf: cute.Tensor,
+        tidx: cutlass.Int32,
+    ):
+        """Step 46: Q's latent part (n, 512, in :data:`K_PERM` order) into ``sQl`` as fp16,
+        each query row times the power of two that brings its largest magnitude into
+        [2^14, 2^15) (:data:`Q_FACTOR_BIAS`; the factor clamped to 2^-100 .. 2^100, so for row
+        maxima from 2^-86 to 2^115), so the values near the max convert exactly (fp16 holds
+        every bf16 value of that range) and none overflows; 1 / factor into ``sQf``.
+        ``lat_copy``'s partition gives thread t row t // 8 and 8 threads (consecutive lanes) per
+        row, so the row's max takes 3 shuffles."""
+        thr_l = lat_copy.get_slice(tidx)
+        tg = thr_l.partition_S(gQ)
+        ts = thr_l.partition_D(sQl)
+        rq = cute.make_rmem_tensor_like(tg)
+        cute.autovec_copy(tg, rq)
+        rf = cute.make_rmem_tensor_like(tg, cutlass.Float32)
+        rf.store(rq.load().to(cutlass.Float32))
+        amax = cutlass.Float32(0.0)
+        for e in cutlass.range_constexpr(cute.size(rf)):
+            amax = cute.arch.fmax(amax, cute.arch.fmax(rf[e], -rf[e]))
+        for off in cutlass.range_constexpr(3):
+            amax = cute.arch.fmax(amax, cute.arch.shuffle_sync_bfly(amax, offset=1 << off))
+        # amax < 2^(E - 126) for its biased exponent E: factor 2^(141 - E), biased 268 - E
+        bits = cute.make_rmem_tensor(cute.make_layout(3), cutlass.Float32)
+        bits[0] = amax
+        ubits = cute.recast_tensor(bits, cutlass.Int32)
+        lo, hi = Q_FACTOR_CLAMP
+        fe = cutlass.min(cutlass.max(Q_FACTOR_BIAS - (ubits[0] >> 23), lo), hi)
+        ubits[1] = fe << 23
+        ubits[2] = (254 - fe) << 23
+        rh = cute.make_rmem_tensor_like(tg, cutlass.Float16)
+        rh.store((rf.load() * bits[1]).to(cutlass.Float16))
+        cute.autovec_copy(rh, ts)
+        if tidx % 8 == 0:
+            sQf[tidx // 8] = bits[2]
 
     @cute.jit
     def zero_fp8_rows(
