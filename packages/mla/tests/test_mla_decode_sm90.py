@@ -422,6 +422,17 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
         cfg = plan.config(prob, ov)
         assert MlaDecodeSm90.schedule_for(prob, cfg) == "seesaw"
         assert MlaDecodeSm90.kernel_step(cfg, prob) == 22
+    # at s*h = 16 the default is step 43 (the page into WGMMA's register A operand) where the
+    # scale block is at least 128 columns, else 22
+    for kw, want in (
+        ({}, 43),
+        ({"kv_scale": "per_block"}, 43),
+        ({"kv_scale": "per_block", "kv_block": 32}, 22),
+    ):
+        p16 = plan.problem(b=2, t=100, h=16, kv_dtype=FP8, **kw)
+        cfg16 = plan.config(p16, {})
+        assert MlaDecodeSm90.kernel_step(cfg16, p16) == want, kw
+        plan.supports_config(p16, cfg16)
     lock = plan.config(prob, {"schedule": "lockstep", "splits": "2"})
     assert MlaDecodeSm90.schedule_for(prob, lock) == "lockstep"
     plan.supports_config(prob, lock)
