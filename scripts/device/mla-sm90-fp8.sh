@@ -125,9 +125,9 @@ jobs_check43() {
     local v="--config step=${FP8_STEP:-43}"
     local c="--check --check-launches 3 --prof_type disabled"
     local blk=$blk kb256="--kv_block 256"
-    # steps 45 and 46 fold the scale into P (and S^T): per_token only (their per_block jobs
-    # run per_token, and per_block must be refused)
-    if [ "${FP8_STEP:-43}" = 45 ] || [ "${FP8_STEP:-43}" = 46 ]; then
+    # steps 45-47 fold the scale into P (and S^T): per_token only (their per_block jobs run
+    # per_token, and per_block must be refused)
+    if [ "${FP8_STEP:-43}" -ge 45 ]; then
         blk=$f8 kb256=""
         echo "q8-s${FP8_STEP}-per-block-refused kernel --b 4 --t 1024 --h 16 --kv_dtype float8_e4m3fn --kv_scale per_block $v $c"
     fi
@@ -174,6 +174,12 @@ JOBS
 jobs_ncu45() {
     echo "q8-ncu-s45-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 --config step=45 --prof_type ncu --ncu-set full"
     echo "q8-ncu-s46-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 --config step=46 --prof_type ncu --ncu-set full"
+}
+
+# step 47 and the 16-bit default under Nsight Compute at h=16 (128, 4096)
+jobs_ncu47() {
+    echo "q8-ncu-s47-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 --config step=47 --prof_type ncu --ncu-set full"
+    echo "q8-ncu-bf16-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 --prof_type ncu --ncu-set full"
 }
 
 jobs_table() {

@@ -202,6 +202,13 @@ FORMAT_SETS = {
         ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
         ("fp8 per_token step46", {"kv_dtype": FP8}, {"step": "46"}),
     ),
+    # step 47 (46 with the next page's index fetched a page early) against 46, 45 and bf16
+    "step47": (
+        ("bf16", {}, {}),
+        ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
+        ("fp8 per_token step46", {"kv_dtype": FP8}, {"step": "46"}),
+        ("fp8 per_token step47", {"kv_dtype": FP8}, {"step": "47"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

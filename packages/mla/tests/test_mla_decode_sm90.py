@@ -1441,6 +1441,13 @@ def test_fp8_q_on_n_query_row_factor_keeps_bf16_exact_in_fp16():
             0,
             113 * 1024,
         ),
+        (
+            47,
+            {"b": 128, "t": 4096, "h": 16},
+            {"HGMMA.64x16x16.F32.BF16": 4, "HGMMA.64x16x16.F32": 64},
+            0,
+            113 * 1024,
+        ),
     ],
 )
 def test_fp8_q_on_n_compiles_for_sm90a(
@@ -1469,7 +1476,11 @@ def test_fp8_q_on_n_compiles_for_sm90a(
     stages = 4 if step == 44 else 2
     assert ops.get("UTMALDG") == 6 * (stages + 1)  # the prologue's pages and the loop's
     assert ops.get("HMUL2", 0) == hmul2
-    assert ops.get("F2FP", 0) >= {45: 128, 46: 256}.get(step, 0)
+    assert ops.get("F2FP", 0) >= {45: 128, 46: 256, 47: 256}.get(step, 0)
+    # step 47 fetches the next page's index into SMEM by cp.async at 2 sites (the prologue's
+    # and the loop's) beside the query's rope part (1); 46 has only the latter
+    if step in (46, 47):
+        assert ops.get("LDGSTS") == (3 if step == 47 else 1)
     assert st["dynamic_smem_bytes"] <= smem_cap
 
 
@@ -1485,6 +1496,7 @@ def test_fp8_q_on_n_compiles_for_sm90a(
         ),
         ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "45"}, "per_token"),
         ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "46"}, "per_token"),
+        ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "47"}, "per_token"),
         ({"b": 4, "t": 1000, "h": 16}, {"step": "43", "splits": "2"}, "walks the work list"),
     ],
 )

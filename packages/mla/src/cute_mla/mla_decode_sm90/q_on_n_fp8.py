@@ -1,6 +1,6 @@
-"""MLA decode for Hopper (sm_90a), steps 43 to 46: the FP8 latent cache with the query rows
+"""MLA decode for Hopper (sm_90a), steps 43 to 47: the FP8 latent cache with the query rows
 on WGMMA's N, dequantised straight into WGMMA's register A operand (``--kv_dtype float8_e4m3fn
---config step=43``, ``44``, ``45`` or ``46``; s*h = 16).
+--config step=43`` to ``47``; s*h = 16).
 
 Why (issue 11: at h_q <= 64 decode is memory-bound and an FP8 cache should read half the bytes
 and run faster; the devlog's FP8 sections): the seesaw schedule's FP8 builds (steps 14-30)
@@ -72,6 +72,13 @@ per query row (:meth:`MlaDecodeSm90QOnNFp8.load_q_f16`: the row's largest magnit
 the cache) in their own accumulator, and S^T = latent x (token scale / row factor) + rope, 8
 FFMAs per page per thread. Per_token only; CPU compile: 2614 SASS instructions against step
 45's 2829, no HMUL2 and 100 PRMT (45: 128 and 196), 254 registers, 0 spills.
+
+Step 47 is step 46 with the next page's cache index fetched a page early: warp 0 reads the
+page table entry of the load cursor by a 4-byte cp.async into SMEM right behind each TMA
+issue, and the next page's end reads it from there. Steps 43-46 read it at the page's end,
+after the work list's entry (two dependent global loads before the TMA, and a third to
+advance the cursor), and a plain load a page early does not help: ptxas moves the value into
+a uniform register for the TMA at once, so the warp waits for it there.
 """
 
 from __future__ import annotations
@@ -201,7 +208,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             raise ValueError(f"step {step} takes s*h = 16 (got s={s}, h={h})")
         if step not in Q_ON_N_FP8_STEPS:
             raise ValueError(f"MlaDecodeSm90QOnNFp8 builds steps {Q_ON_N_FP8_STEPS} (got {step})")
-        if step in (45, 46) and scale_block != D_V:
+        if step in (45, 46, 47) and scale_block != D_V:
             raise ValueError(
                 f"step {step} takes per_token scales (a block of 512; got {scale_block})"
             )
@@ -222,11 +229,13 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         self.half16 = dtype == cutlass.Float16
         #: step 45: O^T's V^T in fp16 by one F2FP per pair, the per-token scale folded into P
         #: (fp16 too); S^T keeps the bit placement
-        self.v_f16 = step in (45, 46)
+        self.v_f16 = step in (45, 46, 47)
         #: step 46: S^T's latent part in fp16 too: K by one F2FP per pair, Q in fp16 with a
         #: power-of-two scale per query row, the rope part in its own accumulator, and
         #: S^T = (token scale / row factor) x latent + rope
-        self.k_f16 = step == 46
+        self.k_f16 = step in (46, 47)
+        #: step 47: 46 with the next page's cache index read a page before its TMA
+        self.early_index = step == 47
 
     @cute.jit
     def __call__(
@@ -355,6 +364,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
             sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
             sQf: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n], 16]  # step 46
+            sIdx: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 1], 4]  # step 47
             mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, st * BARS], 8]
 
         self.shared_storage = SharedStorage
@@ -424,6 +434,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         sMax = storage.sMax.get_tensor(cute.make_layout((n, WARPS_N)))
         sSum = storage.sSum.get_tensor(cute.make_layout((n, WARPS_N)))
         sQf = storage.sQf.get_tensor(cute.make_layout(n))
+        sIdx = storage.sIdx.get_tensor(cute.make_layout(1))
         mbar = storage.mbar.data_ptr()
 
         # ---- mbarriers, TMA partitions and the first pages ----------------------------------
@@ -465,6 +476,15 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 if ls < seg_hi:
                     self.issue_page(tmas, mbar, mPT[mWork[ls, 0], lp], s0)
                     ls, lp = self.next_page(mWork, ls, lp, seg_hi)
+        # step 47: the load cursor's sequence and segment end in registers (warp 0), its cache
+        # page landing in sIdx by cp.async a whole page before its TMA is issued
+        c_seq = cutlass.Int32(0)
+        c_end = cutlass.Int32(0)
+        if cutlass.const_expr(self.early_index):  # noqa: SIM102 (trace time, then run time)
+            if warp == 0 and ls < seg_hi:
+                c_seq = mWork[ls, 0]
+                c_end = mWork[ls, 2]
+                self.fetch_index(mPT, c_seq, lp, sIdx, lane)
 
         # ---- MMA partitions ----------------------------------------------------------------
         thr = rs_mma.get_slice(tidx)
@@ -633,16 +653,57 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                     warpgroup.commit_group()
                 warpgroup.wait_group(0)
                 cute.arch.barrier()  # every thread's loads of the stage and WGMMAs of P^T done
-                if warp == 0:  # noqa: SIM102 (run time)
-                    if ls < seg_hi:
-                        self.issue_page(tmas, mbar, mPT[mWork[ls, 0], lp], stage)
-                        ls, lp = self.next_page(mWork, ls, lp, seg_hi)
+                if cutlass.const_expr(self.early_index):
+                    if warp == 0:  # noqa: SIM102 (run time)
+                        if ls < seg_hi:
+                            # the page index fetched a page ago (long landed); the next one's
+                            # fetch issued behind the TMA, waited for at the next page's end
+                            cute.arch.cp_async_wait_group(0)
+                            cute.arch.sync_warp()
+                            page = sIdx[0]
+                            cute.arch.sync_warp()  # every lane's read before the next fetch
+                            self.issue_page(tmas, mbar, page, stage)
+                            lp = lp + 1
+                            if lp >= c_end:
+                                ls, lp = self.skip_empty(mWork, ls + 1, seg_hi)
+                                if ls < seg_hi:
+                                    c_seq = mWork[ls, 0]
+                                    c_end = mWork[ls, 2]
+                            if ls < seg_hi:  # (none past the part's last page)
+                                self.fetch_index(mPT, c_seq, lp, sIdx, lane)
+                else:
+                    if warp == 0:  # noqa: SIM102 (run time)
+                        if ls < seg_hi:
+                            self.issue_page(tmas, mbar, mPT[mWork[ls, 0], lp], stage)
+                            ls, lp = self.next_page(mWork, ls, lp, seg_hi)
                 g_pg = g_pg + 1
 
             self.epilogue_t(
                 acc_o, col_max, col_sum, tScS, sSum, thr_o, mOt, mL, mOat, mLa, seq, slot,
                 pieces, scale_log2, warp, lane, split,
             )  # fmt: skip
+
+    @cute.jit
+    def fetch_index(
+        self,
+        mPT: cute.Tensor,
+        seq: cutlass.Int32,
+        pg: cutlass.Int32,
+        sIdx: cute.Tensor,
+        lane: cutlass.Int32,
+    ):
+        """Step 47 (warp 0): lane 0 copies page ``pg`` of sequence ``seq``'s page table entry
+        into ``sIdx`` by cp.async (4 bytes) and commits it, so that no register waits for it
+        before the TMA that needs it, a page later (a global load's result goes into a uniform
+        register for the TMA at once, which makes the warp wait for it there)."""
+        if lane == 0:
+            atom = cute.make_copy_atom(
+                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.ALWAYS), cutlass.Int32,
+                num_bits_per_copy=32,
+            )  # fmt: skip
+            src = cute.local_tile(mPT[seq, None], (1,), (pg,))
+            cute.copy(atom, src, sIdx)
+        cute.arch.cp_async_commit_group()
 
     @cute.jit
     def issue_page(self, tmas, mbar: cute.Pointer, page: cutlass.Int32, stage: cutlass.Int32):
