@@ -422,10 +422,10 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
         cfg = plan.config(prob, ov)
         assert MlaDecodeSm90.schedule_for(prob, cfg) == "seesaw"
         assert MlaDecodeSm90.kernel_step(cfg, prob) == 22
-    # at s*h = 16 the default is step 43 (the page into WGMMA's register A operand) where the
-    # scale block is at least 128 columns, else 22
+    # at s*h = 16 the default puts the page into WGMMA's register A operand: step 46 with
+    # per_token scales, 43 with per_block scales of at least 128 columns, else 22
     for kw, want in (
-        ({}, 43),
+        ({}, 46),
         ({"kv_scale": "per_block"}, 43),
         ({"kv_scale": "per_block", "kv_block": 32}, 22),
     ):

@@ -129,10 +129,13 @@ Q_ON_N_ROWS = (16, 32)
 #: before its TMA. They take a scale block of at least 128 columns (per_token, or per_block
 #: with --kv_block 128, 256 or 512; 45-47 per_token only)
 Q_ON_N_FP8_STEPS = (43, 44, 45, 46, 47)
-#: the FP8 cache's default build at s*h = 16 with a scale block of at least 128 columns: step
+#: the FP8 cache's default builds at s*h = 16 with a scale block of at least 128 columns: step
 #: 43, measured on the H200 at h=16 at 0.74x step 22's time at (128, 4096) (148.6 against
-#: 201.7 us) and 0.86x at (32, 4096) (50.8 against 58.8; the devlog, "Session 17")
+#: 201.7 us) and 0.86x at (32, 4096) (50.8 against 58.8; the devlog, "Session 17"); with
+#: per_token scales step 46, measured on an H100 at 0.91x step 43's time at (128, 4096) (138.0
+#: against 151.0 us) and 0.89x at (32, 4096) (the devlog, "Session 18")
 FP8_Q_ON_N_STEP = 43
+FP8_Q_ON_N_PER_TOKEN_STEP = 46
 #: the builds of q_on_n_fp8.py that fold the per-token scale outside the dequantisation
 PER_TOKEN_ONLY_STEPS = (45, 46, 47)
 FP8_Q_ON_N_MIN_BLOCK = 128
@@ -526,8 +529,8 @@ class MlaSm90Config(Config):
     one warpgroup with the query rows on WGMMA's N, or 43 to 47, the same for the FP8 cache; for
     before/after runs), or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
-    16, 22 for the FP8 cache (43 at s*h = 16 with a scale block of at least 128 columns), 9
-    with an explicit ``splits``, else 11. 11 is a work list of the
+    16, 22 for the FP8 cache (at s*h = 16: 46 with per_token scales, 43 with per_block scales
+    of at least 128 columns), 9 with an explicit ``splits``, else 11. 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
     per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
@@ -793,7 +796,7 @@ class MlaDecodeSm90(KernelPlan):
 
     def build_label(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
         """The schedule and step a call builds (the default ``step=0`` builds 11, 42 at s*h =
-        16, 22 with the FP8 cache (43 at s*h = 16), and 9 with an explicit split count), e.g.
+        16, 22 with the FP8 cache (46 or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
         pages``."""
         fp8 = " (FP8 cache: producer warpgroup)" if problem.kv_fp8 else ""
@@ -849,8 +852,9 @@ class MlaDecodeSm90(KernelPlan):
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
         16 and :data:`WORK_LIST_STEP` (11) elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-46, else
-        :data:`FP8_Q_ON_N_STEP` (43) at s*h = 16 with a scale block of at least 128 columns
-        and :data:`FP8_STEP` (22) elsewhere. Without ``problem`` the default resolves as for
+        :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (46) at s*h = 16 with per_token scales,
+        :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns, and
+        :data:`FP8_STEP` (22) elsewhere. Without ``problem`` the default resolves as for
         s*h > 16."""
         if problem is not None and problem.kv_fp8:
             if config.step in FP8_STEPS or config.step in Q_ON_N_FP8_STEPS:
@@ -860,6 +864,8 @@ class MlaDecodeSm90(KernelPlan):
                 and problem.scale_block() >= FP8_Q_ON_N_MIN_BLOCK
                 and not config.splits
             ):
+                if problem.kv_scale == "per_token":
+                    return FP8_Q_ON_N_PER_TOKEN_STEP
                 return FP8_Q_ON_N_STEP
             return FP8_STEP
         if config.splits and config.step in (AUTO_STEP, WORK_LIST_STEP):
