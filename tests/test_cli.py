@@ -59,6 +59,10 @@ def _run(capsys, argv, package="gemm"):
             "--config raster_along_m=maybe: not a bool",
         ),
         (
+            ["hopper_dense_gemm_persistent", "--config", "swizzle_size=2,raster_along_m=true"],
+            "not an int (separate items with spaces: --config swizzle_size=2 raster_along_m=true)",
+        ),
+        (
             ["hopper_dense_gemm_persistent", "--config", "swizzle_size=0"],
             "swizzle_size must be a positive integer (got 0)",
         ),

@@ -15,7 +15,8 @@
 #   FP8_STEP=15 FORMATS=step15 OUT=$OUT bash ... check14 table14 ncu14   # an older step
 #
 # check: the package check (every check problem of the workload the kernel takes: the 16-bit
-#   ones as a regression, and the two FP8 ones on the default build, seesaw step 22), then the
+#   ones as a regression, and the FP8 ones on the default build: seesaw step 22 at h=128 and
+#   h=64, step 46 at h=16 since session 18), then the
 #   lockstep FP8 build (--config schedule=lockstep, every job below): the FP8 check problems
 #   (per_token: B=8 T=777 varlen h=128; per_block 128: B=4 s=2 T=1000 h=64), tails of
 #   1/63/64/65/127 tokens for both granularities (NaN values and NaN scales past the end),

@@ -412,7 +412,7 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
     # problems are among the plan's own
     for kw in ({}, {"kv_scale": "per_block"}, {"kv_scale": "per_block", "kv_block": 16}):
         plan.supports(plan.problem(b=2, t=100, kv_dtype=FP8, **kw))
-    assert sum(q.kv_fp8 for q in plan.check_problems()) == 2
+    assert sum(q.kv_fp8 for q in plan.check_problems()) == 3
     # the FP8 cache builds the seesaw schedule by default (step 22; 14-23 when asked by
     # number), the lockstep one when asked; a 16-bit cache does not take the FP8 steps
     prob = plan.problem(b=2, t=100, kv_dtype=FP8)
@@ -422,10 +422,10 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
         cfg = plan.config(prob, ov)
         assert MlaDecodeSm90.schedule_for(prob, cfg) == "seesaw"
         assert MlaDecodeSm90.kernel_step(cfg, prob) == 22
-    # at s*h = 16 the default puts the page into WGMMA's register A operand: step 46 with
+    # at s*h = 16 the default puts the page into WGMMA's register A operand: step 47 with
     # per_token scales, 43 with per_block scales of at least 128 columns, else 22
     for kw, want in (
-        ({}, 46),
+        ({}, 47),
         ({"kv_scale": "per_block"}, 43),
         ({"kv_scale": "per_block", "kv_block": 32}, 22),
     ):
@@ -1075,7 +1075,8 @@ def test_fp8_seesaw_step24_reloads_while_it_stores(tmp_path, monkeypatch):
 def test_mla_decode_sm90_build_label_names_what_is_built():
     """``step=0`` (the config default) builds the step measured fastest for the problem: the
     label the CLI prints and every record keeps as ``build`` names the resolved schedule and
-    step (42 at s*h = 16, 11 at s*h = 32 and above, 22 with the FP8 cache, 9 with splits)."""
+    step (42 at s*h = 16, 11 at s*h = 32 and above, 22 with the FP8 cache, at s*h = 16 47 with
+    per_token scales and 43 with per_block ones, 9 with splits)."""
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
@@ -1102,7 +1103,20 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
         (h16, {"step": "11"}, "seesaw step 11"),
         (h16, {"splits": "2"}, "seesaw step 9"),
         (h32, {}, "seesaw step 11"),
-        (h16_fp8, {}, "seesaw step 22 (FP8 cache: producer warpgroup)"),
+        (
+            h16_fp8,
+            {},
+            "step 47 (FP8 cache: query rows on WGMMA's N, e4m3 dequantised into the register A "
+            "operand, K and V by F2FP to fp16, page index fetched a page early, 2 stages, 2 "
+            "CTA(s) per SM)",
+        ),
+        (
+            plan.problem(b=2, t=100, h=16, kv_dtype=FP8, kv_scale="per_block"),
+            {},
+            "step 43 (FP8 cache: query rows on WGMMA's N, e4m3 dequantised into the register A "
+            "operand, bit-placed, 2 stages, 2 CTA(s) per SM)",
+        ),
+        (h16_fp8, {"step": "22"}, "seesaw step 22 (FP8 cache: producer warpgroup)"),
         (bf16, {"schedule": "lockstep", "loads": "tma"}, "lockstep schedule, tma pages"),
     ]
     for prob, overrides, label in cases:
@@ -1453,7 +1467,7 @@ def test_fp8_q_on_n_query_row_factor_keeps_bf16_exact_in_fp16():
 def test_fp8_q_on_n_compiles_for_sm90a(
     step, shape, mnemonics, hmul2, smem_cap, tmp_path, monkeypatch
 ):
-    """Steps 43-46 (the FP8 cache dequantised into the register A operand): 36 + 32 WGMMAs per
+    """Steps 43-47 (the FP8 cache dequantised into the register A operand): 36 + 32 WGMMAs per
     page (step 45's O^T in fp16; step 46's S^T latent part too, only the 4 rope WGMMAs 16-bit),
     6 TMAs per page (4 latent boxes, the scales, the rope) at stages + 1 sites (the prologue
     unrolled, the loop), one HMUL2 per bit-placed pair (256 a page; 128 in step 45, whose V
@@ -1497,12 +1511,21 @@ def test_fp8_q_on_n_compiles_for_sm90a(
         ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "45"}, "per_token"),
         ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "46"}, "per_token"),
         ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "47"}, "per_token"),
+        # the first refusal names what the next one would ask: per_token, not a larger block
+        (
+            {"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block", "kv_block": 64},
+            {"step": "46"},
+            "takes --kv_scale per_token",
+        ),
+        # and the shape before the cache: a 16-bit cache at h=64 is not sent to step 42
+        ({"b": 4, "t": 1000, "h": 64, "kv_fp8": False}, {"step": "47"}, "takes s*h = 16 (got"),
         ({"b": 4, "t": 1000, "h": 16}, {"step": "43", "splits": "2"}, "walks the work list"),
     ],
 )
 def test_fp8_q_on_n_refusals_in_one_line(shape, overrides, needle):
-    """Steps 43-45 take s*h = 16, the FP8 cache with a scale block of at least 128 columns
-    (step 45: per_token) and the work list; anything else is one line naming what to change."""
+    """Steps 43-47 take s*h = 16, the FP8 cache with a scale block of at least 128 columns
+    (steps 45-47: per_token) and the work list; anything else is one line naming what to
+    change, and following it does not meet another refusal of the same step."""
     from kernelplan import ShapeError
     from kernelplan.registry import load_plan_class
 

@@ -219,6 +219,9 @@ def _parse_value(key: str, raw: Any, hint: Any, flag: str = "--config") -> Any:
         else:
             name = getattr(hint, "__name__", str(hint))
             want = ("an " if name[:1] in "aeiou" else "a ") + name
+        if "=" in raw:  # `--config a=1,b=2`: two items run together
+            items = " ".join(p.strip() for p in raw.split(",") if p.strip())
+            want += f" (separate items with spaces: {flag} {key}={items})"
         raise ShapeError(f"{flag} {key}={raw}: not {want}") from None
 
 

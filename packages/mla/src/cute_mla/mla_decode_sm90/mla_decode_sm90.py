@@ -37,7 +37,7 @@ timed on the H200 (knowledge/kernels/mla-decode-sm90.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
 from kernelplan import (
@@ -132,10 +132,12 @@ Q_ON_N_FP8_STEPS = (43, 44, 45, 46, 47)
 #: the FP8 cache's default builds at s*h = 16 with a scale block of at least 128 columns: step
 #: 43, measured on the H200 at h=16 at 0.74x step 22's time at (128, 4096) (148.6 against
 #: 201.7 us) and 0.86x at (32, 4096) (50.8 against 58.8; the devlog, "Session 17"); with
-#: per_token scales step 46, measured on an H100 at 0.91x step 43's time at (128, 4096) (138.0
-#: against 151.0 us) and 0.89x at (32, 4096) (the devlog, "Session 18")
+#: per_token scales step 47, measured on an H100 at h=16 (128, 4096) at 136.6 us against step
+#: 46's 137.2, step 43's 152.4 (another run: 151.0 against 46's 138.0) and the 16-bit
+#: default's 211.1, the median per-round ratio to 46 0.995 there and 0.992 at (32, 4096) (the
+#: devlog, "Session 18")
 FP8_Q_ON_N_STEP = 43
-FP8_Q_ON_N_PER_TOKEN_STEP = 46
+FP8_Q_ON_N_PER_TOKEN_STEP = 47
 #: the builds of q_on_n_fp8.py that fold the per-token scale outside the dequantisation
 PER_TOKEN_ONLY_STEPS = (45, 46, 47)
 FP8_Q_ON_N_MIN_BLOCK = 128
@@ -529,7 +531,7 @@ class MlaSm90Config(Config):
     one warpgroup with the query rows on WGMMA's N, or 43 to 47, the same for the FP8 cache; for
     before/after runs), or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
-    16, 22 for the FP8 cache (at s*h = 16: 46 with per_token scales, 43 with per_block scales
+    16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
     of at least 128 columns), 9 with an explicit ``splits``, else 11. 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
@@ -573,8 +575,8 @@ class MlaSm90Config(Config):
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
     the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with
-    the FP8 cache the default ``step`` builds 22). ``step`` applies to the seesaw schedule
-    only. ``cuts`` (the
+    the FP8 cache the default ``step`` builds 22, at s*h = 16 47 or 43). ``step`` applies to the
+    seesaw schedule only. ``cuts`` (the
     work list of seesaw steps 11 and later, without ``splits``): ``auto`` (the default:
     ``costed`` wherever there is a work list), ``costed`` (:func:`costed_work_list`, parts
     filled up to one modelled cost, so a part that crosses sequence boundaries holds fewer
@@ -631,7 +633,9 @@ class MlaDecodeSm90(KernelPlan):
         "in SMEM, split-KV with a PDL combine; default: the seesaw schedule (seesaw.py) with "
         "TMA pages for 16-bit caches, at s*h = 16 step 42 (q_on_n.py: the query rows on "
         "WGMMA's N, one warpgroup) and, for the FP8 cache, step 22 (a producer warpgroup "
-        "dequantises the FP8 pages); schedule=lockstep: kernel.py"
+        "dequantises the FP8 pages; at s*h = 16 step 47 with per_token scales, 43 with "
+        "per_block ones: q_on_n_fp8.py, the e4m3 page converted in registers into WGMMA's A "
+        "operand); schedule=lockstep: kernel.py"
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
@@ -682,27 +686,29 @@ class MlaDecodeSm90(KernelPlan):
                 f"drop --config step for the default build)"
             )
         if config.step in Q_ON_N_FP8_STEPS:
-            if not problem.kv_fp8:
-                raise ShapeError(
-                    f"{self.name}: step {config.step} is an FP8 latent cache build (add "
-                    f"--kv_dtype float8_e4m3fn, or take step {Q_ON_N_STEP} for a 16-bit cache)"
-                )
+            # (the order makes each line's advice land: shape, cache, granularity, block)
             if problem.s * problem.h != 16:
                 raise ShapeError(
                     f"{self.name}: step {config.step} puts the s*h query rows on WGMMA's N and "
                     f"takes s*h = 16 (got s={problem.s}, h={problem.h}: drop --config step for "
                     "the default build)"
                 )
+            if not problem.kv_fp8:
+                raise ShapeError(
+                    f"{self.name}: step {config.step} is an FP8 latent cache build (add "
+                    f"--kv_dtype float8_e4m3fn, or take step {Q_ON_N_STEP} for a 16-bit cache)"
+                )
+            if config.step in PER_TOKEN_ONLY_STEPS and problem.kv_scale != "per_token":
+                raise ShapeError(
+                    f"{self.name}: step {config.step} folds the scale into P and takes --kv_scale "
+                    f"per_token (got {problem.kv_scale}: use step {FP8_Q_ON_N_STEP} for "
+                    f"per_block with --kv_block {FP8_Q_ON_N_MIN_BLOCK} or more)"
+                )
             if problem.scale_block() < FP8_Q_ON_N_MIN_BLOCK:
                 raise ShapeError(
                     f"{self.name}: step {config.step} takes a scale block of at least "
                     f"{FP8_Q_ON_N_MIN_BLOCK} columns (got --kv_block {problem.scale_block()}: "
                     f"use --kv_scale per_token or --kv_block {FP8_Q_ON_N_MIN_BLOCK})"
-                )
-            if config.step in PER_TOKEN_ONLY_STEPS and problem.kv_scale != "per_token":
-                raise ShapeError(
-                    f"{self.name}: step {config.step} folds the scale into P and takes --kv_scale "
-                    f"per_token (got {problem.kv_scale}: use step 43 for per_block)"
                 )
             if config.splits:
                 raise ShapeError(
@@ -713,8 +719,9 @@ class MlaDecodeSm90(KernelPlan):
             if config.step not in (AUTO_STEP, *FP8_STEPS):
                 raise ShapeError(
                     f"{self.name}: the FP8 latent cache's seesaw builds are steps "
-                    f"{steps_text(FP8_STEPS)} (got step={config.step}: drop --config step for step "
-                    f"{FP8_STEP}, or at s*h = 16 take {steps_text(Q_ON_N_FP8_STEPS)})"
+                    f"{steps_text(FP8_STEPS)} (got step={config.step}: drop --config step for the "
+                    f"default, step {self.kernel_step(replace(config, step=AUTO_STEP), problem)} "
+                    f"here, or at s*h = 16 take {steps_text(Q_ON_N_FP8_STEPS)})"
                 )
             if config.splits:
                 raise ShapeError(
@@ -796,7 +803,7 @@ class MlaDecodeSm90(KernelPlan):
 
     def build_label(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
         """The schedule and step a call builds (the default ``step=0`` builds 11, 42 at s*h =
-        16, 22 with the FP8 cache (46 or 43 at s*h = 16), and 9 with an explicit split count), e.g.
+        16, 22 with the FP8 cache (47 or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
         pages``."""
         fp8 = " (FP8 cache: producer warpgroup)" if problem.kv_fp8 else ""
@@ -805,10 +812,15 @@ class MlaDecodeSm90(KernelPlan):
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
         step = self.kernel_step(config, problem)
         if step in Q_ON_N_FP8_STEPS:
+            how = {
+                45: "V by F2FP to fp16, K bit-placed",
+                46: "K and V by F2FP to fp16",
+                47: "K and V by F2FP to fp16, page index fetched a page early",
+            }.get(step, "bit-placed")
             return (
                 f"step {step} (FP8 cache: query rows on WGMMA's N, e4m3 dequantised into the "
-                f"register A operand, {fp8_q_on_n_stages(step)} stages, {ctas_per_sm(step)} "
-                "CTA(s) per SM)"
+                f"register A operand, {how}, {fp8_q_on_n_stages(step)} stages, "
+                f"{ctas_per_sm(step)} CTA(s) per SM)"
             )
         if step in Q_ON_N_STEPS:
             n_accs = st_accumulators(step, problem.s * problem.h)
@@ -851,8 +863,8 @@ class MlaDecodeSm90(KernelPlan):
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
         16 and :data:`WORK_LIST_STEP` (11) elsewhere, and that the FP8 cache
-        (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-46, else
-        :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (46) at s*h = 16 with per_token scales,
+        (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-47, else
+        :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
         :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns, and
         :data:`FP8_STEP` (22) elsewhere. Without ``problem`` the default resolves as for
         s*h > 16."""
