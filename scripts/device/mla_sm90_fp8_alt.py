@@ -209,6 +209,12 @@ FORMAT_SETS = {
         ("fp8 per_token step46", {"kv_dtype": FP8}, {"step": "46"}),
         ("fp8 per_token step47", {"kv_dtype": FP8}, {"step": "47"}),
     ),
+    # step 48 (47 releasing the stage before the last O^T WGMMAs retire) against 47 and bf16
+    "step48": (
+        ("bf16", {}, {}),
+        ("fp8 per_token step47", {"kv_dtype": FP8}, {"step": "47"}),
+        ("fp8 per_token step48", {"kv_dtype": FP8}, {"step": "48"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

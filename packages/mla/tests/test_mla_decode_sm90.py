@@ -1462,12 +1462,19 @@ def test_fp8_q_on_n_query_row_factor_keeps_bf16_exact_in_fp16():
             0,
             113 * 1024,
         ),
+        (
+            48,
+            {"b": 32, "t": 4096, "h": 16},
+            {"HGMMA.64x16x16.F32.BF16": 4, "HGMMA.64x16x16.F32": 64},
+            0,
+            113 * 1024,
+        ),
     ],
 )
 def test_fp8_q_on_n_compiles_for_sm90a(
     step, shape, mnemonics, hmul2, smem_cap, tmp_path, monkeypatch
 ):
-    """Steps 43-47 (the FP8 cache dequantised into the register A operand): 36 + 32 WGMMAs per
+    """Steps 43-48 (the FP8 cache dequantised into the register A operand): 36 + 32 WGMMAs per
     page (step 45's O^T in fp16; step 46's S^T latent part too, only the 4 rope WGMMAs 16-bit),
     6 TMAs per page (4 latent boxes, the scales, the rope) at stages + 1 sites (the prologue
     unrolled, the loop), one HMUL2 per bit-placed pair (256 a page; 128 in step 45, whose V
@@ -1490,11 +1497,11 @@ def test_fp8_q_on_n_compiles_for_sm90a(
     stages = 4 if step == 44 else 2
     assert ops.get("UTMALDG") == 6 * (stages + 1)  # the prologue's pages and the loop's
     assert ops.get("HMUL2", 0) == hmul2
-    assert ops.get("F2FP", 0) >= {45: 128, 46: 256, 47: 256}.get(step, 0)
+    assert ops.get("F2FP", 0) >= {45: 128, 46: 256, 47: 256, 48: 256}.get(step, 0)
     # step 47 fetches the next page's index into SMEM by cp.async at 2 sites (the prologue's
     # and the loop's) beside the query's rope part (1); 46 has only the latter
-    if step in (46, 47):
-        assert ops.get("LDGSTS") == (3 if step == 47 else 1)
+    if step in (46, 47, 48):
+        assert ops.get("LDGSTS") == (1 if step == 46 else 3)
     assert st["dynamic_smem_bytes"] <= smem_cap
 
 
@@ -1511,6 +1518,7 @@ def test_fp8_q_on_n_compiles_for_sm90a(
         ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "45"}, "per_token"),
         ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "46"}, "per_token"),
         ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "47"}, "per_token"),
+        ({"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block"}, {"step": "48"}, "per_token"),
         # the first refusal names what the next one would ask: per_token, not a larger block
         (
             {"b": 4, "t": 1000, "h": 16, "kv_scale": "per_block", "kv_block": 64},
@@ -1523,8 +1531,8 @@ def test_fp8_q_on_n_compiles_for_sm90a(
     ],
 )
 def test_fp8_q_on_n_refusals_in_one_line(shape, overrides, needle):
-    """Steps 43-47 take s*h = 16, the FP8 cache with a scale block of at least 128 columns
-    (steps 45-47: per_token) and the work list; anything else is one line naming what to
+    """Steps 43-48 take s*h = 16, the FP8 cache with a scale block of at least 128 columns
+    (steps 45-48: per_token) and the work list; anything else is one line naming what to
     change, and following it does not meet another refusal of the same step."""
     from kernelplan import ShapeError
     from kernelplan.registry import load_plan_class

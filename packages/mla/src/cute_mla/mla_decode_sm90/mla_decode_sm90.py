@@ -126,9 +126,10 @@ Q_ON_N_ROWS = (16, 32)
 #: stages and 1 CTA per SM, 45 is 43 with V^T in fp16 by F2FP and the scale in P (per_token
 #: only), 46 is 45 with S^T's latent part in fp16 too (K by F2FP, Q scaled into fp16 per row,
 #: the token's scale applied to S^T), 47 is 46 with the next page's cache index read a page
-#: before its TMA. They take a scale block of at least 128 columns (per_token, or per_block
-#: with --kv_block 128, 256 or 512; 45-47 per_token only)
-Q_ON_N_FP8_STEPS = (43, 44, 45, 46, 47)
+#: before its TMA, 48 is 47 issuing a stage's next TMA before the page's last O^T WGMMAs
+#: retire. They take a scale block of at least 128 columns (per_token, or per_block with
+#: --kv_block 128, 256 or 512; 45-48 per_token only)
+Q_ON_N_FP8_STEPS = (43, 44, 45, 46, 47, 48)
 #: the FP8 cache's default builds at s*h = 16 with a scale block of at least 128 columns: step
 #: 43, measured on the H200 at h=16 at 0.74x step 22's time at (128, 4096) (148.6 against
 #: 201.7 us) and 0.86x at (32, 4096) (50.8 against 58.8; the devlog, "Session 17"); with
@@ -139,19 +140,19 @@ Q_ON_N_FP8_STEPS = (43, 44, 45, 46, 47)
 FP8_Q_ON_N_STEP = 43
 FP8_Q_ON_N_PER_TOKEN_STEP = 47
 #: the builds of q_on_n_fp8.py that fold the per-token scale outside the dequantisation
-PER_TOKEN_ONLY_STEPS = (45, 46, 47)
+PER_TOKEN_ONLY_STEPS = (45, 46, 47, 48)
 FP8_Q_ON_N_MIN_BLOCK = 128
 
 
 def fp8_q_on_n_stages(step: int) -> int:
-    """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43, 45-47 (about 104 KB of SMEM,
+    """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43, 45-48 (about 104 KB of SMEM,
     so two CTAs share an SM), 4 for 44 (one CTA per SM)."""
     return 4 if step == 44 else 2
 
 
 def ctas_per_sm(step: int | None) -> int:
-    """CTAs per SM the work list is cut for: 2 for steps 43 and 45-47, else 1."""
-    return 2 if step in (43, 45, 46, 47) else 1
+    """CTAs per SM the work list is cut for: 2 for steps 43 and 45-48, else 1."""
+    return 2 if step in (43, 45, 46, 47, 48) else 1
 
 
 def st_accumulators(step: int, n: int) -> int:
@@ -523,12 +524,12 @@ class MlaSm90Config(Config):
     all 256 math threads issue cp.async and meet at a CTA barrier per page; the only loads of
     the FP8 cache's lockstep and producer-warpgroup builds) or ``tma`` (step 3 with lockstep, and
     always with seesaw: one TMA per 64-column chunk by the page's coordinate, one mbarrier per
-    chunk; steps 43-47: 128-column e4m3 boxes, 5 mbarriers per stage). ``split_rule`` (with
+    chunk; steps 43-48: 128-column e4m3 boxes, 5 mbarriers per stage). ``split_rule`` (with
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
     the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`, 40 or 42,
-    one warpgroup with the query rows on WGMMA's N, or 43 to 47, the same for the FP8 cache; for
+    one warpgroup with the query rows on WGMMA's N, or 43 to 48, the same for the FP8 cache; for
     before/after runs), or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
@@ -558,7 +559,7 @@ class MlaSm90Config(Config):
     against FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz, 154-165 us once it
     fell to 1710-1875 MHz; the devlog, "Session 15"). 42 is 40 with S^T's 36 k-blocks spread
     over 4 accumulators (2 at s*h = 32) and added up, so that consecutive WGMMAs do not chain
-    on one: the default at s*h = 16 (:data:`Q_ON_N_STEP`; the devlog, "Session 16"). 43-47
+    on one: the default at s*h = 16 (:data:`Q_ON_N_STEP`; the devlog, "Session 16"). 43-48
     (:mod:`.q_on_n_fp8`, the FP8 cache at s*h = 16, scale blocks of at least 128 columns) are
     42 with the e4m3 page by TMA, dequantised in registers straight into WGMMA's A operand: 43
     with 2 CTAs per SM (measured on the H200 at h=16 (128, 4096): 148.6 us against the 16-bit
@@ -567,11 +568,12 @@ class MlaSm90Config(Config):
     in P (per_token only), 46 is 45 with S^T's latent part in fp16 as well: K by one F2FP per
     pair, Q in fp16 times a power of two per query row, the rope part in its own accumulator,
     S^T = latent x token scale / row factor + rope (per_token only), 47 is 46 with the next
-    page's cache index read a page before its TMA is issued.
+    page's cache index read a page before its TMA is issued, 48 is 47 issuing a stage's next
+    TMA before the page's last O^T WGMMAs retire (they read registers and P^T, not the stage).
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
-    steps 40 and 42 in :mod:`.q_on_n`, 43-47 in :mod:`.q_on_n_fp8`; :mod:`.seesaw`: each
+    steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
     the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with
@@ -816,6 +818,8 @@ class MlaDecodeSm90(KernelPlan):
                 45: "V by F2FP to fp16, K bit-placed",
                 46: "K and V by F2FP to fp16",
                 47: "K and V by F2FP to fp16, page index fetched a page early",
+                48: "K and V by F2FP to fp16, page index fetched a page early, stage released "
+                "before the last O^T WGMMAs",
             }.get(step, "bit-placed")
             return (
                 f"step {step} (FP8 cache: query rows on WGMMA's N, e4m3 dequantised into the "
@@ -863,7 +867,7 @@ class MlaDecodeSm90(KernelPlan):
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
         16 and :data:`WORK_LIST_STEP` (11) elsewhere, and that the FP8 cache
-        (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-47, else
+        (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-48, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
         :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns, and
         :data:`FP8_STEP` (22) elsewhere. Without ``problem`` the default resolves as for

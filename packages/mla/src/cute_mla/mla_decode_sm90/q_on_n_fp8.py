@@ -1,6 +1,6 @@
-"""MLA decode for Hopper (sm_90a), steps 43 to 47: the FP8 latent cache with the query rows
+"""MLA decode for Hopper (sm_90a), steps 43 to 48: the FP8 latent cache with the query rows
 on WGMMA's N, dequantised straight into WGMMA's register A operand (``--kv_dtype float8_e4m3fn
---config step=43`` to ``47``; s*h = 16).
+--config step=43`` to ``48``; s*h = 16).
 
 Why (issue 11: at h_q <= 64 decode is memory-bound and an FP8 cache should read half the bytes
 and run faster; the devlog's FP8 sections): the seesaw schedule's FP8 builds (steps 14-30)
@@ -73,6 +73,11 @@ the cache) in their own accumulator, and S^T = latent x (token scale / row facto
 FFMAs per page per thread. Per_token only; CPU compile: 2614 SASS instructions against step
 45's 2829, no HMUL2 and 100 PRMT (45: 128 and 196), 254 registers, 0 spills; on the H100
 138.0 us, where the 16-bit default took 211.3.
+
+Step 48 is step 47 releasing the page's stage before the page's last O^T WGMMAs retire: they
+read the dequantised V from registers and P^T from its own SMEM, so once every thread has
+loaded its V bytes (the CTA barrier) the next TMA may overwrite the stage, and the
+``wait_group(0)`` that guards the register buffers moves behind the TMA issue.
 
 Step 47 is step 46 with the next page's cache index fetched a page early: warp 0 reads the
 page table entry of the load cursor by a 4-byte cp.async into SMEM right behind each TMA
@@ -209,7 +214,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             raise ValueError(f"step {step} takes s*h = 16 (got s={s}, h={h})")
         if step not in Q_ON_N_FP8_STEPS:
             raise ValueError(f"MlaDecodeSm90QOnNFp8 builds steps {Q_ON_N_FP8_STEPS} (got {step})")
-        if step in (45, 46, 47) and scale_block != D_V:
+        if step in (45, 46, 47, 48) and scale_block != D_V:
             raise ValueError(
                 f"step {step} takes per_token scales (a block of 512; got {scale_block})"
             )
@@ -230,13 +235,16 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         self.half16 = dtype == cutlass.Float16
         #: step 45: O^T's V^T in fp16 by one F2FP per pair, the per-token scale folded into P
         #: (fp16 too); S^T keeps the bit placement
-        self.v_f16 = step in (45, 46, 47)
+        self.v_f16 = step in (45, 46, 47, 48)
         #: step 46: S^T's latent part in fp16 too: K by one F2FP per pair, Q in fp16 with a
         #: power-of-two scale per query row, the rope part in its own accumulator, and
         #: S^T = (token scale / row factor) x latent + rope
-        self.k_f16 = step in (46, 47)
+        self.k_f16 = step in (46, 47, 48)
         #: step 47: 46 with the next page's cache index read a page before its TMA
-        self.early_index = step == 47
+        self.early_index = step in (47, 48)
+        #: step 48: 47 issuing the stage's next TMA once every thread has read its V bytes,
+        #: before the page's last O^T WGMMAs retire
+        self.early_release = step == 48
 
     @cute.jit
     def __call__(
@@ -652,8 +660,12 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                         ot_mma, acc_o, ot_views[kb % 2][None, None, 0], tOrP[None, None, kb], acc_o
                     )
                     warpgroup.commit_group()
-                warpgroup.wait_group(0)
-                cute.arch.barrier()  # every thread's loads of the stage and WGMMAs of P^T done
+                if cutlass.const_expr(not self.early_release):
+                    warpgroup.wait_group(0)
+                # every thread's loads of the stage done (and, before step 48, its WGMMAs of
+                # P^T; step 48 releases the stage before they retire: they read registers and
+                # sP, not the stage)
+                cute.arch.barrier()
                 if cutlass.const_expr(self.early_index):
                     if warp == 0:  # noqa: SIM102 (run time)
                         if ls < seg_hi:
@@ -677,6 +689,9 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                         if ls < seg_hi:
                             self.issue_page(tmas, mbar, mPT[mWork[ls, 0], lp], stage)
                             ls, lp = self.next_page(mWork, ls, lp, seg_hi)
+                if cutlass.const_expr(self.early_release):
+                    # the buffers and acc_o are read by the last groups until here
+                    warpgroup.wait_group(0)
                 g_pg = g_pg + 1
 
             self.epilogue_t(
