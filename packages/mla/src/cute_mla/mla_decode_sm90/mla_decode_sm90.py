@@ -151,8 +151,9 @@ def fp8_q_on_n_stages(step: int) -> int:
 
 
 def ctas_per_sm(step: int | None) -> int:
-    """CTAs per SM the work list is cut for: 2 for steps 43 and 45-48, else 1."""
-    return 2 if step in (43, 45, 46, 47, 48) else 1
+    """CTAs per SM the work list is cut for: 2 for the q_on_n_fp8.py steps of 2 stages (43,
+    45-48), else 1."""
+    return 2 if step in Q_ON_N_FP8_STEPS and fp8_q_on_n_stages(step) == 2 else 1
 
 
 def st_accumulators(step: int, n: int) -> int:

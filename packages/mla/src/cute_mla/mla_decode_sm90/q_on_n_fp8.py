@@ -97,7 +97,12 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import dsl_user_op
 
 from .kernel import D_QK, D_ROPE, D_V, LOG2_E, PAGE, MlaDecodeSm90Kernel, _mn_view
-from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_FP8_STEPS, fp8_q_on_n_stages
+from .mla_decode_sm90 import (
+    PARTS_CAP,
+    PER_TOKEN_ONLY_STEPS,
+    Q_ON_N_FP8_STEPS,
+    fp8_q_on_n_stages,
+)
 from .q_on_n import THREADS_N, WARPS_N, MlaDecodeSm90QOnN
 from .seesaw import EVICT_FIRST, asm_u32, e4m3_placement_ptx
 
@@ -214,7 +219,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             raise ValueError(f"step {step} takes s*h = 16 (got s={s}, h={h})")
         if step not in Q_ON_N_FP8_STEPS:
             raise ValueError(f"MlaDecodeSm90QOnNFp8 builds steps {Q_ON_N_FP8_STEPS} (got {step})")
-        if step in (45, 46, 47, 48) and scale_block != D_V:
+        if step in PER_TOKEN_ONLY_STEPS and scale_block != D_V:
             raise ValueError(
                 f"step {step} takes per_token scales (a block of 512; got {scale_block})"
             )
@@ -235,7 +240,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         self.half16 = dtype == cutlass.Float16
         #: step 45: O^T's V^T in fp16 by one F2FP per pair, the per-token scale folded into P
         #: (fp16 too); S^T keeps the bit placement
-        self.v_f16 = step in (45, 46, 47, 48)
+        self.v_f16 = step in PER_TOKEN_ONLY_STEPS
         #: step 46: S^T's latent part in fp16 too: K by one F2FP per pair, Q in fp16 with a
         #: power-of-two scale per query row, the rope part in its own accumulator, and
         #: S^T = (token scale / row factor) x latent + rope
@@ -245,6 +250,9 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         #: step 48: 47 issuing the stage's next TMA once every thread has read its V bytes,
         #: before the page's last O^T WGMMAs retire
         self.early_release = step == 48
+        #: the 16-bit types of S^T's latent WGMMAs (Q and K) and of O^T's (V and P)
+        self.k_type = cutlass.Float16 if self.k_f16 else dtype
+        self.v_type = cutlass.Float16 if self.v_f16 else dtype
 
     @cute.jit
     def __call__(
@@ -300,12 +308,12 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         K = cute.nvgpu.OperandMajorMode.K
         # A from registers (the dequantised page) for S^T's latent part (step 46: fp16, K by
         # F2FP, Q scaled into fp16) and for O^T
-        kt = cutlass.Float16 if self.k_f16 else dt
+        kt = self.k_type
         rs_mma = sm90_utils.make_trivial_tiled_mma(
             kt, kt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n), warpgroup.OperandSource.RMEM
         )
         # O^T: V^T from registers and P^T from SMEM, fp16 for step 45 (V by F2FP, P scaled)
-        vt = cutlass.Float16 if self.v_f16 else dt
+        vt = self.v_type
         ot_mma = sm90_utils.make_trivial_tiled_mma(
             vt, vt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n), warpgroup.OperandSource.RMEM
         )
@@ -507,8 +515,8 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         thr_o = ot_mma.get_slice(tidx)
         tOrP = thr_o.make_fragment_B(thr_o.partition_B(sP))  # (MMA, 1, 4)
         acc_o = thr_o.make_fragment_C(thr_o.partition_shape_C((D_V, n)))  # (MMA, 8, 1)
-        vt = cutlass.Float16 if self.v_f16 else self.dtype
-        kt = cutlass.Float16 if self.k_f16 else self.dtype
+        vt = self.v_type
+        kt = self.k_type
         acc_o_mn = _mn_view(acc_o)
 
         # the two register A buffers: 32 words each, seen as 8 k-blocks of S^T (MMA, 1, 8) or
