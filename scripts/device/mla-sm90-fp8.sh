@@ -183,6 +183,12 @@ jobs_ncu47() {
     echo "q8-ncu-bf16-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 --prof_type ncu --ncu-set full"
 }
 
+# steps 48 and 47 and the 16-bit default under Nsight Compute at h=16 (128, 4096)
+jobs_ncu48() {
+    echo "q8-ncu-s48-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $f8 --config step=48 --prof_type ncu --ncu-set full"
+    jobs_ncu47
+}
+
 jobs_table() {
     echo "f8-table fp8alt --shape 128,4096,128 --shape 128,4096,64 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
 }

@@ -215,6 +215,17 @@ FORMAT_SETS = {
         ("fp8 per_token step47", {"kv_dtype": FP8}, {"step": "47"}),
         ("fp8 per_token step48", {"kv_dtype": FP8}, {"step": "48"}),
     ),
+    # session 19 (the H200): the FP8 builds at s*h = 16 side by side, from the old default
+    # (step 22) through the register-operand steps 43 and 45-48, against ours on bf16
+    "h16": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step43", {"kv_dtype": FP8}, {"step": "43"}),
+        ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
+        ("fp8 per_token step46", {"kv_dtype": FP8}, {"step": "46"}),
+        ("fp8 per_token step47", {"kv_dtype": FP8}, {"step": "47"}),
+        ("fp8 per_token step48", {"kv_dtype": FP8}, {"step": "48"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

@@ -396,13 +396,18 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         scale_log2: cutlass.Float32,
         warp: cutlass.Int32,
         lane: cutlass.Int32,
+        corr_out: cute.Tensor | None = None,
+        bar_id: cutlass.Int32 | None = None,
     ):
         """The online softmax down S^T's columns (one per query row) for page ``pg``: keys past
         a column's limit masked to -inf; the page's column max over the thread's 2 tokens, the
         warp's 8 lanes of a column (3 shuffles) and the 4 warps through ``sMax`` (one CTA
         barrier, after which every warp's S^T is done); then P = exp2((S - max) * scale_log2)
         in place in ``acc_s``, the column sums and the O^T columns rescaled by the change of
-        max (no NaN while a column has seen no key)."""
+        max (no NaN while a column has seen no key). Step 49 (two warpgroups, each a part of
+        the columns): ``warp`` is the warp within the warpgroup, the barrier is the
+        warpgroup's named barrier ``bar_id`` (128 threads), and the change of max goes into
+        ``corr_out`` (one per column of the thread) instead of ``acc_o_mn``, which is None."""
         NEG_INF = -cutlass.Float32.inf
         s_mn = _mn_view(acc_s)
         n_tok = cute.size(tScS, mode=[0])
@@ -419,7 +424,10 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         if lane < 4:
             for j in cutlass.range_constexpr(n_q):
                 sMax[tScS[0, j][1], warp] = pg_max[j]
-        cute.arch.barrier()  # every warp's maxima; every warp's S^T done
+        if cutlass.const_expr(bar_id is None):
+            cute.arch.barrier()  # every warp's maxima; every warp's S^T done
+        else:
+            cute.arch.barrier(barrier_id=bar_id, number_of_threads=THREADS_N)
         for j in cutlass.range_constexpr(n_q):
             qr = tScS[0, j][1]
             mx = cute.arch.fmax(
@@ -438,8 +446,11 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
                 s_mn[i, j] = p
                 part_sum += p
             col_sum[j] = col_sum[j] * corr + part_sum
-            for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
-                acc_o_mn[i, j] = acc_o_mn[i, j] * corr
+            if cutlass.const_expr(corr_out is None):
+                for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
+                    acc_o_mn[i, j] = acc_o_mn[i, j] * corr
+            else:
+                corr_out[j] = corr
 
     @cute.jit
     def skip_empty(self, mWork: cute.Tensor, ls: cutlass.Int32, seg_hi: cutlass.Int32):

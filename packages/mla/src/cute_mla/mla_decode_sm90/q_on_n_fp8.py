@@ -459,50 +459,12 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             for i in cutlass.range_constexpr(st * BARS):
                 cute.arch.mbarrier_init(mbar + i, 1)
         cute.arch.mbarrier_init_fence()
-        t8s, t8g = cpasync.tma_partition(
-            tma8,
-            0,
-            cute.make_layout(1),
-            cute.group_modes(cute.flat_divide(sK8, (PAGE, BOX))[None, None, 0, None, None], 0, 2),
-            cute.group_modes(cute.local_tile(mK8t, (PAGE, BOX), (None, None)), 0, 2),
-        )  # fmt: skip  (TMA, box, stage), (TMA, page, box)
-        tRs, tRg = cpasync.tma_partition(
-            tmaR,
-            0,
-            cute.make_layout(1),
-            cute.group_modes(sR, 0, 2),
-            cute.group_modes(cute.local_tile(mRt, (PAGE, D_ROPE), (None, 0)), 0, 2),
-        )  # fmt: skip  (TMA, stage), (TMA, page)
-        tSs, tSg = cpasync.tma_partition(
-            tmaS,
-            0,
-            cute.make_layout(1),
-            cute.group_modes(sSc_tma, 0, 2),
-            cute.group_modes(cute.local_tile(mSct, (1, PAGE * g), (None, 0)), 0, 2),
-        )  # fmt: skip  (TMA, stage), (TMA, page)
-        tmas = (tma8, t8s, t8g, tmaR, tRs, tRg, tmaS, tSs, tSg)
+        tmas = self.page_tmas(tma8, mK8t, sK8, tmaR, mRt, sR, tmaS, mSct, sSc_tma)
         seg_lo = mWork[part, 0]
         seg_hi = mWork[part, 1]
-        ls, lp = self.skip_empty(mWork, seg_lo, seg_hi)
-        if warp == 0:
-            cute.arch.sync_warp()
-            cpasync.prefetch_descriptor(tma8)
-            cpasync.prefetch_descriptor(tmaR)
-            cpasync.prefetch_descriptor(tmaS)
-            for s0 in cutlass.range_constexpr(st):
-                if ls < seg_hi:
-                    self.issue_page(tmas, mbar, mPT[mWork[ls, 0], lp], s0)
-                    ls, lp = self.next_page(mWork, ls, lp, seg_hi)
-        # step 47: the load cursor's sequence and segment end in registers (warp 0), its cache
-        # page landing in sIdx by cp.async a whole page before its TMA is issued
-        c_seq = cutlass.Int32(0)
-        c_end = cutlass.Int32(0)
-        if cutlass.const_expr(self.early_index):  # noqa: SIM102 (trace time, then run time)
-            if warp == 0 and ls < seg_hi:
-                c_seq = mWork[ls, 0]
-                c_end = mWork[ls, 2]
-                self.fetch_index(mPT, c_seq, lp, sIdx, lane)
-
+        ls, lp, c_seq, c_end = self.issue_first(
+            tmas, mbar, mWork, mPT, sIdx, seg_lo, seg_hi, warp, lane
+        )
         # ---- MMA partitions ----------------------------------------------------------------
         thr = rs_mma.get_slice(tidx)
         thr_ss = ss_mma.get_slice(tidx)
@@ -677,21 +639,10 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 if cutlass.const_expr(self.early_index):
                     if warp == 0:  # noqa: SIM102 (run time)
                         if ls < seg_hi:
-                            # the page index fetched a page ago (long landed); the next one's
-                            # fetch issued behind the TMA, waited for at the next page's end
-                            cute.arch.cp_async_wait_group(0)
-                            cute.arch.sync_warp()
-                            page = sIdx[0]
-                            cute.arch.sync_warp()  # every lane's read before the next fetch
-                            self.issue_page(tmas, mbar, page, stage)
-                            lp = lp + 1
-                            if lp >= c_end:
-                                ls, lp = self.skip_empty(mWork, ls + 1, seg_hi)
-                                if ls < seg_hi:
-                                    c_seq = mWork[ls, 0]
-                                    c_end = mWork[ls, 2]
-                            if ls < seg_hi:  # (none past the part's last page)
-                                self.fetch_index(mPT, c_seq, lp, sIdx, lane)
+                            ls, lp, c_seq, c_end = self.issue_fetched(
+                                tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end,
+                                seg_hi, lane,
+                            )  # fmt: skip
                 else:
                     if warp == 0:  # noqa: SIM102 (run time)
                         if ls < seg_hi:
@@ -706,6 +657,85 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 acc_o, col_max, col_sum, tScS, sSum, thr_o, mOt, mL, mOat, mLa, seq, slot,
                 pieces, scale_log2, warp, lane, split,
             )  # fmt: skip
+
+    @cute.jit
+    def page_tmas(
+        self,
+        tma8: cute.CopyAtom,
+        mK8t: cute.Tensor,
+        sK8: cute.Tensor,
+        tmaR: cute.CopyAtom,
+        mRt: cute.Tensor,
+        sR: cute.Tensor,
+        tmaS: cute.CopyAtom,
+        mSct: cute.Tensor,
+        sSc_tma: cute.Tensor,
+    ):
+        """The TMA partitions of a page (:meth:`issue_page`'s ``tmas``): the e4m3 latent part
+        as (TMA, box, stage) in SMEM and (TMA, page, box) in the cache, the rope part and the
+        scales as (TMA, stage) and (TMA, page)."""
+        g = self.groups
+        t8s, t8g = cpasync.tma_partition(
+            tma8,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(cute.flat_divide(sK8, (PAGE, BOX))[None, None, 0, None, None], 0, 2),
+            cute.group_modes(cute.local_tile(mK8t, (PAGE, BOX), (None, None)), 0, 2),
+        )  # fmt: skip  (TMA, box, stage), (TMA, page, box)
+        tRs, tRg = cpasync.tma_partition(
+            tmaR,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sR, 0, 2),
+            cute.group_modes(cute.local_tile(mRt, (PAGE, D_ROPE), (None, 0)), 0, 2),
+        )  # fmt: skip  (TMA, stage), (TMA, page)
+        tSs, tSg = cpasync.tma_partition(
+            tmaS,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(sSc_tma, 0, 2),
+            cute.group_modes(cute.local_tile(mSct, (1, PAGE * g), (None, 0)), 0, 2),
+        )  # fmt: skip  (TMA, stage), (TMA, page)
+        return (tma8, t8s, t8g, tmaR, tRs, tRg, tmaS, tSs, tSg)
+
+    @cute.jit
+    def issue_first(
+        self,
+        tmas,
+        mbar: cute.Pointer,
+        mWork: cute.Tensor,
+        mPT: cute.Tensor,
+        sIdx: cute.Tensor,
+        seg_lo: cutlass.Int32,
+        seg_hi: cutlass.Int32,
+        warp: cutlass.Int32,
+        lane: cutlass.Int32,
+    ):
+        """The part's first pages, one per stage (warp 0), and with ``early_index`` the next
+        page's index fetched into ``sIdx``: returns the load cursor ``(ls, lp)`` and its
+        sequence and segment end ``(c_seq, c_end)`` (warp 0's; 0 without ``early_index``)."""
+        st = self.stages
+        tma8, tmaR, tmaS = tmas[0], tmas[3], tmas[6]
+        ls, lp = self.skip_empty(mWork, seg_lo, seg_hi)
+        if warp == 0:
+            cute.arch.sync_warp()
+            cpasync.prefetch_descriptor(tma8)
+            cpasync.prefetch_descriptor(tmaR)
+            cpasync.prefetch_descriptor(tmaS)
+            for s0 in cutlass.range_constexpr(st):
+                if ls < seg_hi:
+                    self.issue_page(tmas, mbar, mPT[mWork[ls, 0], lp], s0)
+                    ls, lp = self.next_page(mWork, ls, lp, seg_hi)
+        # step 47: the load cursor's sequence and segment end in registers (warp 0), its cache
+        # page landing in sIdx by cp.async a whole page before its TMA is issued
+        c_seq = cutlass.Int32(0)
+        c_end = cutlass.Int32(0)
+        if cutlass.const_expr(self.early_index):  # noqa: SIM102 (trace time, then run time)
+            if warp == 0 and ls < seg_hi:
+                c_seq = mWork[ls, 0]
+                c_end = mWork[ls, 2]
+                self.fetch_index(mPT, c_seq, lp, sIdx, lane)
+        return ls, lp, c_seq, c_end
 
     @cute.jit
     def fetch_index(
@@ -728,6 +758,43 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             src = cute.local_tile(mPT[seq, None], (1,), (pg,))
             cute.copy(atom, src, sIdx)
         cute.arch.cp_async_commit_group()
+
+    @cute.jit
+    def issue_fetched(
+        self,
+        tmas,
+        mbar: cute.Pointer,
+        mWork: cute.Tensor,
+        mPT: cute.Tensor,
+        sIdx: cute.Tensor,
+        stage: cutlass.Int32,
+        ls: cutlass.Int32,
+        lp: cutlass.Int32,
+        c_seq: cutlass.Int32,
+        c_end: cutlass.Int32,
+        seg_hi: cutlass.Int32,
+        lane: cutlass.Int32,
+    ):
+        """Steps 47-49 (warp 0, while the load cursor ``(ls, lp)`` is before ``seg_hi``): the
+        TMA of the cursor's page into ``stage``, its index read from ``sIdx`` where
+        :meth:`fetch_index` put it a page ago (long landed), then the cursor advanced (its
+        sequence ``c_seq`` and segment end ``c_end`` kept in registers) and the next page's
+        index fetched behind the TMA, waited for at the next page's end. Returns the new
+        ``(ls, lp, c_seq, c_end)``."""
+        cute.arch.cp_async_wait_group(0)
+        cute.arch.sync_warp()
+        page = sIdx[0]
+        cute.arch.sync_warp()  # every lane's read before the next fetch
+        self.issue_page(tmas, mbar, page, stage)
+        lp = lp + 1
+        if lp >= c_end:
+            ls, lp = self.skip_empty(mWork, ls + 1, seg_hi)
+            if ls < seg_hi:
+                c_seq = mWork[ls, 0]
+                c_end = mWork[ls, 2]
+        if ls < seg_hi:  # (none past the part's last page)
+            self.fetch_index(mPT, c_seq, lp, sIdx, lane)
+        return ls, lp, c_seq, c_end
 
     @cute.jit
     def issue_page(self, tmas, mbar: cute.Pointer, page: cutlass.Int32, stage: cutlass.Int32):
@@ -761,12 +828,16 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         r0: cutlass.Int32,
         qd: cutlass.Int32,
         buf: cute.Tensor,
+        kb_lo: cutlass.Constexpr = 0,
+        kb_n: cutlass.Constexpr = BOX // 32,
     ):
         """S^T's A fragments of latent box ``j`` (8 k-blocks) into ``buf`` (32 words): for each
         32-column block and row r0, r0 + 8, the quad lane's 8 bytes (physical columns 8 qd ..
         8 qd + 7 of the block: one LDS.64) become the 4 pairs of the two k-blocks (word
         h + 2 a + 4 kk for row half h, column half a, k-block kk), times the row's scale
-        (step 46: fp16 pairs by one F2FP each, unscaled: the scale multiplies S^T)."""
+        (step 46: fp16 pairs by one F2FP each, unscaled: the scale multiplies S^T). Step 49
+        takes the box in halves: the ``kb_n`` 32-column blocks from ``kb_lo`` on, into
+        ``4 kb_n`` words."""
         grp = (BOX * j) // self.scale_block
         for hh in cutlass.range_constexpr(2):
             row = r0 + 8 * hh
@@ -774,9 +845,9 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
             if cutlass.const_expr(not self.k_f16):
                 sc = sSc[row, grp, stage]
                 sc2 = scale_pair(sc, sc, self.half16)
-            for kb in cutlass.range_constexpr(BOX // 32):
+            for kb in cutlass.range_constexpr(kb_n):
                 src = cute.local_tile(
-                    sK8[None, None, stage], (1, 8), (row, (BOX * j) // 8 + 4 * kb + qd)
+                    sK8[None, None, stage], (1, 8), (row, (BOX * j) // 8 + 4 * (kb_lo + kb) + qd)
                 )
                 raw = cute.make_rmem_tensor(cute.make_layout((1, 8)), cutlass.Float8E4M3FN)
                 cute.autovec_copy(src, raw)
@@ -839,15 +910,18 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         qd: cutlass.Int32,
         vcol: cutlass.Int32,
         buf: cute.Tensor,
+        words: cutlass.Constexpr = 4,
     ):
         """Steps 45/46: :meth:`dequant_v`'s fragments as fp16 pairs, one PRMT per two pairs
         (:data:`SEL_PAIRS`) and one F2FP per pair, unscaled (the scale is in P; the tail's rows
-        are zeroed in SMEM)."""
+        are zeroed in SMEM). Step 49 (``words`` 2: 4 m-tiles per warpgroup) loads 8 bytes per
+        token (one LDS.64 at physical columns 8 vcol ..) instead of 16."""
+        load = self.load16 if words == 4 else self.load8
         for a in cutlass.range_constexpr(2):
             t = 16 * kb + 2 * qd + 8 * a
-            xs = self.load16(sK8, stage, t, vcol)
-            ys = self.load16(sK8, stage, t + 1, vcol)
-            for wi in cutlass.range_constexpr(4):
+            xs = load(sK8, stage, t, vcol)
+            ys = load(sK8, stage, t + 1, vcol)
+            for wi in cutlass.range_constexpr(words):
                 for bp in cutlass.range_constexpr(2):
                     v = prmt(xs[wi], ys[wi], SEL_PAIRS[bp])
                     for e in cutlass.range_constexpr(2):
@@ -862,6 +936,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         sQl: cute.Tensor,
         sQf: cute.Tensor,
         tidx: cutlass.Int32,
+        threads: cutlass.Constexpr = THREADS_N,
     ):
         """Step 46: Q's latent part (n, 512, in :data:`K_PERM` order) into ``sQl`` as fp16,
         each query row times the power of two that brings its largest magnitude into
@@ -869,7 +944,9 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         maxima from 2^-86 to 2^115), so the values near the max convert exactly (fp16 holds
         every bf16 value of that range) and none overflows; 1 / factor into ``sQf``.
         ``lat_copy``'s partition gives thread t row t // 8 and 8 threads (consecutive lanes) per
-        row, so the row's max takes 3 shuffles."""
+        row, so the row's max takes 3 shuffles. With more rows than ``threads`` / 8 (step 49:
+        64 rows, 256 threads) a thread holds rows t // 8 + m threads / 8, each with its own
+        factor."""
         thr_l = lat_copy.get_slice(tidx)
         tg = thr_l.partition_S(gQ)
         ts = thr_l.partition_D(sQl)
@@ -877,38 +954,71 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         cute.autovec_copy(tg, rq)
         rf = cute.make_rmem_tensor_like(tg, cutlass.Float32)
         rf.store(rq.load().to(cutlass.Float32))
-        amax = cutlass.Float32(0.0)
-        for e in cutlass.range_constexpr(cute.size(rf)):
-            amax = cute.arch.fmax(amax, cute.arch.fmax(rf[e], -rf[e]))
-        for off in cutlass.range_constexpr(3):
-            amax = cute.arch.fmax(amax, cute.arch.shuffle_sync_bfly(amax, offset=1 << off))
-        # amax < 2^(E - 126) for its biased exponent E: factor 2^(141 - E), biased 268 - E
-        bits = cute.make_rmem_tensor(cute.make_layout(3), cutlass.Float32)
-        bits[0] = amax
-        ubits = cute.recast_tensor(bits, cutlass.Int32)
-        lo, hi = Q_FACTOR_CLAMP
-        fe = cutlass.min(cutlass.max(Q_FACTOR_BIAS - (ubits[0] >> 23), lo), hi)
-        ubits[1] = fe << 23
-        ubits[2] = (254 - fe) << 23
-        rh = cute.make_rmem_tensor_like(tg, cutlass.Float16)
-        rh.store((rf.load() * bits[1]).to(cutlass.Float16))
-        cute.autovec_copy(rh, ts)
-        if tidx % 8 == 0:
-            sQf[tidx // 8] = bits[2]
+        passes = cute.size(rf, mode=[1])
+        rh = None
+        for m in cutlass.range_constexpr(passes):
+            rf_m = rf if passes == 1 else rf[None, m, None]
+            amax = cutlass.Float32(0.0)
+            for e in cutlass.range_constexpr(cute.size(rf_m)):
+                amax = cute.arch.fmax(amax, cute.arch.fmax(rf_m[e], -rf_m[e]))
+            for off in cutlass.range_constexpr(3):
+                amax = cute.arch.fmax(amax, cute.arch.shuffle_sync_bfly(amax, offset=1 << off))
+            # amax < 2^(E - 126) for its biased exponent E: factor 2^(141 - E), biased 268 - E
+            bits = cute.make_rmem_tensor(cute.make_layout(3), cutlass.Float32)
+            bits[0] = amax
+            ubits = cute.recast_tensor(bits, cutlass.Int32)
+            lo, hi = Q_FACTOR_CLAMP
+            fe = cutlass.min(cutlass.max(Q_FACTOR_BIAS - (ubits[0] >> 23), lo), hi)
+            ubits[1] = fe << 23
+            ubits[2] = (254 - fe) << 23
+            if cutlass.const_expr(m == 0):
+                rh = cute.make_rmem_tensor_like(tg, cutlass.Float16)
+            if cutlass.const_expr(passes == 1):
+                rh.store((rf.load() * bits[1]).to(cutlass.Float16))
+                cute.autovec_copy(rh, ts)
+            else:
+                rh_m = rh[None, m, None]
+                for e in cutlass.range_constexpr(cute.size(rf_m)):
+                    rh_m[e] = (rf_m[e] * bits[1]).to(cutlass.Float16)
+            if tidx % 8 == 0:
+                sQf[tidx // 8 + m * (threads // 8)] = bits[2]
+        if cutlass.const_expr(passes > 1):
+            cute.autovec_copy(rh, ts)
 
     @cute.jit
     def zero_fp8_rows(
-        self, sK8: cute.Tensor, stage: cutlass.Int32, tail: cutlass.Int32, tidx: cutlass.Int32
+        self,
+        sK8: cute.Tensor,
+        stage: cutlass.Int32,
+        tail: cutlass.Int32,
+        tidx: cutlass.Int32,
+        vec0: cutlass.Int32 = 0,
+        vecs: cutlass.Constexpr = 32,
     ):
         """Step 45: zero the e4m3 bytes of tokens ``tail`` .. 63 of ``stage`` (NaN in the
         check past a sequence's end): thread t takes 16-byte vector t % 32 of rows tail +
-        t // 32, + 4, ...; then fence.proxy.async (the stage's next TMA writes after it)."""
+        t // 32, + 4, ...; then fence.proxy.async (the stage's next TMA writes after it).
+        Step 49 (a warpgroup, its own 256 columns): vectors ``vec0`` .. ``vec0 + vecs - 1``
+        of each row, thread t taking vector t % vecs of rows tail + t // vecs, ..."""
         zero = cute.make_rmem_tensor(cute.make_layout((1, 4)), cutlass.Uint32)
         zero.fill(0)
         zb = cute.recast_tensor(zero, cutlass.Float8E4M3FN)
-        for r in cutlass.range(cutlass.max(tail, 0) + tidx // 32, PAGE, THREADS_N // 32, unroll=1):
-            cute.autovec_copy(zb, cute.local_tile(sK8[None, None, stage], (1, 16), (r, tidx % 32)))
+        step = THREADS_N // vecs
+        for r in cutlass.range(cutlass.max(tail, 0) + tidx // vecs, PAGE, step, unroll=1):
+            cute.autovec_copy(
+                zb, cute.local_tile(sK8[None, None, stage], (1, 16), (r, vec0 + tidx % vecs))
+            )
         cute.arch.fence_proxy("async.shared", space="cta")
+
+    @cute.jit
+    def load8(self, sK8: cute.Tensor, stage: cutlass.Int32, t: cutlass.Int32, vec: cutlass.Int32):
+        """Token ``t``'s 8 bytes at physical latent columns 8 vec .. 8 vec + 7 of ``stage``
+        (one LDS.64), as 2 words (step 49)."""
+        src = cute.local_tile(sK8[None, None, stage], (1, 8), (t, vec))
+        raw = cute.make_rmem_tensor(cute.make_layout((1, 8)), cutlass.Float8E4M3FN)
+        cute.autovec_copy(src, raw)
+        w = cute.recast_tensor(raw, cutlass.Uint32)
+        return [w[0, i] for i in range(2)]
 
     @cute.jit
     def load16(self, sK8: cute.Tensor, stage: cutlass.Int32, t: cutlass.Int32, vec: cutlass.Int32):
