@@ -155,6 +155,51 @@ q8-bf16-refused kernel --b 4 --t 1024 --h 16 $v $c
 JOBS
 }
 
+# step 49 (s*h = 64: two warpgroups on each page, the e4m3 page dequantised into the register
+# A operand; per_token only) checked: h=64 shapes, s=4 h=16 and s=2 h=32 causal (s*h = 64),
+# tails of 1/63/64/65/127 tokens (NaN values and NaN scales past the end), fp16, the work
+# list's cases (one sequence in 132 pieces, empty sequences between long ones, short ones,
+# varlen B=32, the table's (128, 4096)), 3 launches per check, the planted faults, and the
+# refusals (h=16, per_block, the 16-bit cache)
+jobs_check49() {
+    local v="--config step=49"
+    local c="--check --check-launches 3 --prof_type disabled"
+    cat <<JOBS
+q49-h64-b4-t1024 kernel --b 4 --t 1024 --h 64 $f8 $v $c
+q49-h64-b8-t777-varlen kernel --b 8 --t 777 --h 64 --varlen true $f8 $v $c
+q49-h64-tails kernel --b 5 --h 64 --seqlens [1,63,64,65,127] $f8 $v $c
+q49-h64-fp16 kernel --b 4 --t 1000 --h 64 --dtype float16 $f8 $v $c
+q49-h64-t1-empty kernel --b 2 --h 64 --seqlens [1,0] $f8 $v $c
+q49-h64-b1-t16384 kernel --b 1 --t 16384 --h 64 $f8 $v $c
+q49-h64-empty kernel --b 6 --h 64 --seqlens [0,3000,0,0,129,5000] $f8 $v $c
+q49-h64-mixed kernel --b 16 --h 64 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300] $f8 $v $c
+q49-s4-h16-causal kernel --b 4 --s 4 --t 1000 --h 16 --causal true $f8 $v $c
+q49-s2-h32-causal kernel --b 4 --s 2 --t 777 --h 32 --causal true $f8 $v $c
+q49-h64-b32-varlen kernel --b 32 --t 4096 --h 64 --varlen true $f8 $v $c
+q49-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 $f8 $v $c
+q49-fault-wrong-page kernel --b 4 --t 1024 --h 64 $f8 $v --inject-fault wrong-page --prof_type disabled
+q49-fault-perturb kernel --b 4 --t 1000 --h 64 $f8 $v --inject-fault perturb --prof_type disabled
+q49-h16-refused kernel --b 4 --t 1024 --h 16 $f8 $v $c
+q49-per-block-refused kernel --b 4 --t 1024 --h 64 --kv_dtype float8_e4m3fn --kv_scale per_block $v $c
+q49-bf16-refused kernel --b 4 --t 1024 --h 64 $v $c
+JOBS
+}
+
+# step 49 timed (FORMATS, default h64: ours on bf16 (step 11), the FP8 default (step 22) and
+# step 49) with PEERS on bf16, alternated at h=64, (B, T) = (128, 4096) and (32, 4096)
+jobs_table49() {
+    echo "q49-table fp8alt --formats ${FORMATS:-h64} --shape 128,4096,64 --shape 32,4096,64 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
+}
+
+# step 49, the FP8 default (22) and the 16-bit default under Nsight Compute at h=64 (128, 4096)
+jobs_ncu49() {
+    cat <<JOBS
+q49-ncu-s49-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 $f8 --config step=49 --prof_type ncu --ncu-set full
+q49-ncu-s22-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 $f8 --prof_type ncu --ncu-set full
+q49-ncu-bf16-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 --prof_type ncu --ncu-set full
+JOBS
+}
+
 # steps 43 and 44 timed (FORMATS, default step43: ours on bf16 (step 42 at h=16), the FP8
 # default (step 22), steps 43 and 44 at both granularities) with PEERS on bf16, alternated at
 # h=16, (B, T) = (128, 4096) and (32, 4096)

@@ -226,6 +226,13 @@ FORMAT_SETS = {
         ("fp8 per_token step47", {"kv_dtype": FP8}, {"step": "47"}),
         ("fp8 per_token step48", {"kv_dtype": FP8}, {"step": "48"}),
     ),
+    # step 49 (s*h = 64: two warpgroups, the e4m3 page in the register A operand) against the
+    # FP8 default there (step 22) and ours on bf16
+    "h64": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step49", {"kv_dtype": FP8}, {"step": "49"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

@@ -1403,6 +1403,68 @@ def test_fp8_q_on_n_fragment_bytes_match_the_permutations():
         assert sel_bytes[sel] == (2 * a, 2 * a + 1)
 
 
+def test_fp8_q_on_n_h64_fragment_bytes_match_the_permutations():
+    """Step 49 (q_on_n_fp8_h64.py, two warpgroups), the index arithmetic emulated for every
+    thread of both: S^T's K fragments come in half boxes (dequant_k's kb_lo, kb_n: 4 k-blocks
+    into 16 words, WGMMA k-block 8 j + 4 half + kk) and still hold K[row, K_PERM(column)]; O^T's
+    V fragments (dequant_v_f16 with words=2: 8 bytes at physical columns 8 (32 w + 8 wp + r) of
+    tokens t, t + 1, byte 2 i + h into word h + 2 a + 4 i) hold V[token, ROW_PERM_H64(row)] for
+    warpgroup w's logical rows 256 w + 16 wp + r + 8 h + 64 i, so the epilogue's view through
+    ROW_PERM_H64 stores O unpermuted. Every fragment element is written exactly once, and the
+    two warpgroups' V bytes cover the page's 512 columns once."""
+    from cute_mla.mla_decode_sm90 import q_on_n_fp8 as m
+    from cute_mla.mla_decode_sm90 import q_on_n_fp8_h64 as w64
+
+    kshape, kstride = m.K_PERM
+    rshape, rstride = w64.ROW_PERM_H64
+    assert sorted(_colex(rshape, rstride, i)[0] for i in range(512)) == list(range(512))
+    assert w64.KB_PER_GROUP == 4 and w64.OT_TILES == 4 and w64.BUF_WORDS_H64 == 16
+    v_cols = set()
+    for tid in range(256):
+        wg, wt = divmod(tid, 128)
+        wp, lane = divmod(wt, 32)
+        r, q = divmod(lane, 4)
+        seen = set()
+        for gi in range(8):  # half box gi: box j = gi // 2, its 32-column blocks 2 half, + 1
+            j, half = divmod(gi, 2)
+            for hh in range(2):
+                row = 16 * wp + r + 8 * hh
+                for kb in range(2):
+                    cols = [128 * j + 32 * (2 * half + kb) + 8 * q + x for x in range(8)]
+                    for b5 in range(2):
+                        for a in range(2):
+                            word = hh + 2 * a + 4 * (2 * kb + b5)
+                            assert word < w64.BUF_WORDS_H64
+                            k = 8 * j + 4 * half + 2 * kb + b5  # the WGMMA's k-block
+                            for e in range(2):  # F2FP of half a: bytes 2 a, 2 a + 1
+                                phys = cols[4 * b5 + 2 * a + e]
+                                logical = 16 * k + 2 * q + e + 8 * a
+                                assert _colex(kshape, kstride, logical)[0] == phys
+                                seen.add((row, logical))
+        assert len(seen) == 2 * 32 * 4
+        seen = set()
+        vec8 = 32 * wg + 8 * wp + r
+        for kb in range(4):
+            for a in range(2):
+                t = 16 * kb + 2 * q + 8 * a
+                cols = [8 * vec8 + x for x in range(8)]  # the LDS.64 of each token
+                words = set()
+                for wi in range(2):
+                    for bp in range(2):
+                        for e in range(2):
+                            byte = 4 * wi + 2 * bp + e
+                            i, hh = divmod(byte, 2)
+                            words.add(byte % 2 + 2 * a + 4 * (byte // 2))
+                            row = 256 * wg + 16 * wp + r + 8 * hh + 64 * i
+                            assert _colex(rshape, rstride, row)[0] == cols[byte]
+                            v_cols.add(cols[byte])
+                            for tok in (t, t + 1):
+                                seen.add((row, tok))
+                assert len(words) == 8 and max(words) < w64.BUF_WORDS_H64
+        assert len(seen) == 8 * 16
+    assert v_cols == set(range(512))
+
+
 def test_fp8_q_on_n_query_row_factor_keeps_bf16_exact_in_fp16():
     """Step 46's Q in fp16 (q_on_n_fp8.load_q_f16): the row factor from Q_FACTOR_BIAS and
     Q_FACTOR_CLAMP brings the row's largest magnitude into [2^14, 2^15) (fp16 holds up to 65504)
@@ -1506,8 +1568,48 @@ def test_fp8_q_on_n_compiles_for_sm90a(
 
 
 @pytest.mark.parametrize(
+    ("shape", "check_spills"),
+    [({"b": 128, "t": 4096, "h": 64}, True), ({"b": 4, "t": 1000, "h": 16, "s": 4}, False)],
+)
+def test_fp8_q_on_n_h64_compiles_for_sm90a(shape, check_spills, tmp_path, monkeypatch):
+    """Step 49 (the FP8 cache at s*h = 64, two warpgroups per page): per page and warpgroup 32
+    m64n32 WGMMAs of S^T's latent part (fp16), 4 of its rope part (16-bit) and 16 m64n64 of
+    O^T (4 m-tiles x 4 token blocks); 6 TMAs per page at 4 sites (3 stages unrolled, the loop);
+    the early page index by cp.async at 2 sites beside the query's rope part (2); 256 threads, one
+    CTA per SM (the work list in 132 parts), SMEM within an sm_90 CTA's 227 KB; the spills
+    (precomputed SMEM addresses, O^T's accumulator takes 128 registers) stay under 256 bytes.
+    s = 4, h = 16 (causal) is s*h = 64 too."""
+    plan, prob, cfg = _seesaw_case(
+        {**shape, "kv_dtype": "float8_e4m3fn"}, {"step": "49"}, tmp_path, monkeypatch
+    )
+    k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+    assert type(k.fn).__name__ == "MlaDecodeSm90QOnNFp8H64"
+    assert k.meta["ctas_per_sm"] == 1 and k.meta["math_warpgroups"] == 2
+    assert k.meta["work_list"]["parts"] == 132
+    assert k.meta["producer_warpgroup"] is False and k.meta["query_rows_on"] == "N"
+    assert "step 49 (FP8 cache at s*h = 64" in plan.build_label(prob, cfg)
+    st = plan.run_static(prob, cfg)
+    assert st["mma_mnemonics"] == {
+        "HGMMA.64x32x16.F32": 32,
+        "HGMMA.64x32x16.F32.BF16": 4,
+        "HGMMA.64x64x16.F32": 16,
+    }
+    ops = st["opcodes"]
+    assert ops.get("UTMALDG") == 6 * (3 + 1)
+    assert ops.get("LDGSTS") == 4  # the query's rope part (64 rows: 2 passes), the index (2)
+    assert ops.get("HMUL2", 0) == 0 and ops.get("F2FP", 0) >= 256 + 64
+    if check_spills:
+        assert st["spill_store_bytes"] < 256 and st["spill_load_bytes"] < 256
+    assert st["dynamic_smem_bytes"] <= 227 * 1024
+
+
+@pytest.mark.parametrize(
     ("shape", "overrides", "needle"),
     [
+        ({"b": 4, "t": 1000, "h": 16}, {"step": "49"}, "takes s*h = 64 (got s=1, h=16"),
+        ({"b": 4, "t": 1000, "h": 64, "kv_fp8": False}, {"step": "49"}, "is an FP8 latent cache"),
+        ({"b": 4, "t": 1000, "h": 64, "kv_scale": "per_block"}, {"step": "49"}, "per_token"),
+        ({"b": 4, "t": 1000, "h": 64}, {"step": "49", "splits": "2"}, "walks the work list"),
         ({"b": 4, "t": 1000, "h": 64}, {"step": "43"}, "step 43 puts the s*h query rows on"),
         ({"b": 4, "t": 1000, "h": 16, "kv_fp8": False}, {"step": "43"}, "is an FP8 latent cache"),
         (

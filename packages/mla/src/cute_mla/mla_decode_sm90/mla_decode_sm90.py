@@ -142,12 +142,17 @@ FP8_Q_ON_N_PER_TOKEN_STEP = 47
 #: the builds of q_on_n_fp8.py that fold the per-token scale outside the dequantisation
 PER_TOKEN_ONLY_STEPS = (45, 46, 47, 48)
 FP8_Q_ON_N_MIN_BLOCK = 128
+#: the build of q_on_n_fp8_h64.py: the FP8 latent cache at s*h = 64 with the query rows on
+#: WGMMA's N, two warpgroups on each page (S^T split by query rows, O^T by latent rows), K and
+#: V by F2FP as step 47 (per_token only), 3 page stages, 1 CTA per SM
+Q_ON_N_FP8_H64_STEPS = (49,)
 
 
 def fp8_q_on_n_stages(step: int) -> int:
     """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43, 45-48 (about 104 KB of SMEM,
-    so two CTAs share an SM), 4 for 44 (one CTA per SM)."""
-    return 4 if step == 44 else 2
+    so two CTAs share an SM), 4 for 44 (one CTA per SM); 3 for q_on_n_fp8_h64.py's 49 (one CTA
+    per SM, about 200 KB)."""
+    return {44: 4, 49: 3}.get(step, 2)
 
 
 def ctas_per_sm(step: int | None) -> int:
@@ -600,14 +605,16 @@ class MlaSm90Config(Config):
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
         if self.step not in (
-            AUTO_STEP, *BF16_STEPS, *FP8_STEPS, *Q_ON_N_STEPS, *Q_ON_N_FP8_STEPS
+            AUTO_STEP, *BF16_STEPS, *FP8_STEPS, *Q_ON_N_STEPS, *Q_ON_N_FP8_STEPS,
+            *Q_ON_N_FP8_H64_STEPS,
         ):  # fmt: skip
             raise ShapeError(
                 f"step must be {AUTO_STEP} (the default: the fastest build measured for the "
                 f"problem) or a seesaw step: {steps_text(BF16_STEPS)} for a 16-bit cache, "
                 f"{steps_text(FP8_STEPS)} for the FP8 one, {steps_text(Q_ON_N_STEPS)} (the "
                 f"query rows on WGMMA's N, s*h = 16 or 32) or {steps_text(Q_ON_N_FP8_STEPS)} "
-                f"(the same with the FP8 cache, s*h = 16; got {self.step}; the lockstep "
+                f"(the same with the FP8 cache, s*h = 16) or {steps_text(Q_ON_N_FP8_H64_STEPS)} "
+                f"(the FP8 cache at s*h = 64, two warpgroups; got {self.step}; the lockstep "
                 "schedule has no step: --config schedule=lockstep)"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
@@ -718,13 +725,37 @@ class MlaDecodeSm90(KernelPlan):
                     f"{self.name}: step {config.step} walks the work list, which plans its own "
                     f"parts (got splits={config.splits}: drop --config splits)"
                 )
+        elif config.step in Q_ON_N_FP8_H64_STEPS:
+            if problem.s * problem.h != 64:
+                raise ShapeError(
+                    f"{self.name}: step {config.step} puts the s*h query rows on WGMMA's N in two "
+                    f"warpgroups and takes s*h = 64 (got s={problem.s}, h={problem.h}: drop "
+                    "--config step for the default build)"
+                )
+            if not problem.kv_fp8:
+                raise ShapeError(
+                    f"{self.name}: step {config.step} is an FP8 latent cache build (add "
+                    "--kv_dtype float8_e4m3fn, or drop --config step for a 16-bit cache)"
+                )
+            if problem.kv_scale != "per_token":
+                raise ShapeError(
+                    f"{self.name}: step {config.step} folds the scale into P and takes --kv_scale "
+                    f"per_token (got {problem.kv_scale}: drop --config step for the default "
+                    "build)"
+                )
+            if config.splits:
+                raise ShapeError(
+                    f"{self.name}: step {config.step} walks the work list, which plans its own "
+                    f"parts (got splits={config.splits}: drop --config splits)"
+                )
         elif problem.kv_fp8 and schedule == "seesaw":
             if config.step not in (AUTO_STEP, *FP8_STEPS):
                 raise ShapeError(
                     f"{self.name}: the FP8 latent cache's seesaw builds are steps "
                     f"{steps_text(FP8_STEPS)} (got step={config.step}: drop --config step for the "
                     f"default, step {self.kernel_step(replace(config, step=AUTO_STEP), problem)} "
-                    f"here, or at s*h = 16 take {steps_text(Q_ON_N_FP8_STEPS)})"
+                    f"here, or at s*h = 16 take {steps_text(Q_ON_N_FP8_STEPS)}, at s*h = 64 "
+                    f"{steps_text(Q_ON_N_FP8_H64_STEPS)})"
                 )
             if config.splits:
                 raise ShapeError(
@@ -735,7 +766,7 @@ class MlaDecodeSm90(KernelPlan):
         if schedule == "seesaw" and config.loads == "cpasync":
             how = (
                 "the e4m3 page, its scales and the rope part by TMA"
-                if config.step in Q_ON_N_FP8_STEPS
+                if config.step in (*Q_ON_N_FP8_STEPS, *Q_ON_N_FP8_H64_STEPS)
                 else "the 16-bit rope part by TMA, the FP8 latent part through its producer "
                 "warpgroup"
                 if problem.kv_fp8
@@ -814,6 +845,13 @@ class MlaDecodeSm90(KernelPlan):
             how = ", FP8 dequantised by the math warpgroups" if problem.kv_fp8 else ""
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
         step = self.kernel_step(config, problem)
+        if step in Q_ON_N_FP8_H64_STEPS:
+            return (
+                f"step {step} (FP8 cache at s*h = 64: query rows on WGMMA's N, two warpgroups on "
+                "each page, S^T split by query rows and O^T by latent rows, K and V by F2FP to "
+                f"fp16 in the register A operand, {fp8_q_on_n_stages(step)} stages, "
+                f"{ctas_per_sm(step)} CTA per SM)"
+            )
         if step in Q_ON_N_FP8_STEPS:
             how = {
                 45: "V by F2FP to fp16, K bit-placed",
@@ -874,7 +912,7 @@ class MlaDecodeSm90(KernelPlan):
         :data:`FP8_STEP` (22) elsewhere. Without ``problem`` the default resolves as for
         s*h > 16."""
         if problem is not None and problem.kv_fp8:
-            if config.step in FP8_STEPS or config.step in Q_ON_N_FP8_STEPS:
+            if config.step in (*FP8_STEPS, *Q_ON_N_FP8_STEPS, *Q_ON_N_FP8_H64_STEPS):
                 return config.step
             if (
                 problem.s * problem.h == 16
@@ -901,7 +939,13 @@ class MlaDecodeSm90(KernelPlan):
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
         schedule = self.schedule_for(p, config)
         built = self.kernel_step(config, p)
-        if schedule == "seesaw" and built in Q_ON_N_FP8_STEPS:
+        if schedule == "seesaw" and built in Q_ON_N_FP8_H64_STEPS:
+            from .q_on_n_fp8_h64 import MlaDecodeSm90QOnNFp8H64
+
+            k = MlaDecodeSm90QOnNFp8H64(
+                p.s, p.h, bool(p.causal), dt, step=built, scale_block=p.scale_block()
+            )
+        elif schedule == "seesaw" and built in Q_ON_N_FP8_STEPS:
             from .q_on_n_fp8 import MlaDecodeSm90QOnNFp8
 
             k = MlaDecodeSm90QOnNFp8(
@@ -937,7 +981,7 @@ class MlaDecodeSm90(KernelPlan):
         kv = p.dtype
         if p.kv_fp8:
             kv = f"float8_e4m3fn {p.kv_scale} (scale block {p.scale_block()}), dequantised on chip"
-            if step in Q_ON_N_FP8_STEPS:
+            if step in (*Q_ON_N_FP8_STEPS, *Q_ON_N_FP8_H64_STEPS):
                 kv += " into the WGMMA register A operand"
             elif schedule == "seesaw":
                 kv += " by a producer warpgroup"
@@ -983,7 +1027,7 @@ class MlaDecodeSm90(KernelPlan):
                 },
                 "pages_per_split": per or None,
                 "kv_load": "tma (e4m3, scales, rope) + dequant into registers"
-                if step in Q_ON_N_FP8_STEPS
+                if step in (*Q_ON_N_FP8_STEPS, *Q_ON_N_FP8_H64_STEPS)
                 else "ldg + dequant (producer warpgroup), rope by tma"
                 if p.kv_fp8 and schedule == "seesaw"
                 else "tma"
@@ -992,13 +1036,17 @@ class MlaDecodeSm90(KernelPlan):
                 "schedule": schedule,
                 "seesaw_step": step,
                 "math_warpgroups": 1 if step in (*Q_ON_N_STEPS, *Q_ON_N_FP8_STEPS) else 2,
-                "query_rows_on": "N" if step in (*Q_ON_N_STEPS, *Q_ON_N_FP8_STEPS) else "M",
+                "query_rows_on": "N"
+                if step in (*Q_ON_N_STEPS, *Q_ON_N_FP8_STEPS, *Q_ON_N_FP8_H64_STEPS)
+                else "M",
                 "ctas_per_sm": ctas_per_sm(step) if work else None,
                 # step 42: S^T's k-blocks spread over this many accumulators
                 "st_accumulators": getattr(k, "s_accs", None),
                 # step 14: a third warpgroup dequantises the FP8 pages into the stages
                 "producer_warpgroup": bool(
-                    p.kv_fp8 and schedule == "seesaw" and step not in Q_ON_N_FP8_STEPS
+                    p.kv_fp8
+                    and schedule == "seesaw"
+                    and step not in (*Q_ON_N_FP8_STEPS, *Q_ON_N_FP8_H64_STEPS)
                 ),
                 # step 26: the m-tile pairs as clusters of 2, each producer one group per page
                 "crossover": bool(getattr(k, "crossover", False)),

@@ -334,23 +334,9 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         sP_layout = cute.tile_to_shape(atom_p, (n, PAGE), (0, 1))
         sPt_outer = cute.composition(sP_layout.outer, cute.make_layout((PAGE, n), stride=(n, 1)))
 
-        # TMA: the e4m3 latent part in 128-column boxes, the rope part, a page's scales
-        mK8_rows = cute.make_tensor(
-            kv_cache.iterator, cute.make_layout((pages * PAGE, D_V), stride=(D_V, 1))
+        tma8, mK8t, tmaR, mRt, tmaS, mSct = self.page_tma_atoms(
+            kv_cache, kv_scales, kv_rope, atom, atom8, pages
         )
-        tma8, mK8t = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileG2SOp(), mK8_rows,
-            cute.tile_to_shape(atom8, (PAGE, BOX), (0, 1)), (PAGE, BOX),
-        )  # fmt: skip
-        tmaR, mRt = self.page_tma(kv_rope, atom, D_ROPE)
-        mSc_rows = cute.make_tensor(
-            kv_scales.iterator, cute.make_layout((pages, PAGE * g), stride=(PAGE * g, 1))
-        )
-        tmaS, mSct = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileG2SOp(), mSc_rows, cute.make_layout((1, PAGE * g)),
-            (1, PAGE * g),
-        )  # fmt: skip
-
         lat_copy = cute.make_tiled_copy_tv(
             cute.make_copy_atom(
                 cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.ALWAYS), dt,
@@ -393,6 +379,28 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         ).launch(grid=[1, 1, num_splits], block=[THREADS_N, 1, 1], stream=stream)  # fmt: skip
         if cutlass.const_expr(split):
             self.launch_combine(o, lse, o_acc, lse_acc, num_splits, b, stream, work)
+
+    @cute.jit
+    def page_tma_atoms(self, kv_cache, kv_scales, kv_rope, atom, atom8, pages):
+        """The TMA atoms and tensors of the FP8 page (trace time): the e4m3 latent part in
+        128-column boxes, the 16-bit rope part, a page's scales."""
+        g = self.groups
+        mK8_rows = cute.make_tensor(
+            kv_cache.iterator, cute.make_layout((pages * PAGE, D_V), stride=(D_V, 1))
+        )
+        tma8, mK8t = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), mK8_rows,
+            cute.tile_to_shape(atom8, (PAGE, BOX), (0, 1)), (PAGE, BOX),
+        )  # fmt: skip
+        tmaR, mRt = self.page_tma(kv_rope, atom, D_ROPE)
+        mSc_rows = cute.make_tensor(
+            kv_scales.iterator, cute.make_layout((pages, PAGE * g), stride=(PAGE * g, 1))
+        )
+        tmaS, mSct = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), mSc_rows, cute.make_layout((1, PAGE * g)),
+            (1, PAGE * g),
+        )  # fmt: skip
+        return tma8, mK8t, tmaR, mRt, tmaS, mSct
 
     @cute.kernel
     def kernel_fp8(

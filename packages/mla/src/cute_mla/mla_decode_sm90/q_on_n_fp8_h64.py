@@ -1,0 +1,584 @@
+"""MLA decode for Hopper (sm_90a), step 49: the FP8 latent cache at s*h = 64 with the query
+rows on WGMMA's N, two warpgroups on each page (``--kv_dtype float8_e4m3fn --config step=49``;
+per_token scales).
+
+Why (issue 11: at h_q <= 64 an FP8 cache should read half the bytes and run faster): at h = 64
+the FP8 default (step 22, a producer warpgroup dequantising each page into 16-bit SMEM for the
+seesaw schedule) took 1.30-1.37x the 16-bit time on the H200 (the devlog, sessions 8-10),
+while at h = 16 the page dequantised in registers straight into WGMMA's A operand (steps
+43-48, :mod:`.q_on_n_fp8`) took 0.65x. That route puts the page on M and the query rows on N
+(S^T = K Q^T, O^T += V^T P^T). One warpgroup cannot hold O^T at n = 64: 512 x 64 fp32 is 256
+registers per thread. So here two warpgroups share each page, and each GEMM is cut where it
+costs no extra tensor work:
+
+    S^T: warpgroup w the query rows 32 w .. 32 w + 31 (M = the page's 64 tokens, N = 32, K = 576)
+    O^T: warpgroup w the latent rows 256 w .. 256 w + 255 of O^T (4 m-tiles, N = 64, K = 64)
+
+Per page, each warpgroup dequantises all of K (its S^T needs every latent column; the K bytes
+by one F2FP per pair, as step 46) and its half of V (one PRMT per two pairs and one F2FP per
+pair, as step 45). The S^T halves meet in SMEM: each warpgroup runs the column softmax of its
+32 query rows (its own named barrier for the maxima), writes its half of P^T (fp16, times the
+token's scale, 0 past the sequence's end) and the change of max of its columns (``sCorr``);
+one CTA barrier later both warpgroups rescale their O^T columns by ``sCorr`` and run O^T over
+all 64 query rows. Registers per thread: O^T 128, S^T 16 (plus 16 for the rope part's own
+accumulator, as step 46), two A buffers of 16 words.
+
+O^T's rows are permuted so that a thread's 8 rows of its 4 m-tiles are 8 consecutive bytes of a
+token (one LDS.64): logical row ``r + 8h + 16wp + 64i + 256w`` (r = lane // 4, h = +8 half,
+wp = warp in the warpgroup, i = m-tile, w = warpgroup) is physical latent column
+``8r + h + 64wp + 2i + 256w`` (:data:`ROW_PERM_H64`); the epilogue stores through the
+inverse view. S^T's reduction columns use step 43's permutation (:data:`.q_on_n_fp8.K_PERM`).
+
+One CTA per SM (256 threads, three page stages: about 200 KB of SMEM), the work list cut for
+one part per SM; warp 0 issues the TMAs with step 47's early page index. The rest (Q in fp16
+with a power of two per query row, S^T = latent x (token scale / row factor) + rope, the work
+list and the PDL combine) is step 47's.
+"""
+
+from __future__ import annotations
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.utils.hopper_helpers as sm90_utils
+from cutlass.cute.nvgpu import cpasync, warpgroup
+
+from .kernel import D_QK, D_ROPE, D_V, LN_2, LOG2_E, PAGE, MlaDecodeSm90Kernel, _mn_view
+from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_FP8_H64_STEPS, fp8_q_on_n_stages
+from .q_on_n import THREADS_N, WARPS_N
+from .q_on_n_fp8 import (
+    BARS,
+    KB_PER_BOX,
+    N_BOXES,
+    OT_KBLOCKS,
+    MlaDecodeSm90QOnNFp8,
+    latent_q_layout,
+)
+from .seesaw import EVICT_FIRST
+
+#: warpgroups per CTA, each one S^T half (query rows) and one O^T half (latent rows)
+WGS = 2
+THREADS_H64 = WGS * THREADS_N
+#: query rows (S^T's N) per warpgroup, and O^T's latent rows per warpgroup (4 m-tiles)
+N_WG = 64 // WGS
+OT_ROWS = D_V // WGS
+OT_TILES = OT_ROWS // 64
+#: words of one register A buffer: 4 S^T k-blocks (m64k16: 4 words each), or one O^T k-block
+#: of the 4 m-tiles
+BUF_WORDS_H64 = 16
+KB_PER_GROUP = BUF_WORDS_H64 // 4
+#: O^T's row permutation: logical row ``r + 8h + 16wp + 64i + 256w`` -> physical latent column
+#: ``8r + h + 64wp + 2i + 256w`` (r < 8, h < 2, wp < 4, i < 4, w < 2)
+ROW_PERM_H64 = ((8, 2, 4, 4, 2), (8, 1, 64, 2, 256))
+
+
+class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
+    """Step 49 (module docstring): s*h = 64, the FP8 latent cache (e4m3, per_token scales),
+    two warpgroups per page, the work list. Same ``__call__`` arguments as
+    :class:`.q_on_n_fp8.MlaDecodeSm90QOnNFp8`. Raises ValueError for another s*h, step or
+    scale block."""
+
+    def __init__(
+        self, s: int, h: int, causal: bool, dtype=cutlass.BFloat16, step: int = 49,
+        scale_block: int = D_V,
+    ):  # fmt: skip
+        if s * h != 64:
+            raise ValueError(f"step {step} takes s*h = 64 (got s={s}, h={h})")
+        if step not in Q_ON_N_FP8_H64_STEPS:
+            raise ValueError(
+                f"MlaDecodeSm90QOnNFp8H64 builds steps {Q_ON_N_FP8_H64_STEPS} (got {step})"
+            )
+        if scale_block != D_V:
+            raise ValueError(
+                f"step {step} takes per_token scales (a block of 512; got {scale_block})"
+            )
+        MlaDecodeSm90Kernel.__init__(
+            self, s, h, causal, dtype, loads="cpasync", kv_fp8=True, scale_block=scale_block
+        )
+        self.n = s * h
+        self.step = step
+        #: S^T's accumulators per warpgroup: one (a chain of 32 m64n32 WGMMAs; O^T's 128
+        #: registers leave no room for more)
+        self.s_accs = 1
+        self.stages = fp8_q_on_n_stages(step)
+        self.work_list = True
+        self.combine_batch = 4
+        self.kv_cache_policy = EVICT_FIRST
+        self.half16 = dtype == cutlass.Float16
+        self.v_f16 = True
+        self.k_f16 = True
+        self.early_index = True
+        self.early_release = False
+        self.k_type = cutlass.Float16
+        self.v_type = cutlass.Float16
+
+    @cute.jit
+    def __call__(
+        self,
+        q: cute.Tensor,  # (b, s, h, 576)
+        kv_cache: cute.Tensor,  # (num_pages, 64, 512) e4m3
+        page_table: cute.Tensor,  # (b, table_pages) int32
+        seqlens: cute.Tensor,  # (b,) int32
+        o: cute.Tensor,  # (b, s, h, 512)
+        lse: cute.Tensor,  # (b, s, h) float32
+        o_acc: cute.Tensor,  # (cap, b, s, h, 512) float32 workspace
+        lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace (log2)
+        kv_scales: cute.Tensor,  # (num_pages, 64, 1) float32
+        kv_rope: cute.Tensor,  # (num_pages, 64, 64) dtype
+        split_count: cute.Tensor,  # unused
+        work: cute.Tensor,  # (rows, 4) int32: the work list (WorkList.rows)
+        softmax_scale: cutlass.Float32,
+        num_splits: cutlass.Int32,  # the work list's parts: the grid
+        pages_per_split: cutlass.Int32,  # unused
+        split: cutlass.Constexpr,
+        stream: cuda.CUstream,
+    ):
+        dt = self.dtype
+        n = self.n
+        st = self.stages
+        g = self.groups
+        b = q.shape[0]
+        pages = kv_cache.shape[0]
+        mQl = cute.make_tensor(q.iterator, latent_q_layout(b, n))
+        mQr = cute.make_tensor(
+            q.iterator + D_V, cute.make_layout((b, n, D_ROPE), stride=(n * D_QK, D_QK, 1))
+        )
+        rows_shape, rows_stride = ROW_PERM_H64
+        mOt = cute.make_tensor(
+            o.iterator,
+            cute.make_layout((b, rows_shape, n), stride=(n * D_V, rows_stride, D_V)),
+        )
+        mL = cute.make_tensor(lse.iterator, cute.make_layout((b, n), stride=(n, 1)))
+        cap = o_acc.shape[0]
+        mOat = cute.make_tensor(
+            o_acc.iterator,
+            cute.make_layout(
+                (cap, b, rows_shape, n),
+                stride=(cute.assume(b * (n * D_V), divby=n * D_V), n * D_V, rows_stride, D_V),
+            ),
+        )
+        mLa = cute.make_tensor(
+            lse_acc.iterator,
+            cute.make_layout((cap, b, n), stride=(cute.assume(b * n, divby=n), n, 1)),
+        )
+        mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
+
+        K = cute.nvgpu.OperandMajorMode.K
+        f16 = cutlass.Float16
+        # S^T's latent part: K (fp16 by F2FP) from registers, Q (fp16, scaled per row) from SMEM
+        rs_mma = sm90_utils.make_trivial_tiled_mma(
+            f16, f16, K, K, cutlass.Float32, (1, 1, 1), (PAGE, N_WG), warpgroup.OperandSource.RMEM
+        )
+        # O^T: V^T (fp16 by F2FP) from registers, P^T (fp16, scaled) from SMEM, all 64 rows
+        ot_mma = sm90_utils.make_trivial_tiled_mma(
+            f16, f16, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n), warpgroup.OperandSource.RMEM
+        )
+        # S^T's rope part (16-bit in the cache) from SMEM
+        ss_mma = sm90_utils.make_trivial_tiled_mma(
+            dt, dt, K, K, cutlass.Float32, (1, 1, 1), (PAGE, N_WG)
+        )
+
+        atom = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, dt)
+        atom16 = warpgroup.make_smem_layout_atom(warpgroup.SmemLayoutAtomKind.K_SW128, f16)
+        atom8 = warpgroup.make_smem_layout_atom(
+            warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float8E4M3FN
+        )
+        sQl_layout = cute.tile_to_shape(atom16, (n, D_V), (0, 1))
+        sQr_layout = cute.tile_to_shape(atom, (n, D_ROPE), (0, 1))
+        sK8_layout = cute.tile_to_shape(atom8, (PAGE, D_V, st), (0, 1, 2))
+        sR_layout = cute.tile_to_shape(atom, (PAGE, D_ROPE, st), (0, 1, 2))
+        sP_layout = cute.tile_to_shape(atom16, (n, PAGE), (0, 1))
+        sPt_outer = cute.composition(sP_layout.outer, cute.make_layout((PAGE, n), stride=(n, 1)))
+
+        tma8, mK8t, tmaR, mRt, tmaS, mSct = self.page_tma_atoms(
+            kv_cache, kv_scales, kv_rope, atom, atom8, pages
+        )
+        lat_copy = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(
+                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.ALWAYS), dt,
+                num_bits_per_copy=32,
+            ),
+            cute.make_layout((THREADS_H64 // 8, 8), stride=(8, 1)),
+            cute.make_layout((1, 2)),
+        )  # fmt: skip
+        rope_copy = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(
+                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt,
+                num_bits_per_copy=128,
+            ),
+            cute.make_layout((THREADS_H64 // 8, 8), stride=(8, 1)),
+            cute.make_layout((1, 8)),
+        )  # fmt: skip
+
+        @cute.struct
+        class SharedStorage:
+            sK8: cute.struct.Align[
+                cute.struct.MemRange[cutlass.Float8E4M3FN, cute.cosize(sK8_layout)], 1024
+            ]
+            sR: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sR_layout)], 1024]
+            sQl: cute.struct.Align[cute.struct.MemRange[f16, cute.cosize(sQl_layout)], 1024]
+            sQr: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQr_layout)], 1024]
+            sP: cute.struct.Align[cute.struct.MemRange[f16, cute.cosize(sP_layout)], 1024]
+            sSc: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, PAGE * g * st], 128]
+            # per query row and warp of its warpgroup: the page's column max, the end's sums
+            sMax: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
+            sSum: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n * WARPS_N], 16]
+            # per query row: the change of max of the page, the segment's total sum
+            sCorr: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n], 16]
+            sTot: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n], 16]
+            sQf: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n], 16]
+            sIdx: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 1], 4]
+            mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, st * BARS], 8]
+
+        self.shared_storage = SharedStorage
+
+        self.kernel_h64(
+            mQl, mQr, page_table, seqlens, mOt, mL, mOat, mLa, mWork, softmax_scale * LOG2_E,
+            rs_mma, ot_mma, ss_mma, lat_copy, rope_copy, tma8, mK8t, tmaR, mRt, tmaS, mSct,
+            sQl_layout, sQr_layout, sK8_layout, sR_layout, sP_layout, sPt_outer, split,
+        ).launch(grid=[1, 1, num_splits], block=[THREADS_H64, 1, 1], stream=stream)  # fmt: skip
+        if cutlass.const_expr(split):
+            self.launch_combine(o, lse, o_acc, lse_acc, num_splits, b, stream, work)
+
+    @cute.kernel
+    def kernel_h64(
+        self,
+        mQl: cute.Tensor,
+        mQr: cute.Tensor,
+        mPT: cute.Tensor,
+        mLens: cute.Tensor,
+        mOt: cute.Tensor,
+        mL: cute.Tensor,
+        mOat: cute.Tensor,
+        mLa: cute.Tensor,
+        mWork: cute.Tensor,
+        scale_log2: cutlass.Float32,
+        rs_mma: cute.TiledMma,
+        ot_mma: cute.TiledMma,
+        ss_mma: cute.TiledMma,
+        lat_copy: cute.TiledCopy,
+        rope_copy: cute.TiledCopy,
+        tma8: cute.CopyAtom,
+        mK8t: cute.Tensor,
+        tmaR: cute.CopyAtom,
+        mRt: cute.Tensor,
+        tmaS: cute.CopyAtom,
+        mSct: cute.Tensor,
+        sQl_layout: cute.ComposedLayout,
+        sQr_layout: cute.ComposedLayout,
+        sK8_layout: cute.ComposedLayout,
+        sR_layout: cute.ComposedLayout,
+        sP_layout: cute.ComposedLayout,
+        sPt_outer: cute.Layout,
+        split: cutlass.Constexpr,
+    ):
+        tidx, _, _ = cute.arch.thread_idx()
+        _, _, part = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        lane = tidx % 32
+        wg = warp // WARPS_N  # the warpgroup: S^T's query rows, O^T's latent rows
+        wt = tidx % THREADS_N  # the thread within it
+        wwarp = warp % WARPS_N  # the warp within it
+        bar_wg = wg + 1  # its named barrier (0 is the CTA's)
+        n = self.n
+        st = self.stages
+        g = self.groups
+
+        smem = cutlass.memory.SmemAllocator()
+        storage = smem.allocate(self.shared_storage)
+        sQl = storage.sQl.get_tensor(sQl_layout.outer, swizzle=sQl_layout.inner)
+        sQr = storage.sQr.get_tensor(sQr_layout.outer, swizzle=sQr_layout.inner)
+        sK8 = storage.sK8.get_tensor(sK8_layout.outer, swizzle=sK8_layout.inner)  # (64, 512, st)
+        sR = storage.sR.get_tensor(sR_layout.outer, swizzle=sR_layout.inner)  # (64, 64, st)
+        sP = storage.sP.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)  # (64 rows, 64)
+        sPt = storage.sP.get_tensor(sPt_outer, swizzle=sP_layout.inner)  # (64 tokens, 64)
+        sSc = storage.sSc.get_tensor(cute.make_layout((PAGE, g, st), stride=(g, 1, PAGE * g)))
+        sSc_tma = storage.sSc.get_tensor(
+            cute.make_layout((1, PAGE * g, st), stride=(0, 1, PAGE * g))
+        )
+        sMax = storage.sMax.get_tensor(cute.make_layout((n, WARPS_N)))
+        sSum = storage.sSum.get_tensor(cute.make_layout((n, WARPS_N)))
+        sCorr = storage.sCorr.get_tensor(cute.make_layout(n))
+        sTot = storage.sTot.get_tensor(cute.make_layout(n))
+        sQf = storage.sQf.get_tensor(cute.make_layout(n))
+        sIdx = storage.sIdx.get_tensor(cute.make_layout(1))
+        mbar = storage.mbar.data_ptr()
+
+        # ---- mbarriers, TMA partitions and the first pages ----------------------------------
+        if tidx == 0:
+            for i in cutlass.range_constexpr(st * BARS):
+                cute.arch.mbarrier_init(mbar + i, 1)
+        cute.arch.mbarrier_init_fence()
+        tmas = self.page_tmas(tma8, mK8t, sK8, tmaR, mRt, sR, tmaS, mSct, sSc_tma)
+        seg_lo = mWork[part, 0]
+        seg_hi = mWork[part, 1]
+        ls, lp, c_seq, c_end = self.issue_first(
+            tmas, mbar, mWork, mPT, sIdx, seg_lo, seg_hi, warp, lane
+        )
+
+        # ---- MMA partitions: S^T of the warpgroup's 32 query rows, O^T of its 256 rows ------
+        thr = rs_mma.get_slice(wt)
+        thr_ss = ss_mma.get_slice(wt)
+        tSrQl = thr.make_fragment_B(thr.partition_B(cute.local_tile(sQl, (N_WG, D_V), (wg, 0))))
+        tSrQr = thr_ss.make_fragment_B(
+            thr_ss.partition_B(cute.local_tile(sQr, (N_WG, D_ROPE), (wg, 0)))
+        )
+        tSrR = thr_ss.make_fragment_A(thr_ss.partition_A(sR))  # (MMA, 1, 4, st)
+        acc_s_shape = thr.partition_shape_C((PAGE, N_WG))
+        # S^T's coordinates (token, query row), the query row counted over all 64
+        tScS = _mn_view(
+            thr.partition_C(
+                cute.local_tile(cute.make_identity_tensor((PAGE, n)), (PAGE, N_WG), (0, wg))
+            )
+        )
+        tPsPt = thr.partition_C(cute.local_tile(sPt, (PAGE, N_WG), (0, wg)))
+        thr_o = ot_mma.get_slice(wt)
+        tOrP = thr_o.make_fragment_B(thr_o.partition_B(sP))  # (MMA, 1, 4)
+        acc_o = thr_o.make_fragment_C(thr_o.partition_shape_C((OT_ROWS, n)))  # (MMA, 4, 1)
+        acc_o_mn = _mn_view(acc_o)  # (8 latent rows, 16 query rows) per thread
+        tOcO = _mn_view(thr_o.partition_C(cute.make_identity_tensor((OT_ROWS, n))))
+
+        # the two register A buffers: 16 words, 4 k-blocks of S^T (MMA, 1, 4) or one k-block
+        # of O^T's 4 m-tiles (MMA, 4, 1)
+        bufs = []
+        st_views = []
+        ot_views = []
+        for _ in cutlass.range_constexpr(2):
+            w = cute.make_rmem_tensor(cute.make_layout(BUF_WORDS_H64), cutlass.Uint32)
+            h16 = cute.recast_tensor(w, cutlass.Float16)
+            bufs.append(w)
+            st_views.append(
+                cute.make_tensor(h16.iterator, cute.make_layout(((2, 2, 2), 1, KB_PER_GROUP)))
+            )
+            ot_views.append(
+                cute.make_tensor(h16.iterator, cute.make_layout(((2, 2, 2), OT_TILES, 1)))
+            )
+
+        n_tok = cute.size(tScS, mode=[0])
+        n_q = cute.size(tScS, mode=[1])
+        n_o = cute.size(tOcO, mode=[1])
+        col_max = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
+        col_sum = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
+        limit = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Int32)
+        pg_max = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
+        corr = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
+        q_inv = cute.make_rmem_tensor(cute.make_layout(n_q), cutlass.Float32)
+
+        qd = lane % 4
+        r0 = wwarp * 16 + lane // 4  # S^T rows (tokens) r0, r0 + 8
+        vec8 = 32 * wg + 8 * wwarp + lane // 4  # O^T: the thread's 8 bytes of a token
+
+        g_pg = cutlass.Int32(0)  # pages consumed so far: stage g_pg % st
+        for seg in cutlass.range(seg_lo, seg_hi, unroll=1):
+            seq = mWork[seg, 0]
+            p0 = mWork[seg, 1]
+            p1 = mWork[seg, 2]
+            slot = mWork[seg, 3]
+            pieces = mWork[PARTS_CAP + seq, 0]
+            seqlen = mLens[seq]
+
+            thr_r = rope_copy.get_slice(tidx)
+            cute.copy(rope_copy, thr_r.partition_S(mQr[seq, None, None]), thr_r.partition_D(sQr))
+            self.load_q_f16(lat_copy, mQl[seq, None, None], sQl, sQf, tidx, THREADS_H64)
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier()
+            for j in cutlass.range_constexpr(n_q):
+                q_inv[j] = sQf[tScS[0, j][1]]
+
+            acc_o.fill(0.0)
+            self.init_columns(tScS, col_max, col_sum, limit, seqlen)
+
+            for it in cutlass.range(p1 - p0, unroll=1):
+                pg = p0 + it
+                stage = g_pg % st
+                phase = (g_pg // st) % 2
+
+                # S^T = K Q^T of the warpgroup's 32 rows: half box gi's 4 k-blocks from buffer
+                # gi % 2, refilled once the group that read it (gi - 2) has retired; then the
+                # rope's 4 from SMEM into their own accumulator
+                acc_s = thr.make_fragment_C(acc_s_shape)
+                acc_r = thr_ss.make_fragment_C(acc_s_shape)
+                for gi in cutlass.range_constexpr(2 * N_BOXES):
+                    j = gi // 2
+                    half = gi % 2
+                    if cutlass.const_expr(gi >= 2):
+                        warpgroup.wait_group(1)
+                    if cutlass.const_expr(half == 0):
+                        cute.arch.mbarrier_wait(mbar + stage * BARS + j, phase)
+                    self.dequant_k(sK8, sSc, stage, j, r0, qd, bufs[gi % 2], kb_lo=2 * half, kb_n=2)
+                    warpgroup.fence()
+                    for kk in cutlass.range_constexpr(KB_PER_GROUP):
+                        k = j * KB_PER_BOX + KB_PER_GROUP * half + kk
+                        rs_mma.set(warpgroup.Field.ACCUMULATE, k > 0)
+                        cute.gemm(
+                            rs_mma, acc_s, st_views[gi % 2][None, None, kk], tSrQl[None, None, k],
+                            acc_s,
+                        )  # fmt: skip
+                    warpgroup.commit_group()
+                cute.arch.mbarrier_wait(mbar + stage * BARS + N_BOXES, phase)
+                for kk in cutlass.range_constexpr(D_ROPE // 16):
+                    ss_mma.set(warpgroup.Field.ACCUMULATE, kk > 0)
+                    cute.gemm(
+                        ss_mma, acc_r, tSrR[None, None, kk, stage], tSrQr[None, None, kk], acc_r
+                    )
+                warpgroup.commit_group()
+                warpgroup.wait_group(0)
+                # S^T = latent x (token scale / query row factor) + rope (NaN past the end:
+                # the column softmax masks it)
+                s_mn = _mn_view(acc_s)
+                r_mn = _mn_view(acc_r)
+                for i in cutlass.range_constexpr(n_tok):
+                    sc = sSc[tScS[i, 0][0], 0, stage]
+                    for j in cutlass.range_constexpr(n_q):
+                        s_mn[i, j] = s_mn[i, j] * (sc * q_inv[j]) + r_mn[i, j]
+
+                # the column softmax of the warpgroup's 32 rows (its own barrier); the change
+                # of max goes to sCorr for both warpgroups' O^T
+                self.column_softmax(
+                    acc_s, None, tScS, col_max, col_sum, limit, pg_max, sMax, pg, scale_log2,
+                    wwarp, lane, corr_out=corr, bar_id=bar_wg,
+                )  # fmt: skip
+                # P times its token's scale (0 past the end, where the scale and V may be
+                # NaN), fp16; the tail's e4m3 rows of the warpgroup's own latent columns zeroed
+                # (its S^T loads are done: the barrier above; the other warpgroup's S^T may
+                # still read these rows, whose scores the softmax masks)
+                tail = seqlen - pg * PAGE
+                for i in cutlass.range_constexpr(n_tok):
+                    tok = tScS[i, 0][0]
+                    sc = sSc[tok, 0, stage]
+                    if tok >= tail:
+                        sc = cutlass.Float32(0.0)
+                    for j in cutlass.range_constexpr(n_q):
+                        s_mn[i, j] = s_mn[i, j] * sc
+                if tail < PAGE:
+                    self.zero_fp8_rows(sK8, stage, tail, wt, OT_ROWS // 16 * wg, OT_ROWS // 16)
+                rP = cute.make_rmem_tensor(acc_s.layout, cutlass.Float16)
+                rP.store(acc_s.load().to(cutlass.Float16))
+                for e in cutlass.range_constexpr(cute.size(rP)):
+                    tPsPt[e] = rP[e]
+                if wwarp == 0 and lane < 4:
+                    for j in cutlass.range_constexpr(n_q):
+                        sCorr[tScS[0, j][1]] = corr[j]
+                cute.arch.fence_proxy("async.shared", space="cta")
+                cute.arch.barrier()  # both halves of P^T and sCorr; the zeroed rows
+
+                # O^T's 64 columns rescaled by their change of max; then O^T += V^T P^T:
+                # k-block kb (16 tokens) of the 4 m-tiles from buffer kb % 2
+                for c in cutlass.range_constexpr(n_o):
+                    f = sCorr[tOcO[0, c][1]]
+                    for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
+                        acc_o_mn[i, c] = acc_o_mn[i, c] * f
+                ot_mma.set(warpgroup.Field.ACCUMULATE, True)
+                for kb in cutlass.range_constexpr(OT_KBLOCKS):
+                    if cutlass.const_expr(kb >= 2):
+                        warpgroup.wait_group(1)
+                    self.dequant_v_f16(sK8, stage, kb, qd, vec8, bufs[kb % 2], words=2)
+                    warpgroup.fence()
+                    cute.gemm(
+                        ot_mma, acc_o, ot_views[kb % 2][None, None, 0], tOrP[None, None, kb], acc_o
+                    )
+                    warpgroup.commit_group()
+                warpgroup.wait_group(0)
+                # both warpgroups' loads of the stage and their WGMMAs of P^T done: the stage,
+                # sP and sCorr are free
+                cute.arch.barrier()
+                if warp == 0:  # noqa: SIM102 (run time)
+                    if ls < seg_hi:
+                        ls, lp, c_seq, c_end = self.issue_fetched(
+                            tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end, seg_hi,
+                            lane,
+                        )  # fmt: skip
+                g_pg = g_pg + 1
+
+            self.epilogue_h64(
+                acc_o, col_max, col_sum, tScS, tOcO, sSum, sTot, thr_o, mOt, mL, mOat, mLa, seq,
+                slot, pieces, scale_log2, wg, wwarp, lane, bar_wg, split,
+            )  # fmt: skip
+
+    @cute.jit
+    def epilogue_h64(
+        self,
+        acc_o: cute.Tensor,
+        col_max: cute.Tensor,
+        col_sum: cute.Tensor,
+        tScS: cute.Tensor,
+        tOcO: cute.Tensor,
+        sSum: cute.Tensor,
+        sTot: cute.Tensor,
+        thr_o,
+        mOt: cute.Tensor,
+        mL: cute.Tensor,
+        mOat: cute.Tensor,
+        mLa: cute.Tensor,
+        seq: cutlass.Int32,
+        slot: cutlass.Int32,
+        pieces: cutlass.Int32,
+        scale_log2: cutlass.Float32,
+        wg: cutlass.Int32,
+        wwarp: cutlass.Int32,
+        lane: cutlass.Int32,
+        bar_wg: cutlass.Int32,
+        split: cutlass.Constexpr,
+    ):
+        """A segment's end: each warpgroup's column sums of its 32 query rows (the thread's
+        tokens, the warp's lanes, its 4 warps through ``sSum`` and its named barrier) into
+        ``sTot``, and its LSE (natural log, or log2 into workspace ``slot`` when ``pieces`` > 1;
+        -inf for a row without keys); one CTA barrier; then both warpgroups' O^T columns / sum,
+        stored as O in the dtype or as the fp32 partial, through :data:`ROW_PERM_H64`'s view
+        of their 256 rows. Ends with a CTA barrier: the next segment's Q and sums may then
+        overwrite SMEM."""
+        n_q = cute.size(tScS, mode=[1])
+        n_o = cute.size(tOcO, mode=[1])
+        acc_o_mn = _mn_view(acc_o)
+        for j in cutlass.range_constexpr(n_q):
+            s = col_sum[j]
+            for off in cutlass.range_constexpr(3):
+                s = s + cute.arch.shuffle_sync_bfly(s, offset=4 << off)
+            col_sum[j] = s
+        if lane < 4:
+            for j in cutlass.range_constexpr(n_q):
+                sSum[tScS[0, j][1], wwarp] = col_sum[j]
+        cute.arch.barrier(barrier_id=bar_wg, number_of_threads=THREADS_N)
+        stored = True
+        if cutlass.const_expr(split):
+            stored = pieces <= 1
+        if wwarp == 0 and lane < 4:
+            for j in cutlass.range_constexpr(n_q):
+                qr = tScS[0, j][1]
+                total = sSum[qr, 0] + sSum[qr, 1] + sSum[qr, 2] + sSum[qr, 3]
+                sTot[qr] = total
+                val = -cutlass.Float32.inf
+                if stored:
+                    if total > 0.0:
+                        val = (col_max[j] * scale_log2 + cute.math.log2(total)) * LN_2
+                    mL[seq, qr] = val
+                else:
+                    if total > 0.0:
+                        val = col_max[j] * scale_log2 + cute.math.log2(total)
+                    mLa[slot, seq, qr] = val
+        cute.arch.barrier()
+        for c in cutlass.range_constexpr(n_o):
+            total = sTot[tOcO[0, c][1]]
+            inv = cutlass.Float32(0.0)
+            if total > 0.0:
+                inv = 1.0 / total
+            for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
+                acc_o_mn[i, c] = acc_o_mn[i, c] * inv
+        if stored:
+            rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
+            rO.store(acc_o.load().to(self.dtype))
+            tOgO = thr_o.partition_C(
+                cute.local_tile(mOt[seq, None, None], (OT_ROWS, self.n), (wg, 0))
+            )
+            for e in cutlass.range_constexpr(cute.size(rO)):
+                tOgO[e] = rO[e]
+        else:
+            cute.arch.griddepcontrol_launch_dependents()
+            tOgOa = thr_o.partition_C(
+                cute.local_tile(mOat[slot, seq, None, None], (OT_ROWS, self.n), (wg, 0))
+            )
+            for e in cutlass.range_constexpr(cute.size(acc_o)):
+                tOgOa[e] = acc_o[e]
+        cute.arch.barrier()
