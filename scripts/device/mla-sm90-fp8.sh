@@ -156,13 +156,13 @@ JOBS
 }
 
 # step 49 (s*h = 64: two warpgroups on each page, the e4m3 page dequantised into the register
-# A operand; per_token only) checked: h=64 shapes, s=4 h=16 and s=2 h=32 causal (s*h = 64),
+# A operand; per_token only; FP8_STEP, default 49: 49 to 52) checked: h=64 shapes, s=4 h=16 and s=2 h=32 causal (s*h = 64),
 # tails of 1/63/64/65/127 tokens (NaN values and NaN scales past the end), fp16, the work
 # list's cases (one sequence in 132 pieces, empty sequences between long ones, short ones,
 # varlen B=32, the table's (128, 4096)), 3 launches per check, the planted faults, and the
 # refusals (h=16, per_block, the 16-bit cache)
 jobs_check49() {
-    local v="--config step=49"
+    local v="--config step=${FP8_STEP:-49}"
     local c="--check --check-launches 3 --prof_type disabled"
     cat <<JOBS
 q49-h64-b4-t1024 kernel --b 4 --t 1024 --h 64 $f8 $v $c
@@ -191,10 +191,13 @@ jobs_table49() {
     echo "q49-table fp8alt --formats ${FORMATS:-h64} --shape 128,4096,64 --shape 32,4096,64 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
 }
 
-# step 49, the FP8 default (22) and the 16-bit default under Nsight Compute at h=64 (128, 4096)
+# step FP8_STEP (default 49), the FP8 default (22) and the 16-bit default under Nsight Compute
+# at h=64 (128, 4096); NCU_ONLY=1: the first only
 jobs_ncu49() {
+    local s=${FP8_STEP:-49}
+    echo "q49-ncu-s$s-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 $f8 --config step=$s --prof_type ncu --ncu-set full"
+    [ -n "${NCU_ONLY:-}" ] && return
     cat <<JOBS
-q49-ncu-s49-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 $f8 --config step=49 --prof_type ncu --ncu-set full
 q49-ncu-s22-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 $f8 --prof_type ncu --ncu-set full
 q49-ncu-bf16-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 --prof_type ncu --ncu-set full
 JOBS

@@ -233,6 +233,14 @@ FORMAT_SETS = {
         _seesaw(22),
         ("fp8 per_token step49", {"kv_dtype": FP8}, {"step": "49"}),
     ),
+    # steps 50 and 51 (49 with the K bytes addressed by offset; and S^T in 2 accumulators)
+    # against 49 and ours on bf16
+    "h64b": (
+        ("bf16", {}, {}),
+        ("fp8 per_token step49", {"kv_dtype": FP8}, {"step": "49"}),
+        ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
+        ("fp8 per_token step51", {"kv_dtype": FP8}, {"step": "51"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

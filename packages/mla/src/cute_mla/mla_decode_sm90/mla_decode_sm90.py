@@ -144,15 +144,18 @@ PER_TOKEN_ONLY_STEPS = (45, 46, 47, 48)
 FP8_Q_ON_N_MIN_BLOCK = 128
 #: the build of q_on_n_fp8_h64.py: the FP8 latent cache at s*h = 64 with the query rows on
 #: WGMMA's N, two warpgroups on each page (S^T split by query rows, O^T by latent rows), K and
-#: V by F2FP as step 47 (per_token only), 3 page stages, 1 CTA per SM
-Q_ON_N_FP8_H64_STEPS = (49,)
+#: V by F2FP as step 47 (per_token only), 3 page stages, 1 CTA per SM; 50 is 49 with the K
+#: bytes addressed from a per-thread offset (no spilled addresses), 51 is 50 with S^T's 32
+#: latent k-blocks in 2 accumulators, 52 is 51 leaving a page's O^T WGMMAs in flight while the
+#: next page's S^T starts (P^T in two buffers)
+Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52)
 
 
 def fp8_q_on_n_stages(step: int) -> int:
     """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43, 45-48 (about 104 KB of SMEM,
     so two CTAs share an SM), 4 for 44 (one CTA per SM); 3 for q_on_n_fp8_h64.py's 49 (one CTA
-    per SM, about 200 KB)."""
-    return {44: 4, 49: 3}.get(step, 2)
+    per SM, about 200 KB) to 52."""
+    return 3 if step in Q_ON_N_FP8_H64_STEPS else 4 if step == 44 else 2
 
 
 def ctas_per_sm(step: int | None) -> int:
@@ -849,7 +852,10 @@ class MlaDecodeSm90(KernelPlan):
             return (
                 f"step {step} (FP8 cache at s*h = 64: query rows on WGMMA's N, two warpgroups on "
                 "each page, S^T split by query rows and O^T by latent rows, K and V by F2FP to "
-                f"fp16 in the register A operand, {fp8_q_on_n_stages(step)} stages, "
+                f"fp16 in the register A operand{', K addressed by offset' if step >= 50 else ''}"
+                f"{', S^T in 2 accumulators' if step >= 51 else ''}"
+                f"{', O^T left in flight into the next page' if step >= 52 else ''}, "
+                f"{fp8_q_on_n_stages(step)} stages, "
                 f"{ctas_per_sm(step)} CTA per SM)"
             )
         if step in Q_ON_N_FP8_STEPS:

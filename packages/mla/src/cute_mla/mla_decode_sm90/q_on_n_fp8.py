@@ -838,6 +838,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         buf: cute.Tensor,
         kb_lo: cutlass.Constexpr = 0,
         kb_n: cutlass.Constexpr = BOX // 32,
+        k_addr=None,
     ):
         """S^T's A fragments of latent box ``j`` (8 k-blocks) into ``buf`` (32 words): for each
         32-column block and row r0, r0 + 8, the quad lane's 8 bytes (physical columns 8 qd ..
@@ -845,7 +846,8 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         h + 2 a + 4 kk for row half h, column half a, k-block kk), times the row's scale
         (step 46: fp16 pairs by one F2FP each, unscaled: the scale multiplies S^T). Step 49
         takes the box in halves: the ``kb_n`` 32-column blocks from ``kb_lo`` on, into
-        ``4 kb_n`` words."""
+        ``4 kb_n`` words; step 50 reads them at the byte offsets of :meth:`k_offsets`
+        (``k_addr``: the stage's raw pointer, the thread's base and swizzle phase)."""
         grp = (BOX * j) // self.scale_block
         for hh in cutlass.range_constexpr(2):
             row = r0 + 8 * hh
@@ -854,9 +856,13 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 sc = sSc[row, grp, stage]
                 sc2 = scale_pair(sc, sc, self.half16)
             for kb in cutlass.range_constexpr(kb_n):
-                src = cute.local_tile(
-                    sK8[None, None, stage], (1, 8), (row, (BOX * j) // 8 + 4 * (kb_lo + kb) + qd)
-                )
+                if cutlass.const_expr(k_addr is None):
+                    src = cute.local_tile(
+                        sK8[None, None, stage], (1, 8),
+                        (row, (BOX * j) // 8 + 4 * (kb_lo + kb) + qd),
+                    )  # fmt: skip
+                else:
+                    src = self.k_bytes(k_addr, j, hh, kb_lo + kb)
                 raw = cute.make_rmem_tensor(cute.make_layout((1, 8)), cutlass.Float8E4M3FN)
                 cute.autovec_copy(src, raw)
                 wd = cute.recast_tensor(raw, cutlass.Uint32)  # (1, 2)
@@ -870,6 +876,28 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                             buf[hh + 2 * a + 4 * kk] = e4m3_place(
                                 x, x, SEL_SAME[a], sc2, self.half16
                             )
+
+    @cute.jit
+    def k_offsets(self, k_ptr: cute.Pointer, stage: cutlass.Int32, r0, qd):
+        """Step 50: what :meth:`k_bytes` needs to address a thread's K bytes in ``stage`` without
+        the swizzled view: the stage's pointer (raw, 1024-byte aligned), the thread's byte
+        offset in a box (row r0, quad lane qd's 8 bytes of its 16-byte chunk; the chunk's low
+        bit swizzled) and its swizzle phase for the chunk's upper bits. The 128-byte swizzle
+        (byte bits 4-6 ^= bits 7-9: the row mod 8) of a box of 64 rows x 128 bytes puts column
+        block kb's chunk 2 kb + qd // 2 of row r at 16 ((2 kb + qd // 2) ^ (r % 8)), and
+        since 2 kb is even that is 16 ((2 kb) ^ (r % 8 & 6)) + 16 ((qd // 2) ^ (r % 8 & 1))."""
+        ph = r0 % 8
+        base = r0 * BOX + 16 * ((qd // 2) ^ (ph % 2)) + 8 * (qd % 2)
+        return (k_ptr, stage * (PAGE * D_V) + base, 16 * (ph - ph % 2))
+
+    @cute.jit
+    def k_bytes(self, k_addr, j: cutlass.Constexpr, hh: cutlass.Constexpr, kb: cutlass.Constexpr):
+        """Step 50: the 8 K bytes of box ``j``, row r0 + 8 ``hh``, column block ``kb`` of the
+        thread (:meth:`k_offsets`) as a (1, 8) tensor: one LDS.64 at a register plus an
+        immediate (the box and the row half), the block's swizzle one XOR."""
+        ptr, base, phase = k_addr
+        off = base + ((32 * kb) ^ phase) + (j * PAGE * BOX + hh * 8 * BOX)
+        return cute.make_tensor(ptr + cute.assume(off, divby=8), cute.make_layout((1, 8)))
 
     @cute.jit
     def dequant_v(

@@ -97,9 +97,14 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         )
         self.n = s * h
         self.step = step
-        #: S^T's accumulators per warpgroup: one (a chain of 32 m64n32 WGMMAs; O^T's 128
-        #: registers leave no room for more)
-        self.s_accs = 1
+        #: S^T's accumulators per warpgroup (k-block k into k % s_accs, added up before the
+        #: softmax): one chain of 32 m64n32 WGMMAs in steps 49 and 50, two in 51
+        self.s_accs = 2 if step >= 51 else 1
+        #: step 52: a page's O^T WGMMAs left in flight while the next page's S^T starts (its K
+        #: dequantised meanwhile); P^T in two SMEM buffers by page parity, since the other
+        #: warpgroup's O^T may still read the last one
+        self.overlap = step >= 52
+        self.p_bufs = 2 if self.overlap else 1
         self.stages = fp8_q_on_n_stages(step)
         self.work_list = True
         self.combine_batch = 4
@@ -109,6 +114,9 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         self.k_f16 = True
         self.early_index = True
         self.early_release = False
+        #: step 50: the K bytes addressed from the thread's offset and swizzle phase (one XOR
+        #: per load) instead of 32 precomputed addresses, which spilled in step 49
+        self.k_direct = step >= 50
         self.k_type = cutlass.Float16
         self.v_type = cutlass.Float16
 
@@ -187,8 +195,11 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         sQr_layout = cute.tile_to_shape(atom, (n, D_ROPE), (0, 1))
         sK8_layout = cute.tile_to_shape(atom8, (PAGE, D_V, st), (0, 1, 2))
         sR_layout = cute.tile_to_shape(atom, (PAGE, D_ROPE, st), (0, 1, 2))
-        sP_layout = cute.tile_to_shape(atom16, (n, PAGE), (0, 1))
-        sPt_outer = cute.composition(sP_layout.outer, cute.make_layout((PAGE, n), stride=(n, 1)))
+        pb = self.p_bufs
+        sP_layout = cute.tile_to_shape(atom16, (n, PAGE, pb), (0, 1, 2))
+        sPt_outer = cute.composition(
+            sP_layout.outer, cute.make_layout((PAGE, n, pb), stride=(n, 1, n * PAGE))
+        )
 
         tma8, mK8t, tmaR, mRt, tmaS, mSct = self.page_tma_atoms(
             kv_cache, kv_scales, kv_rope, atom, atom8, pages
@@ -290,8 +301,8 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         sQr = storage.sQr.get_tensor(sQr_layout.outer, swizzle=sQr_layout.inner)
         sK8 = storage.sK8.get_tensor(sK8_layout.outer, swizzle=sK8_layout.inner)  # (64, 512, st)
         sR = storage.sR.get_tensor(sR_layout.outer, swizzle=sR_layout.inner)  # (64, 64, st)
-        sP = storage.sP.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)  # (64 rows, 64)
-        sPt = storage.sP.get_tensor(sPt_outer, swizzle=sP_layout.inner)  # (64 tokens, 64)
+        sP = storage.sP.get_tensor(sP_layout.outer, swizzle=sP_layout.inner)  # (64 rows, 64, pb)
+        sPt = storage.sP.get_tensor(sPt_outer, swizzle=sP_layout.inner)  # (64 tokens, 64, pb)
         sSc = storage.sSc.get_tensor(cute.make_layout((PAGE, g, st), stride=(g, 1, PAGE * g)))
         sSc_tma = storage.sSc.get_tensor(
             cute.make_layout((1, PAGE * g, st), stride=(0, 1, PAGE * g))
@@ -303,6 +314,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         sQf = storage.sQf.get_tensor(cute.make_layout(n))
         sIdx = storage.sIdx.get_tensor(cute.make_layout(1))
         mbar = storage.mbar.data_ptr()
+        k_ptr = storage.sK8.data_ptr()
 
         # ---- mbarriers, TMA partitions and the first pages ----------------------------------
         if tidx == 0:
@@ -331,9 +343,10 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                 cute.local_tile(cute.make_identity_tensor((PAGE, n)), (PAGE, N_WG), (0, wg))
             )
         )
-        tPsPt = thr.partition_C(cute.local_tile(sPt, (PAGE, N_WG), (0, wg)))
+        # P^T in S^T's accumulator layout (steps 49-51: the one buffer)
+        tPsPt = thr.partition_C(cute.local_tile(sPt[None, None, 0], (PAGE, N_WG), (0, wg)))
         thr_o = ot_mma.get_slice(wt)
-        tOrP = thr_o.make_fragment_B(thr_o.partition_B(sP))  # (MMA, 1, 4)
+        tOrP = thr_o.make_fragment_B(thr_o.partition_B(sP))  # (MMA, 1, 4, pb)
         acc_o = thr_o.make_fragment_C(thr_o.partition_shape_C((OT_ROWS, n)))  # (MMA, 4, 1)
         acc_o_mn = _mn_view(acc_o)  # (8 latent rows, 16 query rows) per thread
         tOcO = _mn_view(thr_o.partition_C(cute.make_identity_tensor((OT_ROWS, n))))
@@ -399,25 +412,34 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                 # gi % 2, refilled once the group that read it (gi - 2) has retired; then the
                 # rope's 4 from SMEM into their own accumulator
                 acc_s = thr.make_fragment_C(acc_s_shape)
+                accs = [acc_s]
+                for _ in cutlass.range_constexpr(self.s_accs - 1):
+                    accs.append(thr.make_fragment_C(acc_s_shape))
                 acc_r = thr_ss.make_fragment_C(acc_s_shape)
+                k_addr = self.k_offsets(k_ptr, stage, r0, qd) if self.k_direct else None
                 for gi in cutlass.range_constexpr(2 * N_BOXES):
                     j = gi // 2
                     half = gi % 2
-                    if cutlass.const_expr(gi >= 2):
+                    if cutlass.const_expr(gi >= 2 or self.overlap):
+                        # (52: the previous page's last O^T groups used the buffers)
                         warpgroup.wait_group(1)
                     if cutlass.const_expr(half == 0):
                         cute.arch.mbarrier_wait(mbar + stage * BARS + j, phase)
-                    self.dequant_k(sK8, sSc, stage, j, r0, qd, bufs[gi % 2], kb_lo=2 * half, kb_n=2)
+                    self.dequant_k(
+                        sK8, sSc, stage, j, r0, qd, bufs[gi % 2], kb_lo=2 * half, kb_n=2,
+                        k_addr=k_addr,
+                    )  # fmt: skip
                     warpgroup.fence()
                     for kk in cutlass.range_constexpr(KB_PER_GROUP):
                         k = j * KB_PER_BOX + KB_PER_GROUP * half + kk
-                        rs_mma.set(warpgroup.Field.ACCUMULATE, k > 0)
+                        rs_mma.set(warpgroup.Field.ACCUMULATE, k >= self.s_accs)
+                        acc = accs[k % self.s_accs]
                         cute.gemm(
-                            rs_mma, acc_s, st_views[gi % 2][None, None, kk], tSrQl[None, None, k],
-                            acc_s,
-                        )  # fmt: skip
+                            rs_mma, acc, st_views[gi % 2][None, None, kk], tSrQl[None, None, k], acc
+                        )
                     warpgroup.commit_group()
                 cute.arch.mbarrier_wait(mbar + stage * BARS + N_BOXES, phase)
+                warpgroup.fence()
                 for kk in cutlass.range_constexpr(D_ROPE // 16):
                     ss_mma.set(warpgroup.Field.ACCUMULATE, kk > 0)
                     cute.gemm(
@@ -425,19 +447,31 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                     )
                 warpgroup.commit_group()
                 warpgroup.wait_group(0)
+                for a in cutlass.range_constexpr(1, self.s_accs):
+                    for e in cutlass.range_constexpr(cute.size(acc_s)):
+                        acc_s[e] = acc_s[e] + accs[a][e]
                 # S^T = latent x (token scale / query row factor) + rope (NaN past the end:
                 # the column softmax masks it)
-                s_mn = _mn_view(acc_s)
+                # (52: S and P in registers of their own, apart from the accumulators)
+                sv = acc_s
+                if cutlass.const_expr(self.overlap):
+                    sv = cute.make_rmem_tensor(acc_s.layout, cutlass.Float32)
+                s_src = _mn_view(acc_s)
+                s_mn = _mn_view(sv)
                 r_mn = _mn_view(acc_r)
+                if cutlass.const_expr(self.s_accs > 1):
+                    # (51: 1 / row factor read from SMEM, its 8 registers go to the accumulator)
+                    for j in cutlass.range_constexpr(n_q):
+                        q_inv[j] = sQf[tScS[0, j][1]]
                 for i in cutlass.range_constexpr(n_tok):
                     sc = sSc[tScS[i, 0][0], 0, stage]
                     for j in cutlass.range_constexpr(n_q):
-                        s_mn[i, j] = s_mn[i, j] * (sc * q_inv[j]) + r_mn[i, j]
+                        s_mn[i, j] = s_src[i, j] * (sc * q_inv[j]) + r_mn[i, j]
 
                 # the column softmax of the warpgroup's 32 rows (its own barrier); the change
                 # of max goes to sCorr for both warpgroups' O^T
                 self.column_softmax(
-                    acc_s, None, tScS, col_max, col_sum, limit, pg_max, sMax, pg, scale_log2,
+                    sv, None, tScS, col_max, col_sum, limit, pg_max, sMax, pg, scale_log2,
                     wwarp, lane, corr_out=corr, bar_id=bar_wg,
                 )  # fmt: skip
                 # P times its token's scale (0 past the end, where the scale and V may be
@@ -455,9 +489,16 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                 if tail < PAGE:
                     self.zero_fp8_rows(sK8, stage, tail, wt, OT_ROWS // 16 * wg, OT_ROWS // 16)
                 rP = cute.make_rmem_tensor(acc_s.layout, cutlass.Float16)
-                rP.store(acc_s.load().to(cutlass.Float16))
+                rP.store(sv.load().to(cutlass.Float16))
+                pbuf = g_pg % self.p_bufs
+                if cutlass.const_expr(self.p_bufs == 1):
+                    tPsPt_b = tPsPt
+                else:
+                    tPsPt_b = thr.partition_C(
+                        cute.local_tile(sPt[None, None, pbuf], (PAGE, N_WG), (0, wg))
+                    )
                 for e in cutlass.range_constexpr(cute.size(rP)):
-                    tPsPt[e] = rP[e]
+                    tPsPt_b[e] = rP[e]
                 if wwarp == 0 and lane < 4:
                     for j in cutlass.range_constexpr(n_q):
                         sCorr[tScS[0, j][1]] = corr[j]
@@ -466,6 +507,8 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
 
                 # O^T's 64 columns rescaled by their change of max; then O^T += V^T P^T:
                 # k-block kb (16 tokens) of the 4 m-tiles from buffer kb % 2
+                if cutlass.const_expr(self.overlap):
+                    warpgroup.wait_group(0)
                 for c in cutlass.range_constexpr(n_o):
                     f = sCorr[tOcO[0, c][1]]
                     for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
@@ -477,12 +520,15 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                     self.dequant_v_f16(sK8, stage, kb, qd, vec8, bufs[kb % 2], words=2)
                     warpgroup.fence()
                     cute.gemm(
-                        ot_mma, acc_o, ot_views[kb % 2][None, None, 0], tOrP[None, None, kb], acc_o
-                    )
+                        ot_mma, acc_o, ot_views[kb % 2][None, None, 0],
+                        tOrP[None, None, kb, pbuf], acc_o,
+                    )  # fmt: skip
                     warpgroup.commit_group()
-                warpgroup.wait_group(0)
-                # both warpgroups' loads of the stage and their WGMMAs of P^T done: the stage,
-                # sP and sCorr are free
+                if cutlass.const_expr(not self.overlap):
+                    warpgroup.wait_group(0)
+                # both warpgroups' loads of the stage done, and before step 52 their WGMMAs of
+                # P^T: the stage, sP and sCorr are free (52: the stage and sCorr; its O^T
+                # WGMMAs read registers and their own sP buffer, never the stage)
                 cute.arch.barrier()
                 if warp == 0:  # noqa: SIM102 (run time)
                     if ls < seg_hi:
@@ -492,6 +538,8 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                         )  # fmt: skip
                 g_pg = g_pg + 1
 
+            if cutlass.const_expr(self.overlap):
+                warpgroup.wait_group(0)  # the last page's O^T
             self.epilogue_h64(
                 acc_o, col_max, col_sum, tScS, tOcO, sSum, sTot, thr_o, mOt, mL, mOat, mLa, seq,
                 slot, pieces, scale_log2, wg, wwarp, lane, bar_wg, split,
