@@ -241,6 +241,14 @@ FORMAT_SETS = {
         ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
         ("fp8 per_token step51", {"kv_dtype": FP8}, {"step": "51"}),
     ),
+    # step 52 (51 with a page's O^T WGMMAs running while the next page's S^T is issued)
+    # against 50, the FP8 default (22) and ours on bf16
+    "h64c": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
+        ("fp8 per_token step52", {"kv_dtype": FP8}, {"step": "52"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

@@ -1568,38 +1568,46 @@ def test_fp8_q_on_n_compiles_for_sm90a(
 
 
 @pytest.mark.parametrize(
-    ("shape", "check_spills"),
-    [({"b": 128, "t": 4096, "h": 64}, True), ({"b": 4, "t": 1000, "h": 16, "s": 4}, False)],
+    ("step", "shape", "spill_cap"),
+    [
+        (49, {"b": 128, "t": 4096, "h": 64}, 256),
+        (50, {"b": 128, "t": 4096, "h": 64}, 64),
+        (51, {"b": 32, "t": 4096, "h": 64}, 128),
+        (52, {"b": 128, "t": 4096, "h": 64}, 64),
+        (52, {"b": 4, "t": 1000, "h": 16, "s": 4}, None),
+    ],
 )
-def test_fp8_q_on_n_h64_compiles_for_sm90a(shape, check_spills, tmp_path, monkeypatch):
-    """Step 49 (the FP8 cache at s*h = 64, two warpgroups per page): per page and warpgroup 32
-    m64n32 WGMMAs of S^T's latent part (fp16), 4 of its rope part (16-bit) and 16 m64n64 of
-    O^T (4 m-tiles x 4 token blocks); 6 TMAs per page at 4 sites (3 stages unrolled, the loop);
-    the early page index by cp.async at 2 sites beside the query's rope part (2); 256 threads, one
-    CTA per SM (the work list in 132 parts), SMEM within an sm_90 CTA's 227 KB; the spills
-    (precomputed SMEM addresses, O^T's accumulator takes 128 registers) stay under 256 bytes.
-    s = 4, h = 16 (causal) is s*h = 64 too."""
+def test_fp8_q_on_n_h64_compiles_for_sm90a(step, shape, spill_cap, tmp_path, monkeypatch):
+    """Steps 49-52 (the FP8 cache at s*h = 64, two warpgroups per page): per page and
+    warpgroup 32 m64n32 WGMMAs of S^T's latent part (fp16), 4 of its rope part (16-bit) and 16
+    m64n64 of O^T (4 m-tiles x 4 token blocks; step 52 emits the S^T half twice, the loop being
+    turned by half a page); 6 TMAs per page at 4 sites (3 stages unrolled, the loop); the early
+    page index by cp.async at 2 sites beside the query's rope part (2); 256 threads, one CTA per
+    SM (the work list in 132 parts), SMEM within an sm_90 CTA's 227 KB; spills under a cap per
+    step (49 spilled its precomputed K addresses, which 50 removed). s = 4, h = 16 (causal) is
+    s*h = 64 too."""
     plan, prob, cfg = _seesaw_case(
-        {**shape, "kv_dtype": "float8_e4m3fn"}, {"step": "49"}, tmp_path, monkeypatch
+        {**shape, "kv_dtype": "float8_e4m3fn"}, {"step": str(step)}, tmp_path, monkeypatch
     )
     k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
     assert type(k.fn).__name__ == "MlaDecodeSm90QOnNFp8H64"
     assert k.meta["ctas_per_sm"] == 1 and k.meta["math_warpgroups"] == 2
     assert k.meta["work_list"]["parts"] == 132
     assert k.meta["producer_warpgroup"] is False and k.meta["query_rows_on"] == "N"
-    assert "step 49 (FP8 cache at s*h = 64" in plan.build_label(prob, cfg)
+    assert f"step {step} (FP8 cache at s*h = 64" in plan.build_label(prob, cfg)
     st = plan.run_static(prob, cfg)
+    copies = 2 if step == 52 else 1
     assert st["mma_mnemonics"] == {
-        "HGMMA.64x32x16.F32": 32,
-        "HGMMA.64x32x16.F32.BF16": 4,
+        "HGMMA.64x32x16.F32": 32 * copies,
+        "HGMMA.64x32x16.F32.BF16": 4 * copies,
         "HGMMA.64x64x16.F32": 16,
     }
     ops = st["opcodes"]
     assert ops.get("UTMALDG") == 6 * (3 + 1)
     assert ops.get("LDGSTS") == 4  # the query's rope part (64 rows: 2 passes), the index (2)
     assert ops.get("HMUL2", 0) == 0 and ops.get("F2FP", 0) >= 256 + 64
-    if check_spills:
-        assert st["spill_store_bytes"] < 256 and st["spill_load_bytes"] < 256
+    if spill_cap is not None:
+        assert st["spill_store_bytes"] < spill_cap and st["spill_load_bytes"] < spill_cap
     assert st["dynamic_smem_bytes"] <= 227 * 1024
 
 
@@ -1607,6 +1615,7 @@ def test_fp8_q_on_n_h64_compiles_for_sm90a(shape, check_spills, tmp_path, monkey
     ("shape", "overrides", "needle"),
     [
         ({"b": 4, "t": 1000, "h": 16}, {"step": "49"}, "takes s*h = 64 (got s=1, h=16"),
+        ({"b": 4, "t": 1000, "h": 32}, {"step": "52"}, "takes s*h = 64 (got s=1, h=32"),
         ({"b": 4, "t": 1000, "h": 64, "kv_fp8": False}, {"step": "49"}, "is an FP8 latent cache"),
         ({"b": 4, "t": 1000, "h": 64, "kv_scale": "per_block"}, {"step": "49"}, "per_token"),
         ({"b": 4, "t": 1000, "h": 64}, {"step": "49", "splits": "2"}, "walks the work list"),

@@ -33,6 +33,18 @@ One CTA per SM (256 threads, three page stages: about 200 KB of SMEM), the work 
 one part per SM; warp 0 issues the TMAs with step 47's early page index. The rest (Q in fp16
 with a power of two per query row, S^T = latent x (token scale / row factor) + rope, the work
 list and the PDL combine) is step 47's.
+
+Step 50 addresses each K LDS.64 from the thread's byte offset and swizzle phase
+(:meth:`.q_on_n_fp8.MlaDecodeSm90QOnNFp8.k_offsets`): in 49 ptxas kept 32 precomputed SMEM
+addresses, which spilled and were reloaded from local memory inside the S^T chain (measured
+on an H100: 0.74x step 49's time). Step 51 is 50 with S^T's latent k-blocks in 2
+accumulators (no faster). Step 52 is 51 with the page loop turned by half a page
+(:meth:`MlaDecodeSm90QOnNFp8H64.st_page`, :meth:`MlaDecodeSm90QOnNFp8H64.ot_page`): page p's
+O^T WGMMAs are issued, the stage is released, and page p + 1's K is dequantised and its S^T
+issued behind them, one wait retiring both. No WGMMA stays in flight across the loop's edge:
+the first build of 52 left O^T in flight into the next iteration, and ptxas serialized every
+WGMMA of the kernel (C7514, accumulator registers read inside a pipeline stage). P^T has two
+SMEM buffers there, since the other warpgroup's O^T may still read the last one.
 """
 
 from __future__ import annotations
@@ -381,6 +393,51 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         r0 = wwarp * 16 + lane // 4  # S^T rows (tokens) r0, r0 + 8
         vec8 = 32 * wg + 8 * wwarp + lane // 4  # O^T: the thread's 8 bytes of a token
 
+        # what both page halves read (st_page, ot_page)
+        c = (
+            thr,
+            thr_ss,
+            acc_s_shape,
+            k_ptr,
+            r0,
+            qd,
+            mbar,
+            sK8,
+            sSc,
+            bufs,
+            st_views,
+            tSrQl,
+            tSrR,
+            tSrQr,
+            n_q,
+            n_tok,
+            q_inv,
+            sQf,
+            tScS,
+            col_max,
+            col_sum,
+            limit,
+            pg_max,
+            sMax,
+            scale_log2,
+            wwarp,
+            lane,
+            corr,
+            bar_wg,
+            wt,
+            wg,
+            tPsPt,
+            sPt,
+            sCorr,
+            n_o,
+            tOcO,
+            acc_o_mn,
+            vec8,
+            ot_views,
+            tOrP,
+            acc_o,
+            st,
+        )
         g_pg = cutlass.Int32(0)  # pages consumed so far: stage g_pg % st
         for seg in cutlass.range(seg_lo, seg_hi, unroll=1):
             seq = mWork[seg, 0]
@@ -403,147 +460,291 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             acc_o.fill(0.0)
             self.init_columns(tScS, col_max, col_sum, limit, seqlen)
 
-            for it in cutlass.range(p1 - p0, unroll=1):
-                pg = p0 + it
-                stage = g_pg % st
-                phase = (g_pg // st) % 2
-
-                # S^T = K Q^T of the warpgroup's 32 rows: half box gi's 4 k-blocks from buffer
-                # gi % 2, refilled once the group that read it (gi - 2) has retired; then the
-                # rope's 4 from SMEM into their own accumulator
-                acc_s = thr.make_fragment_C(acc_s_shape)
-                accs = [acc_s]
-                for _ in cutlass.range_constexpr(self.s_accs - 1):
-                    accs.append(thr.make_fragment_C(acc_s_shape))
-                acc_r = thr_ss.make_fragment_C(acc_s_shape)
-                k_addr = self.k_offsets(k_ptr, stage, r0, qd) if self.k_direct else None
-                for gi in cutlass.range_constexpr(2 * N_BOXES):
-                    j = gi // 2
-                    half = gi % 2
-                    if cutlass.const_expr(gi >= 2 or self.overlap):
-                        # (52: the previous page's last O^T groups used the buffers)
-                        warpgroup.wait_group(1)
-                    if cutlass.const_expr(half == 0):
-                        cute.arch.mbarrier_wait(mbar + stage * BARS + j, phase)
-                    self.dequant_k(
-                        sK8, sSc, stage, j, r0, qd, bufs[gi % 2], kb_lo=2 * half, kb_n=2,
-                        k_addr=k_addr,
-                    )  # fmt: skip
-                    warpgroup.fence()
-                    for kk in cutlass.range_constexpr(KB_PER_GROUP):
-                        k = j * KB_PER_BOX + KB_PER_GROUP * half + kk
-                        rs_mma.set(warpgroup.Field.ACCUMULATE, k >= self.s_accs)
-                        acc = accs[k % self.s_accs]
-                        cute.gemm(
-                            rs_mma, acc, st_views[gi % 2][None, None, kk], tSrQl[None, None, k], acc
-                        )
-                    warpgroup.commit_group()
-                cute.arch.mbarrier_wait(mbar + stage * BARS + N_BOXES, phase)
-                warpgroup.fence()
-                for kk in cutlass.range_constexpr(D_ROPE // 16):
-                    ss_mma.set(warpgroup.Field.ACCUMULATE, kk > 0)
-                    cute.gemm(
-                        ss_mma, acc_r, tSrR[None, None, kk, stage], tSrQr[None, None, kk], acc_r
+            n_pg = p1 - p0
+            if cutlass.const_expr(not self.overlap):
+                # steps 49-51: each page's halves in turn, the O^T WGMMAs waited for
+                for it in cutlass.range(n_pg, unroll=1):
+                    stage = g_pg % st
+                    rs_mma, ss_mma = self.st_page(
+                        c, rs_mma, ss_mma, p0 + it, stage, (g_pg // st) % 2, g_pg, seqlen
                     )
-                warpgroup.commit_group()
-                warpgroup.wait_group(0)
-                for a in cutlass.range_constexpr(1, self.s_accs):
-                    for e in cutlass.range_constexpr(cute.size(acc_s)):
-                        acc_s[e] = acc_s[e] + accs[a][e]
-                # S^T = latent x (token scale / query row factor) + rope (NaN past the end:
-                # the column softmax masks it)
-                # (52: S and P in registers of their own, apart from the accumulators)
-                sv = acc_s
-                if cutlass.const_expr(self.overlap):
-                    sv = cute.make_rmem_tensor(acc_s.layout, cutlass.Float32)
-                s_src = _mn_view(acc_s)
-                s_mn = _mn_view(sv)
-                r_mn = _mn_view(acc_r)
-                if cutlass.const_expr(self.s_accs > 1):
-                    # (51: 1 / row factor read from SMEM, its 8 registers go to the accumulator)
-                    for j in cutlass.range_constexpr(n_q):
-                        q_inv[j] = sQf[tScS[0, j][1]]
-                for i in cutlass.range_constexpr(n_tok):
-                    sc = sSc[tScS[i, 0][0], 0, stage]
-                    for j in cutlass.range_constexpr(n_q):
-                        s_mn[i, j] = s_src[i, j] * (sc * q_inv[j]) + r_mn[i, j]
-
-                # the column softmax of the warpgroup's 32 rows (its own barrier); the change
-                # of max goes to sCorr for both warpgroups' O^T
-                self.column_softmax(
-                    sv, None, tScS, col_max, col_sum, limit, pg_max, sMax, pg, scale_log2,
-                    wwarp, lane, corr_out=corr, bar_id=bar_wg,
-                )  # fmt: skip
-                # P times its token's scale (0 past the end, where the scale and V may be
-                # NaN), fp16; the tail's e4m3 rows of the warpgroup's own latent columns zeroed
-                # (its S^T loads are done: the barrier above; the other warpgroup's S^T may
-                # still read these rows, whose scores the softmax masks)
-                tail = seqlen - pg * PAGE
-                for i in cutlass.range_constexpr(n_tok):
-                    tok = tScS[i, 0][0]
-                    sc = sSc[tok, 0, stage]
-                    if tok >= tail:
-                        sc = cutlass.Float32(0.0)
-                    for j in cutlass.range_constexpr(n_q):
-                        s_mn[i, j] = s_mn[i, j] * sc
-                if tail < PAGE:
-                    self.zero_fp8_rows(sK8, stage, tail, wt, OT_ROWS // 16 * wg, OT_ROWS // 16)
-                rP = cute.make_rmem_tensor(acc_s.layout, cutlass.Float16)
-                rP.store(sv.load().to(cutlass.Float16))
-                pbuf = g_pg % self.p_bufs
-                if cutlass.const_expr(self.p_bufs == 1):
-                    tPsPt_b = tPsPt
-                else:
-                    tPsPt_b = thr.partition_C(
-                        cute.local_tile(sPt[None, None, pbuf], (PAGE, N_WG), (0, wg))
+                    cute.arch.barrier()  # both halves of P^T and sCorr; the zeroed rows
+                    ot_mma = self.ot_page(c, ot_mma, stage, 0)
+                    warpgroup.wait_group(0)
+                    # both warpgroups' loads of the stage and their WGMMAs of P^T done: the
+                    # stage, sP and sCorr are free
+                    cute.arch.barrier()
+                    if warp == 0:  # noqa: SIM102 (run time)
+                        if ls < seg_hi:
+                            ls, lp, c_seq, c_end = self.issue_fetched(
+                                tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end,
+                                seg_hi, lane,
+                            )  # fmt: skip
+                    g_pg = g_pg + 1
+            else:
+                # step 52: the loop turned by half a page, so that page p's O^T WGMMAs run
+                # while page p + 1's K is dequantised and its S^T issued behind them; the
+                # S^T's wait retires both, so no WGMMA is in flight across the loop's edge
+                # (ptxas serializes every WGMMA otherwise)
+                if n_pg > 0:
+                    rs_mma, ss_mma = self.st_page(
+                        c, rs_mma, ss_mma, p0, g_pg % st, (g_pg // st) % 2, g_pg, seqlen
                     )
-                for e in cutlass.range_constexpr(cute.size(rP)):
-                    tPsPt_b[e] = rP[e]
-                if wwarp == 0 and lane < 4:
-                    for j in cutlass.range_constexpr(n_q):
-                        sCorr[tScS[0, j][1]] = corr[j]
-                cute.arch.fence_proxy("async.shared", space="cta")
-                cute.arch.barrier()  # both halves of P^T and sCorr; the zeroed rows
+                    for it in cutlass.range(n_pg, unroll=1):
+                        stage = g_pg % st
+                        cute.arch.barrier()  # both halves of P^T and sCorr; the zeroed rows
+                        ot_mma = self.ot_page(c, ot_mma, stage, g_pg % self.p_bufs)
+                        # both warpgroups' loads of the stage done (their O^T WGMMAs read
+                        # registers and their own P^T buffer, never the stage): it is free
+                        cute.arch.barrier()
+                        if warp == 0:  # noqa: SIM102 (run time)
+                            if ls < seg_hi:
+                                ls, lp, c_seq, c_end = self.issue_fetched(
+                                    tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end,
+                                    seg_hi, lane,
+                                )  # fmt: skip
+                        g_pg = g_pg + 1
+                        if it + 1 < n_pg:
+                            rs_mma, ss_mma = self.st_page(
+                                c,
+                                rs_mma,
+                                ss_mma,
+                                p0 + it + 1,
+                                g_pg % st,
+                                (g_pg // st) % 2,
+                                g_pg,
+                                seqlen,
+                            )
+                        else:
+                            warpgroup.wait_group(0)  # the last page's O^T
 
-                # O^T's 64 columns rescaled by their change of max; then O^T += V^T P^T:
-                # k-block kb (16 tokens) of the 4 m-tiles from buffer kb % 2
-                if cutlass.const_expr(self.overlap):
-                    warpgroup.wait_group(0)
-                for c in cutlass.range_constexpr(n_o):
-                    f = sCorr[tOcO[0, c][1]]
-                    for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
-                        acc_o_mn[i, c] = acc_o_mn[i, c] * f
-                ot_mma.set(warpgroup.Field.ACCUMULATE, True)
-                for kb in cutlass.range_constexpr(OT_KBLOCKS):
-                    if cutlass.const_expr(kb >= 2):
-                        warpgroup.wait_group(1)
-                    self.dequant_v_f16(sK8, stage, kb, qd, vec8, bufs[kb % 2], words=2)
-                    warpgroup.fence()
-                    cute.gemm(
-                        ot_mma, acc_o, ot_views[kb % 2][None, None, 0],
-                        tOrP[None, None, kb, pbuf], acc_o,
-                    )  # fmt: skip
-                    warpgroup.commit_group()
-                if cutlass.const_expr(not self.overlap):
-                    warpgroup.wait_group(0)
-                # both warpgroups' loads of the stage done, and before step 52 their WGMMAs of
-                # P^T: the stage, sP and sCorr are free (52: the stage and sCorr; its O^T
-                # WGMMAs read registers and their own sP buffer, never the stage)
-                cute.arch.barrier()
-                if warp == 0:  # noqa: SIM102 (run time)
-                    if ls < seg_hi:
-                        ls, lp, c_seq, c_end = self.issue_fetched(
-                            tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end, seg_hi,
-                            lane,
-                        )  # fmt: skip
-                g_pg = g_pg + 1
-
-            if cutlass.const_expr(self.overlap):
-                warpgroup.wait_group(0)  # the last page's O^T
             self.epilogue_h64(
                 acc_o, col_max, col_sum, tScS, tOcO, sSum, sTot, thr_o, mOt, mL, mOat, mLa, seq,
                 slot, pieces, scale_log2, wg, wwarp, lane, bar_wg, split,
             )  # fmt: skip
+
+    @cute.jit
+    def st_page(
+        self,
+        c,
+        rs_mma: cute.TiledMma,
+        ss_mma: cute.TiledMma,
+        pg: cutlass.Int32,
+        stage: cutlass.Int32,
+        phase: cutlass.Int32,
+        g_pg: cutlass.Int32,
+        seqlen: cutlass.Int32,
+    ):
+        """Page ``pg`` (in ``stage``, the CTA's page ``g_pg``) up to its P^T: S^T of the
+        warpgroup's 32 query rows, scaled by the token scales and the row factors, plus the
+        rope part; the column softmax (the warpgroup's barrier), P times the token scale into
+        its P^T buffer, the change of max into ``sCorr``, the tail's own e4m3 rows zeroed; ends
+        with the proxy fence that the caller's CTA barrier publishes. ``c``: the kernel's
+        per-thread context (:meth:`kernel_h64`). Returns the two tiled MMAs, whose accumulate
+        flag it sets (the caller keeps them: a loop carries them)."""
+        (
+            thr,
+            thr_ss,
+            acc_s_shape,
+            k_ptr,
+            r0,
+            qd,
+            mbar,
+            sK8,
+            sSc,
+            bufs,
+            st_views,
+            tSrQl,
+            tSrR,
+            tSrQr,
+            n_q,
+            n_tok,
+            q_inv,
+            sQf,
+            tScS,
+            col_max,
+            col_sum,
+            limit,
+            pg_max,
+            sMax,
+            scale_log2,
+            wwarp,
+            lane,
+            corr,
+            bar_wg,
+            wt,
+            wg,
+            tPsPt,
+            sPt,
+            sCorr,
+            n_o,
+            tOcO,
+            acc_o_mn,
+            vec8,
+            ot_views,
+            tOrP,
+            acc_o,
+            st,
+        ) = c
+        # S^T = K Q^T of the warpgroup's 32 rows: half box gi's 4 k-blocks from buffer
+        # gi % 2, refilled once the group that read it (gi - 2) has retired; then the
+        # rope's 4 from SMEM into their own accumulator
+        acc_s = thr.make_fragment_C(acc_s_shape)
+        accs = [acc_s]
+        for _ in cutlass.range_constexpr(self.s_accs - 1):
+            accs.append(thr.make_fragment_C(acc_s_shape))
+        acc_r = thr_ss.make_fragment_C(acc_s_shape)
+        k_addr = self.k_offsets(k_ptr, stage, r0, qd) if self.k_direct else None
+        for gi in cutlass.range_constexpr(2 * N_BOXES):
+            j = gi // 2
+            half = gi % 2
+            if cutlass.const_expr(gi >= 2 or self.overlap):
+                # (52: the previous page's last O^T groups used the buffers)
+                warpgroup.wait_group(1)
+            if cutlass.const_expr(half == 0):
+                cute.arch.mbarrier_wait(mbar + stage * BARS + j, phase)
+            self.dequant_k(
+                sK8, sSc, stage, j, r0, qd, bufs[gi % 2], kb_lo=2 * half, kb_n=2,
+                k_addr=k_addr,
+            )  # fmt: skip
+            warpgroup.fence()
+            for kk in cutlass.range_constexpr(KB_PER_GROUP):
+                k = j * KB_PER_BOX + KB_PER_GROUP * half + kk
+                rs_mma.set(warpgroup.Field.ACCUMULATE, k >= self.s_accs)
+                acc = accs[k % self.s_accs]
+                cute.gemm(rs_mma, acc, st_views[gi % 2][None, None, kk], tSrQl[None, None, k], acc)
+            warpgroup.commit_group()
+        cute.arch.mbarrier_wait(mbar + stage * BARS + N_BOXES, phase)
+        warpgroup.fence()
+        for kk in cutlass.range_constexpr(D_ROPE // 16):
+            ss_mma.set(warpgroup.Field.ACCUMULATE, kk > 0)
+            cute.gemm(ss_mma, acc_r, tSrR[None, None, kk, stage], tSrQr[None, None, kk], acc_r)
+        warpgroup.commit_group()
+        warpgroup.wait_group(0)
+        for a in cutlass.range_constexpr(1, self.s_accs):
+            for e in cutlass.range_constexpr(cute.size(acc_s)):
+                acc_s[e] = acc_s[e] + accs[a][e]
+        # S^T = latent x (token scale / query row factor) + rope (NaN past the end:
+        # the column softmax masks it)
+        # (52: S and P in registers of their own, apart from the accumulators)
+        sv = acc_s
+        if cutlass.const_expr(self.overlap):
+            sv = cute.make_rmem_tensor(acc_s.layout, cutlass.Float32)
+        s_src = _mn_view(acc_s)
+        s_mn = _mn_view(sv)
+        r_mn = _mn_view(acc_r)
+        if cutlass.const_expr(self.s_accs > 1):
+            # (51: 1 / row factor read from SMEM, its 8 registers go to the accumulator)
+            for j in cutlass.range_constexpr(n_q):
+                q_inv[j] = sQf[tScS[0, j][1]]
+        for i in cutlass.range_constexpr(n_tok):
+            sc = sSc[tScS[i, 0][0], 0, stage]
+            for j in cutlass.range_constexpr(n_q):
+                s_mn[i, j] = s_src[i, j] * (sc * q_inv[j]) + r_mn[i, j]
+
+        # the column softmax of the warpgroup's 32 rows (its own barrier); the change
+        # of max goes to sCorr for both warpgroups' O^T
+        self.column_softmax(
+            sv, None, tScS, col_max, col_sum, limit, pg_max, sMax, pg, scale_log2,
+            wwarp, lane, corr_out=corr, bar_id=bar_wg,
+        )  # fmt: skip
+        # P times its token's scale (0 past the end, where the scale and V may be
+        # NaN), fp16; the tail's e4m3 rows of the warpgroup's own latent columns zeroed
+        # (its S^T loads are done: the barrier above; the other warpgroup's S^T may
+        # still read these rows, whose scores the softmax masks)
+        tail = seqlen - pg * PAGE
+        for i in cutlass.range_constexpr(n_tok):
+            tok = tScS[i, 0][0]
+            sc = sSc[tok, 0, stage]
+            if tok >= tail:
+                sc = cutlass.Float32(0.0)
+            for j in cutlass.range_constexpr(n_q):
+                s_mn[i, j] = s_mn[i, j] * sc
+        if tail < PAGE:
+            self.zero_fp8_rows(sK8, stage, tail, wt, OT_ROWS // 16 * wg, OT_ROWS // 16)
+        rP = cute.make_rmem_tensor(acc_s.layout, cutlass.Float16)
+        rP.store(sv.load().to(cutlass.Float16))
+        pbuf = g_pg % self.p_bufs
+        if cutlass.const_expr(self.p_bufs == 1):
+            tPsPt_b = tPsPt
+        else:
+            tPsPt_b = thr.partition_C(cute.local_tile(sPt[None, None, pbuf], (PAGE, N_WG), (0, wg)))
+        for e in cutlass.range_constexpr(cute.size(rP)):
+            tPsPt_b[e] = rP[e]
+        if wwarp == 0 and lane < 4:
+            for j in cutlass.range_constexpr(n_q):
+                sCorr[tScS[0, j][1]] = corr[j]
+        cute.arch.fence_proxy("async.shared", space="cta")
+        return rs_mma, ss_mma
+
+    @cute.jit
+    def ot_page(self, c, ot_mma: cute.TiledMma, stage: cutlass.Int32, pbuf: cutlass.Int32):
+        """Page ``stage``'s O^T half, after the CTA barrier that published both P^T halves and
+        ``sCorr``: O^T's columns rescaled by their change of max, then its 4 groups (V
+        dequantised per 16-token k-block) issued; nothing waited for at the end. Returns the
+        tiled MMA (its accumulate flag set)."""
+        (
+            thr,
+            thr_ss,
+            acc_s_shape,
+            k_ptr,
+            r0,
+            qd,
+            mbar,
+            sK8,
+            sSc,
+            bufs,
+            st_views,
+            tSrQl,
+            tSrR,
+            tSrQr,
+            n_q,
+            n_tok,
+            q_inv,
+            sQf,
+            tScS,
+            col_max,
+            col_sum,
+            limit,
+            pg_max,
+            sMax,
+            scale_log2,
+            wwarp,
+            lane,
+            corr,
+            bar_wg,
+            wt,
+            wg,
+            tPsPt,
+            sPt,
+            sCorr,
+            n_o,
+            tOcO,
+            acc_o_mn,
+            vec8,
+            ot_views,
+            tOrP,
+            acc_o,
+            st,
+        ) = c
+        # O^T's 64 columns rescaled by their change of max; then O^T += V^T P^T:
+        # k-block kb (16 tokens) of the 4 m-tiles from buffer kb % 2
+        for c in cutlass.range_constexpr(n_o):
+            f = sCorr[tOcO[0, c][1]]
+            for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
+                acc_o_mn[i, c] = acc_o_mn[i, c] * f
+        ot_mma.set(warpgroup.Field.ACCUMULATE, True)
+        for kb in cutlass.range_constexpr(OT_KBLOCKS):
+            if cutlass.const_expr(kb >= 2):
+                warpgroup.wait_group(1)
+            self.dequant_v_f16(sK8, stage, kb, qd, vec8, bufs[kb % 2], words=2)
+            warpgroup.fence()
+            cute.gemm(
+                ot_mma, acc_o, ot_views[kb % 2][None, None, 0],
+                tOrP[None, None, kb, pbuf], acc_o,
+            )  # fmt: skip
+            warpgroup.commit_group()
+        return ot_mma
 
     @cute.jit
     def epilogue_h64(
