@@ -1465,6 +1465,37 @@ def test_fp8_q_on_n_h64_fragment_bytes_match_the_permutations():
     assert v_cols == set(range(512))
 
 
+def test_fp8_q_on_n_h64_q_terms():
+    """Step 53's Q as two e4m3 terms per row (q_on_n_fp8_h64.load_q_e4m3_pair): with the row
+    factor from Q8_FACTOR_BIAS the row max lands in [2^7, 2^8) (e4m3 reaches 448), and
+    S = K Q^T with K e4m3 and Q = (hi + lo) / f is within 1e-5 (relative norm) of S with the
+    bf16 Q, at row scales from 2^-20 to 2^20; one term alone is off by more than 1e-2."""
+    import torch
+    from cute_mla.mla_decode_sm90 import q_on_n_fp8 as m
+    from cute_mla.mla_decode_sm90 import q_on_n_fp8_h64 as w64
+
+    lo_e, hi_e = m.Q_FACTOR_CLAMP
+    gen = torch.Generator().manual_seed(5)
+    k = torch.randn(1024, 512, generator=gen).to(torch.float8_e4m3fn).to(torch.float32)
+    for e2 in (-20, -3, 0, 5, 20):
+        q = (torch.randn(64, 512, generator=gen) * 2.0**e2).to(torch.bfloat16).to(torch.float32)
+        amax = q.abs().amax(dim=1, keepdim=True)
+        big = amax.view(torch.int32) >> 23
+        fe = torch.clamp(w64.Q8_FACTOR_BIAS - big, lo_e, hi_e)
+        f = (fe << 23).view(torch.float32)
+        inv = ((254 - fe) << 23).view(torch.float32)
+        assert torch.equal(f * inv, torch.ones_like(f))
+        qs = q * f
+        assert float(qs.abs().max()) < 2.0**8 and float(qs.abs().amax(dim=1).min()) >= 2.0**7
+        hi = qs.to(torch.float8_e4m3fn).to(torch.float32)
+        lo = (qs - hi).to(torch.float8_e4m3fn).to(torch.float32)
+        ref = k @ q.T
+        two = k @ ((hi + lo) * inv).T
+        one = k @ (hi * inv).T
+        assert float((two - ref).norm() / ref.norm()) < 1e-5, e2
+        assert float((one - ref).norm() / ref.norm()) > 1e-2, e2
+
+
 def test_fp8_q_on_n_query_row_factor_keeps_bf16_exact_in_fp16():
     """Step 46's Q in fp16 (q_on_n_fp8.load_q_f16): the row factor from Q_FACTOR_BIAS and
     Q_FACTOR_CLAMP brings the row's largest magnitude into [2^14, 2^15) (fp16 holds up to 65504)
@@ -1575,17 +1606,18 @@ def test_fp8_q_on_n_compiles_for_sm90a(
         (51, {"b": 32, "t": 4096, "h": 64}, 128),
         (52, {"b": 128, "t": 4096, "h": 64}, 64),
         (52, {"b": 4, "t": 1000, "h": 16, "s": 4}, None),
+        (53, {"b": 128, "t": 4096, "h": 64}, 1),
     ],
 )
 def test_fp8_q_on_n_h64_compiles_for_sm90a(step, shape, spill_cap, tmp_path, monkeypatch):
-    """Steps 49-52 (the FP8 cache at s*h = 64, two warpgroups per page): per page and
-    warpgroup 32 m64n32 WGMMAs of S^T's latent part (fp16), 4 of its rope part (16-bit) and 16
-    m64n64 of O^T (4 m-tiles x 4 token blocks; step 52 emits the S^T half twice, the loop being
-    turned by half a page); 6 TMAs per page at 4 sites (3 stages unrolled, the loop); the early
-    page index by cp.async at 2 sites beside the query's rope part (2); 256 threads, one CTA per
-    SM (the work list in 132 parts), SMEM within an sm_90 CTA's 227 KB; spills under a cap per
-    step (49 spilled its precomputed K addresses, which 50 removed). s = 4, h = 16 (causal) is
-    s*h = 64 too."""
+    """Steps 49-53 (the FP8 cache at s*h = 64, two warpgroups per page): per page and
+    warpgroup 32 m64n32 WGMMAs of S^T's latent part (fp16; 53: 32 m64n32k32 FP8 WGMMAs, 16
+    k-blocks x 2 Q terms), 4 of its rope part (16-bit) and 16 m64n64 of O^T (4 m-tiles x 4
+    token blocks; step 52 emits the S^T half twice, the loop being turned by half a page); 6
+    TMAs per page at 4 sites (3 stages unrolled, the loop); the early page index by cp.async at
+    2 sites beside the query's rope part (2); 256 threads, one CTA per SM (the work list in 132
+    parts), SMEM within an sm_90 CTA's 227 KB; spills under a cap per step (49 spilled its
+    precomputed K addresses, which 50 removed). s = 4, h = 16 (causal) is s*h = 64 too."""
     plan, prob, cfg = _seesaw_case(
         {**shape, "kv_dtype": "float8_e4m3fn"}, {"step": str(step)}, tmp_path, monkeypatch
     )
@@ -1597,14 +1629,20 @@ def test_fp8_q_on_n_h64_compiles_for_sm90a(step, shape, spill_cap, tmp_path, mon
     assert f"step {step} (FP8 cache at s*h = 64" in plan.build_label(prob, cfg)
     st = plan.run_static(prob, cfg)
     copies = 2 if step == 52 else 1
+    latent = (
+        {"QGMMA.64x32x32.F32.E4M3.E4M3": 32}  # 16 k-blocks of 32 x the two Q terms
+        if step == 53
+        else {"HGMMA.64x32x16.F32": 32 * copies}
+    )
     assert st["mma_mnemonics"] == {
-        "HGMMA.64x32x16.F32": 32 * copies,
+        **latent,
         "HGMMA.64x32x16.F32.BF16": 4 * copies,
         "HGMMA.64x64x16.F32": 16,
     }
     ops = st["opcodes"]
     assert ops.get("UTMALDG") == 6 * (3 + 1)
     assert ops.get("LDGSTS") == 4  # the query's rope part (64 rows: 2 passes), the index (2)
+    # K by F2FP (256 a page) and V (64) in 49-52; V only in 53, plus its Q terms' conversions
     assert ops.get("HMUL2", 0) == 0 and ops.get("F2FP", 0) >= 256 + 64
     if spill_cap is not None:
         assert st["spill_store_bytes"] < spill_cap and st["spill_load_bytes"] < spill_cap

@@ -147,8 +147,9 @@ FP8_Q_ON_N_MIN_BLOCK = 128
 #: V by F2FP as step 47 (per_token only), 3 page stages, 1 CTA per SM; 50 is 49 with the K
 #: bytes addressed from a per-thread offset (no spilled addresses), 51 is 50 with S^T's 32
 #: latent k-blocks in 2 accumulators, 52 is 51 leaving a page's O^T WGMMAs in flight while the
-#: next page's S^T starts (P^T in two buffers)
-Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52)
+#: next page's S^T starts (P^T in two buffers), 53 is 50 with S^T's latent part by FP8
+#: WGMMAs from the e4m3 page in SMEM (Q as two e4m3 terms per row; no K dequantisation)
+Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52, 53)
 
 
 def fp8_q_on_n_stages(step: int) -> int:
@@ -853,8 +854,9 @@ class MlaDecodeSm90(KernelPlan):
                 f"step {step} (FP8 cache at s*h = 64: query rows on WGMMA's N, two warpgroups on "
                 "each page, S^T split by query rows and O^T by latent rows, K and V by F2FP to "
                 f"fp16 in the register A operand{', K addressed by offset' if step >= 50 else ''}"
-                f"{', S^T in 2 accumulators' if step >= 51 else ''}"
-                f"{', O^T left in flight into the next page' if step >= 52 else ''}, "
+                f"{', S^T in 2 accumulators' if step in (51, 52) else ''}"
+                f"{', O^T left in flight into the next page' if step == 52 else ''}"
+                f"{', S^T latent by FP8 WGMMA (Q in two e4m3 terms)' if step == 53 else ''}, "
                 f"{fp8_q_on_n_stages(step)} stages, "
                 f"{ctas_per_sm(step)} CTA per SM)"
             )

@@ -60,9 +60,11 @@ from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_FP8_H64_STEPS, fp8_q_on_n_stages
 from .q_on_n import THREADS_N, WARPS_N
 from .q_on_n_fp8 import (
     BARS,
+    BOX,
     KB_PER_BOX,
     N_BOXES,
     OT_KBLOCKS,
+    Q_FACTOR_CLAMP,
     MlaDecodeSm90QOnNFp8,
     latent_q_layout,
 )
@@ -79,6 +81,9 @@ OT_TILES = OT_ROWS // 64
 #: of the 4 m-tiles
 BUF_WORDS_H64 = 16
 KB_PER_GROUP = BUF_WORDS_H64 // 4
+#: step 53's query row factor 2^(F - 127) for the row max's biased exponent E: F = Q8_FACTOR_BIAS
+#: - E puts the max in [2^7, 2^8) (e4m3 reaches 448)
+Q8_FACTOR_BIAS = 127 + 127 + 7
 #: O^T's row permutation: logical row ``r + 8h + 16wp + 64i + 256w`` -> physical latent column
 #: ``8r + h + 64wp + 2i + 256w`` (r < 8, h < 2, wp < 4, i < 4, w < 2)
 ROW_PERM_H64 = ((8, 2, 4, 4, 2), (8, 1, 64, 2, 256))
@@ -111,12 +116,16 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         self.step = step
         #: S^T's accumulators per warpgroup (k-block k into k % s_accs, added up before the
         #: softmax): one chain of 32 m64n32 WGMMAs in steps 49 and 50, two in 51
-        self.s_accs = 2 if step >= 51 else 1
+        self.s_accs = 2 if step in (51, 52) else 1
         #: step 52: a page's O^T WGMMAs left in flight while the next page's S^T starts (its K
         #: dequantised meanwhile); P^T in two SMEM buffers by page parity, since the other
         #: warpgroup's O^T may still read the last one
-        self.overlap = step >= 52
+        self.overlap = step == 52
         self.p_bufs = 2 if self.overlap else 1
+        #: step 53: 50 with S^T's latent part by FP8 WGMMAs straight from the e4m3 page in SMEM
+        #: (no K dequantisation), Q split into two e4m3 terms per row (hi + lo, one power of
+        #: two per row), each term's chain in its own accumulator
+        self.q_fp8 = step == 53
         self.stages = fp8_q_on_n_stages(step)
         self.work_list = True
         self.combine_batch = 4
@@ -160,6 +169,10 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         b = q.shape[0]
         pages = kv_cache.shape[0]
         mQl = cute.make_tensor(q.iterator, latent_q_layout(b, n))
+        if cutlass.const_expr(self.q_fp8):  # (53: K in SMEM in its natural column order)
+            mQl = cute.make_tensor(
+                q.iterator, cute.make_layout((b, n, D_V), stride=(n * D_QK, D_QK, 1))
+            )
         mQr = cute.make_tensor(
             q.iterator + D_V, cute.make_layout((b, n, D_ROPE), stride=(n * D_QK, D_QK, 1))
         )
@@ -189,6 +202,12 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         rs_mma = sm90_utils.make_trivial_tiled_mma(
             f16, f16, K, K, cutlass.Float32, (1, 1, 1), (PAGE, N_WG), warpgroup.OperandSource.RMEM
         )
+        e4 = cutlass.Float8E4M3FN
+        if cutlass.const_expr(self.q_fp8):
+            # 53: K (e4m3) and the Q terms (e4m3) both from SMEM, m64n32k32
+            rs_mma = sm90_utils.make_trivial_tiled_mma(
+                e4, e4, K, K, cutlass.Float32, (1, 1, 1), (PAGE, N_WG)
+            )
         # O^T: V^T (fp16 by F2FP) from registers, P^T (fp16, scaled) from SMEM, all 64 rows
         ot_mma = sm90_utils.make_trivial_tiled_mma(
             f16, f16, K, K, cutlass.Float32, (1, 1, 1), (PAGE, n), warpgroup.OperandSource.RMEM
@@ -204,6 +223,10 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             warpgroup.SmemLayoutAtomKind.K_SW128, cutlass.Float8E4M3FN
         )
         sQl_layout = cute.tile_to_shape(atom16, (n, D_V), (0, 1))
+        q_type = f16
+        if cutlass.const_expr(self.q_fp8):  # (53: the hi and lo terms, 64 KB as before)
+            sQl_layout = cute.tile_to_shape(atom8, (n, D_V, 2), (0, 1, 2))
+            q_type = e4
         sQr_layout = cute.tile_to_shape(atom, (n, D_ROPE), (0, 1))
         sK8_layout = cute.tile_to_shape(atom8, (PAGE, D_V, st), (0, 1, 2))
         sR_layout = cute.tile_to_shape(atom, (PAGE, D_ROPE, st), (0, 1, 2))
@@ -239,7 +262,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                 cute.struct.MemRange[cutlass.Float8E4M3FN, cute.cosize(sK8_layout)], 1024
             ]
             sR: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sR_layout)], 1024]
-            sQl: cute.struct.Align[cute.struct.MemRange[f16, cute.cosize(sQl_layout)], 1024]
+            sQl: cute.struct.Align[cute.struct.MemRange[q_type, cute.cosize(sQl_layout)], 1024]
             sQr: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(sQr_layout)], 1024]
             sP: cute.struct.Align[cute.struct.MemRange[f16, cute.cosize(sP_layout)], 1024]
             sSc: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, PAGE * g * st], 128]
@@ -343,7 +366,16 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         # ---- MMA partitions: S^T of the warpgroup's 32 query rows, O^T of its 256 rows ------
         thr = rs_mma.get_slice(wt)
         thr_ss = ss_mma.get_slice(wt)
-        tSrQl = thr.make_fragment_B(thr.partition_B(cute.local_tile(sQl, (N_WG, D_V), (wg, 0))))
+        tSrK8 = None
+        if cutlass.const_expr(self.q_fp8):
+            # 53: B = the warpgroup's rows of both Q terms (MMA, 1, 16, 2), A = the page
+            # (MMA, 1, 16, st)
+            tSrQl = thr.make_fragment_B(
+                thr.partition_B(cute.local_tile(sQl, (N_WG, D_V, 2), (wg, 0, 0)))
+            )
+            tSrK8 = thr.make_fragment_A(thr.partition_A(sK8))
+        else:
+            tSrQl = thr.make_fragment_B(thr.partition_B(cute.local_tile(sQl, (N_WG, D_V), (wg, 0))))
         tSrQr = thr_ss.make_fragment_B(
             thr_ss.partition_B(cute.local_tile(sQr, (N_WG, D_ROPE), (wg, 0)))
         )
@@ -407,6 +439,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             bufs,
             st_views,
             tSrQl,
+            tSrK8,
             tSrR,
             tSrQr,
             n_q,
@@ -449,7 +482,10 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
 
             thr_r = rope_copy.get_slice(tidx)
             cute.copy(rope_copy, thr_r.partition_S(mQr[seq, None, None]), thr_r.partition_D(sQr))
-            self.load_q_f16(lat_copy, mQl[seq, None, None], sQl, sQf, tidx, THREADS_H64)
+            if cutlass.const_expr(self.q_fp8):
+                self.load_q_e4m3_pair(lat_copy, mQl[seq, None, None], sQl, sQf, tidx)
+            else:
+                self.load_q_f16(lat_copy, mQl[seq, None, None], sQl, sQf, tidx, THREADS_H64)
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
             cute.arch.fence_proxy("async.shared", space="cta")
@@ -555,6 +591,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             bufs,
             st_views,
             tSrQl,
+            tSrK8,
             tSrR,
             tSrQr,
             n_q,
@@ -595,7 +632,22 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             accs.append(thr.make_fragment_C(acc_s_shape))
         acc_r = thr_ss.make_fragment_C(acc_s_shape)
         k_addr = self.k_offsets(k_ptr, stage, r0, qd) if self.k_direct else None
-        for gi in cutlass.range_constexpr(2 * N_BOXES):
+        if cutlass.const_expr(self.q_fp8):
+            # 53: box j's 4 k-blocks of 32 against both Q terms, each term's chain in its own
+            # accumulator, all issued back to back (no register operand to refill)
+            accs.append(thr.make_fragment_C(acc_s_shape))
+            warpgroup.fence()
+            for j in cutlass.range_constexpr(N_BOXES):
+                cute.arch.mbarrier_wait(mbar + stage * BARS + j, phase)
+                for kk in cutlass.range_constexpr(BOX // 32):
+                    k = j * (BOX // 32) + kk
+                    rs_mma.set(warpgroup.Field.ACCUMULATE, k > 0)
+                    for t in cutlass.range_constexpr(2):
+                        cute.gemm(
+                            rs_mma, accs[t], tSrK8[None, None, k, stage], tSrQl[None, None, k, t],
+                            accs[t],
+                        )  # fmt: skip
+        for gi in cutlass.range_constexpr(0 if self.q_fp8 else 2 * N_BOXES):
             j = gi // 2
             half = gi % 2
             if cutlass.const_expr(gi >= 2 or self.overlap):
@@ -621,7 +673,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             cute.gemm(ss_mma, acc_r, tSrR[None, None, kk, stage], tSrQr[None, None, kk], acc_r)
         warpgroup.commit_group()
         warpgroup.wait_group(0)
-        for a in cutlass.range_constexpr(1, self.s_accs):
+        for a in cutlass.range_constexpr(1, len(accs)):
             for e in cutlass.range_constexpr(cute.size(acc_s)):
                 acc_s[e] = acc_s[e] + accs[a][e]
         # S^T = latent x (token scale / query row factor) + rope (NaN past the end:
@@ -696,6 +748,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             bufs,
             st_views,
             tSrQl,
+            tSrK8,
             tSrR,
             tSrQr,
             n_q,
@@ -745,6 +798,57 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             )  # fmt: skip
             warpgroup.commit_group()
         return ot_mma
+
+    @cute.jit
+    def load_q_e4m3_pair(
+        self,
+        lat_copy: cute.TiledCopy,
+        gQ: cute.Tensor,
+        sQ8: cute.Tensor,
+        sQf: cute.Tensor,
+        tidx: cutlass.Int32,
+    ):
+        """Step 53: Q's latent part (n, 512, natural order) into ``sQ8`` (n, 512, 2) as two e4m3
+        terms, hi = e4m3(q f) and lo = e4m3(q f - hi), with f the power of two that brings the
+        row's largest magnitude into [2^7, 2^8) (:data:`Q8_FACTOR_BIAS`, clamped as step 46's),
+        and 1 / f into ``sQf``. hi + lo holds each bf16 value to about 8 significant bits,
+        bf16's own precision (a CPU emulation, ``test_fp8_q_on_n_h64_q_terms``: S = K Q^T off
+        by a relative norm under 1e-6, one term alone by 2.7e-2); values below 2^-9 of the
+        scale are lost in lo's subnormals. Thread t holds rows t // 8 + 32 m (as
+        :meth:`.q_on_n_fp8.MlaDecodeSm90QOnNFp8.load_q_f16` with 256 threads)."""
+        thr_l = lat_copy.get_slice(tidx)
+        tg = thr_l.partition_S(gQ)
+        rq = cute.make_rmem_tensor_like(tg)
+        cute.autovec_copy(tg, rq)
+        rf = cute.make_rmem_tensor_like(tg, cutlass.Float32)
+        rf.store(rq.load().to(cutlass.Float32))
+        rs = cute.make_rmem_tensor_like(tg, cutlass.Float32)
+        passes = cute.size(rf, mode=[1])
+        bits = cute.make_rmem_tensor(cute.make_layout(3), cutlass.Float32)
+        ubits = cute.recast_tensor(bits, cutlass.Int32)
+        lo_e, hi_e = Q_FACTOR_CLAMP
+        for m in cutlass.range_constexpr(passes):
+            rf_m = rf[None, m, None]
+            rs_m = rs[None, m, None]
+            amax = cutlass.Float32(0.0)
+            for e in cutlass.range_constexpr(cute.size(rf_m)):
+                amax = cute.arch.fmax(amax, cute.arch.fmax(rf_m[e], -rf_m[e]))
+            for off in cutlass.range_constexpr(3):
+                amax = cute.arch.fmax(amax, cute.arch.shuffle_sync_bfly(amax, offset=1 << off))
+            bits[0] = amax
+            fe = cutlass.min(cutlass.max(Q8_FACTOR_BIAS - (ubits[0] >> 23), lo_e), hi_e)
+            ubits[1] = fe << 23
+            ubits[2] = (254 - fe) << 23
+            for e in cutlass.range_constexpr(cute.size(rf_m)):
+                rs_m[e] = rf_m[e] * bits[1]
+            if tidx % 8 == 0:
+                sQf[tidx // 8 + m * (THREADS_H64 // 8)] = bits[2]
+        hi = rs.load().to(cutlass.Float8E4M3FN)
+        lo = (rs.load() - hi.to(cutlass.Float32)).to(cutlass.Float8E4M3FN)
+        for t, term in enumerate((hi, lo)):
+            r8 = cute.make_rmem_tensor_like(tg, cutlass.Float8E4M3FN)
+            r8.store(term)
+            cute.autovec_copy(r8, thr_l.partition_D(sQ8[None, None, t]))
 
     @cute.jit
     def epilogue_h64(
