@@ -257,6 +257,13 @@ FORMAT_SETS = {
         ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
         ("fp8 per_token step53", {"kv_dtype": FP8}, {"step": "53"}),
     ),
+    # session 19's h=64 candidates on one card: step 50 (the best correct two-warpgroup
+    # build) against the FP8 default (22) and ours on bf16
+    "h64e": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),
