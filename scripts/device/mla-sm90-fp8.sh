@@ -237,6 +237,14 @@ jobs_ncu48() {
     jobs_ncu47
 }
 
+# step FP8_STEP (default 50) and the FP8 default (22) under Nsight Compute at h=64 (32, 4096),
+# where the two-warpgroup builds trail step 22 (session 19)
+jobs_ncu49s() {
+    local s=${FP8_STEP:-50}
+    echo "q49s-ncu-s$s-h64-b32-t4096 kernel --b 32 --t 4096 --h 64 $f8 --config step=$s --prof_type ncu --ncu-set full"
+    echo "q49s-ncu-s22-h64-b32-t4096 kernel --b 32 --t 4096 --h 64 $f8 --prof_type ncu --ncu-set full"
+}
+
 jobs_table() {
     echo "f8-table fp8alt --shape 128,4096,128 --shape 128,4096,64 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
 }
