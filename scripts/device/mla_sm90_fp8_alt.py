@@ -264,6 +264,13 @@ FORMAT_SETS = {
         _seesaw(22),
         ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
     ),
+    # step 54 (50 with Q read by 16-byte loads) against 50, the FP8 default (22) and bf16
+    "h64f": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
+        ("fp8 per_token step54", {"kv_dtype": FP8}, {"step": "54"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

@@ -1463,6 +1463,12 @@ def test_fp8_q_on_n_h64_fragment_bytes_match_the_permutations():
                 assert len(words) == 8 and max(words) < w64.BUF_WORDS_H64
         assert len(seen) == 8 * 16
     assert v_cols == set(range(512))
+    # step 54 writes the natural Q through K_PERM's inverse: physical column p lands at the
+    # logical column L with K_PERM(L) = p
+    ishape, istride = w64.K_PERM_INV
+    for p in range(512):
+        logical = _colex(ishape, istride, p)[0]
+        assert _colex(kshape, kstride, logical)[0] == p
 
 
 def test_fp8_q_on_n_h64_q_terms():
@@ -1607,6 +1613,7 @@ def test_fp8_q_on_n_compiles_for_sm90a(
         (52, {"b": 128, "t": 4096, "h": 64}, 64),
         (52, {"b": 4, "t": 1000, "h": 16, "s": 4}, None),
         (53, {"b": 128, "t": 4096, "h": 64}, 1),
+        (54, {"b": 32, "t": 4096, "h": 64}, 64),
     ],
 )
 def test_fp8_q_on_n_h64_compiles_for_sm90a(step, shape, spill_cap, tmp_path, monkeypatch):

@@ -148,8 +148,9 @@ FP8_Q_ON_N_MIN_BLOCK = 128
 #: bytes addressed from a per-thread offset (no spilled addresses), 51 is 50 with S^T's 32
 #: latent k-blocks in 2 accumulators, 52 is 51 leaving a page's O^T WGMMAs in flight while the
 #: next page's S^T starts (P^T in two buffers), 53 is 50 with S^T's latent part by FP8
-#: WGMMAs from the e4m3 page in SMEM (Q as two e4m3 terms per row; no K dequantisation)
-Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52, 53)
+#: WGMMAs from the e4m3 page in SMEM (Q as two e4m3 terms per row; no K dequantisation), 54 is
+#: 50 with Q read by 16-byte loads and permuted on its way into SMEM
+Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52, 53, 54)
 
 
 def fp8_q_on_n_stages(step: int) -> int:
@@ -856,7 +857,8 @@ class MlaDecodeSm90(KernelPlan):
                 f"fp16 in the register A operand{', K addressed by offset' if step >= 50 else ''}"
                 f"{', S^T in 2 accumulators' if step in (51, 52) else ''}"
                 f"{', O^T left in flight into the next page' if step == 52 else ''}"
-                f"{', S^T latent by FP8 WGMMA (Q in two e4m3 terms)' if step == 53 else ''}, "
+                f"{', S^T latent by FP8 WGMMA (Q in two e4m3 terms)' if step == 53 else ''}"
+                f"{', Q by 16-byte loads' if step == 54 else ''}, "
                 f"{fp8_q_on_n_stages(step)} stages, "
                 f"{ctas_per_sm(step)} CTA per SM)"
             )

@@ -89,6 +89,19 @@ Q8_FACTOR_BIAS = 127 + 127 + 7
 ROW_PERM_H64 = ((8, 2, 4, 4, 2), (8, 1, 64, 2, 256))
 
 
+#: K_PERM's inverse as one layout mode: physical column ``p = e + 2a + 4b + 8q + 32k``
+#: (colexicographic in this shape) -> S^T's logical column ``L = e + 8a + 16b + 2q + 32k``
+K_PERM_INV = (((2, 2, 2, 4), D_V // 32), ((1, 8, 16, 2), 32))
+
+
+def k_perm_inverse(n: int) -> cute.Layout:
+    """(query row, physical latent column p) -> the index of (row, logical column L) in an
+    (n, 512) column-major tile, where p = K_PERM(L) (:data:`K_PERM_INV`; trace time)."""
+    (shape, stride) = K_PERM_INV
+    inner = tuple(n * x for x in stride[0])
+    return cute.make_layout((n, shape), stride=(1, (inner, n * stride[1])))
+
+
 class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
     """Step 49 (module docstring): s*h = 64, the FP8 latent cache (e4m3, per_token scales),
     two warpgroups per page, the work list. Same ``__call__`` arguments as
@@ -126,6 +139,10 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         #: (no K dequantisation), Q split into two e4m3 terms per row (hi + lo, one power of
         #: two per row), each term's chain in its own accumulator
         self.q_fp8 = step == 53
+        #: step 54: 50 with Q's latent part read by 16-byte loads in its natural column order
+        #: and written to SMEM through the inverse of K_PERM (49-52 read it through K_PERM,
+        #: 4-byte loads: at h=64 (32, 4096) the query load was 10% of step 50's stall samples)
+        self.q_wide = step == 54
         self.stages = fp8_q_on_n_stages(step)
         self.work_list = True
         self.combine_batch = 4
@@ -169,7 +186,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         b = q.shape[0]
         pages = kv_cache.shape[0]
         mQl = cute.make_tensor(q.iterator, latent_q_layout(b, n))
-        if cutlass.const_expr(self.q_fp8):  # (53: K in SMEM in its natural column order)
+        if cutlass.const_expr(self.q_fp8 or self.q_wide):  # (natural order in global memory)
             mQl = cute.make_tensor(
                 q.iterator, cute.make_layout((b, n, D_V), stride=(n * D_QK, D_QK, 1))
             )
@@ -239,13 +256,14 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         tma8, mK8t, tmaR, mRt, tmaS, mSct = self.page_tma_atoms(
             kv_cache, kv_scales, kv_rope, atom, atom8, pages
         )
+        q_vec = 8 if self.q_wide else 2  # (54: 16-byte loads)
         lat_copy = cute.make_tiled_copy_tv(
             cute.make_copy_atom(
                 cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.ALWAYS), dt,
-                num_bits_per_copy=32,
+                num_bits_per_copy=16 * q_vec,
             ),
             cute.make_layout((THREADS_H64 // 8, 8), stride=(8, 1)),
-            cute.make_layout((1, 2)),
+            cute.make_layout((1, q_vec)),
         )  # fmt: skip
         rope_copy = cute.make_tiled_copy_tv(
             cute.make_copy_atom(
@@ -485,7 +503,15 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             if cutlass.const_expr(self.q_fp8):
                 self.load_q_e4m3_pair(lat_copy, mQl[seq, None, None], sQl, sQf, tidx)
             else:
-                self.load_q_f16(lat_copy, mQl[seq, None, None], sQl, sQf, tidx, THREADS_H64)
+                q_dst = sQl
+                if cutlass.const_expr(self.q_wide):
+                    # physical column p of the natural Q lands at S^T's logical column
+                    # K_PERM^-1(p): the views index by p
+                    q_dst = storage.sQl.get_tensor(
+                        cute.composition(sQl_layout.outer, k_perm_inverse(n)),
+                        swizzle=sQl_layout.inner,
+                    )
+                self.load_q_f16(lat_copy, mQl[seq, None, None], q_dst, sQf, tidx, THREADS_H64)
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
             cute.arch.fence_proxy("async.shared", space="cta")
