@@ -540,8 +540,9 @@ class MlaSm90Config(Config):
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
     the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`, 40 or 42,
-    one warpgroup with the query rows on WGMMA's N, or 43 to 48, the same for the FP8 cache; for
-    before/after runs), or 0, the default:
+    one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49
+    to 54, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs),
+    or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
     of at least 128 columns), 9 with an explicit ``splits``, else 11. 11 is a work list of the
@@ -581,10 +582,16 @@ class MlaSm90Config(Config):
     S^T = latent x token scale / row factor + rope (per_token only), 47 is 46 with the next
     page's cache index read a page before its TMA is issued, 48 is 47 issuing a stage's next
     TMA before the page's last O^T WGMMAs retire (they read registers and P^T, not the stage).
+    49-54 (:mod:`.q_on_n_fp8_h64`, s*h = 64, per_token only): S^T split by query rows and O^T by
+    latent rows between two warpgroups; 50 computes each K address at its use, 51 adds a second
+    S^T accumulator, 52 overlaps a page's O^T with the next page's S^T, 53 runs S^T's latent
+    part as FP8 WGMMAs (faster, but outside the LSE tolerance on one-token sequences), 54 reads
+    Q by 16-byte loads (the devlog, "Session 19").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
-    steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`; :mod:`.seesaw`: each
+    steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-54 in
+    :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
     the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with

@@ -1,6 +1,8 @@
-"""MLA decode for Hopper (sm_90a), step 49: the FP8 latent cache at s*h = 64 with the query
-rows on WGMMA's N, two warpgroups on each page (``--kv_dtype float8_e4m3fn --config step=49``;
-per_token scales).
+"""MLA decode for Hopper (sm_90a), steps 49 to 54: the FP8 latent cache at s*h = 64 with the
+query rows on WGMMA's N, two warpgroups on each page (``--kv_dtype float8_e4m3fn --config
+step=49`` to ``54``; per_token scales). Not the default: at h=64 on an H100 the best of them
+(50, 54) ran within 2% of the FP8 default (step 22) at (128, 4096) and 1.26x its time at
+(32, 4096) (the devlog's section "Session 19").
 
 Why (issue 11: at h_q <= 64 an FP8 cache should read half the bytes and run faster): at h = 64
 the FP8 default (step 22, a producer warpgroup dequantising each page into 16-bit SMEM for the
@@ -44,7 +46,15 @@ O^T WGMMAs are issued, the stage is released, and page p + 1's K is dequantised 
 issued behind them, one wait retiring both. No WGMMA stays in flight across the loop's edge:
 the first build of 52 left O^T in flight into the next iteration, and ptxas serialized every
 WGMMA of the kernel (C7514, accumulator registers read inside a pipeline stage). P^T has two
-SMEM buffers there, since the other warpgroup's O^T may still read the last one.
+SMEM buffers there, since the other warpgroup's O^T may still read the last one. It ran no
+faster than 50: the dependent conversion chain, not the tensor pipe, sets the pace.
+
+Step 53 is 50 with S^T's latent part by FP8 WGMMAs (m64n32k32) straight from the e4m3 page in
+SMEM, Q in two e4m3 terms per row (:meth:`MlaDecodeSm90QOnNFp8H64.load_q_e4m3_pair`): no K
+conversion, 0.86x the 16-bit time on the H100, but Hopper's FP8 MMA accumulation (a short
+mantissa, not fp32) puts a one-token sequence's LSE 3.96e-4 off, against the workload's 1e-4:
+an experiment, not for use. Step 54 is 50 with Q read by 16-byte loads in its natural order
+and permuted on the way into SMEM (:data:`K_PERM_INV`): 0.996x step 50's time.
 """
 
 from __future__ import annotations
@@ -103,7 +113,7 @@ def k_perm_inverse(n: int) -> cute.Layout:
 
 
 class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
-    """Step 49 (module docstring): s*h = 64, the FP8 latent cache (e4m3, per_token scales),
+    """Steps 49-54 (module docstring): s*h = 64, the FP8 latent cache (e4m3, per_token scales),
     two warpgroups per page, the work list. Same ``__call__`` arguments as
     :class:`.q_on_n_fp8.MlaDecodeSm90QOnNFp8`. Raises ValueError for another s*h, step or
     scale block."""
