@@ -1633,7 +1633,11 @@ def test_fp8_q_on_n_h64_compiles_for_sm90a(step, shape, spill_cap, tmp_path, mon
     assert k.meta["ctas_per_sm"] == 1 and k.meta["math_warpgroups"] == 2
     assert k.meta["work_list"]["parts"] == 132
     assert k.meta["producer_warpgroup"] is False and k.meta["query_rows_on"] == "N"
-    assert f"step {step} (FP8 cache at s*h = 64" in plan.build_label(prob, cfg)
+    label = plan.build_label(prob, cfg)
+    assert f"step {step} (FP8 cache at s*h = 64" in label
+    # 53 converts no K (FP8 WGMMA from SMEM) and says it is outside the LSE tolerance
+    assert ("K and V by F2FP" in label) == (step != 53)
+    assert ("outside the LSE tolerance" in label) == (step == 53)
     st = plan.run_static(prob, cfg)
     copies = 2 if step == 52 else 1
     latent = (
@@ -1661,6 +1665,9 @@ def test_fp8_q_on_n_h64_compiles_for_sm90a(step, shape, spill_cap, tmp_path, mon
     [
         ({"b": 4, "t": 1000, "h": 16}, {"step": "49"}, "takes s*h = 64 (got s=1, h=16"),
         ({"b": 4, "t": 1000, "h": 32}, {"step": "52"}, "takes s*h = 64 (got s=1, h=32"),
+        ({"b": 4, "t": 1000, "h": 16}, {"step": "50"}, "at s*h = 16 take 43 to 48"),
+        # a named step with loads=cpasync: lockstep would refuse the step, so not that advice
+        ({"b": 4, "t": 1000, "h": 64}, {"step": "50", "loads": "cpasync"}, "drop --config loads"),
         ({"b": 4, "t": 1000, "h": 64, "kv_fp8": False}, {"step": "49"}, "is an FP8 latent cache"),
         ({"b": 4, "t": 1000, "h": 64, "kv_scale": "per_block"}, {"step": "49"}, "per_token"),
         ({"b": 4, "t": 1000, "h": 64}, {"step": "49", "splits": "2"}, "walks the work list"),

@@ -156,7 +156,7 @@ Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52, 53, 54)
 def fp8_q_on_n_stages(step: int) -> int:
     """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43, 45-48 (about 104 KB of SMEM,
     so two CTAs share an SM), 4 for 44 (one CTA per SM); 3 for q_on_n_fp8_h64.py's 49 (one CTA
-    per SM, about 200 KB) to 52."""
+    per SM, about 200 KB) to 54."""
     return 3 if step in Q_ON_N_FP8_H64_STEPS else 4 if step == 44 else 2
 
 
@@ -657,7 +657,8 @@ class MlaDecodeSm90(KernelPlan):
         "WGMMA's N, one warpgroup) and, for the FP8 cache, step 22 (a producer warpgroup "
         "dequantises the FP8 pages; at s*h = 16 step 47 with per_token scales, 43 with "
         "per_block ones: q_on_n_fp8.py, the e4m3 page converted in registers into WGMMA's A "
-        "operand); schedule=lockstep: kernel.py"
+        "operand); at s*h = 64 steps 49-54 (q_on_n_fp8_h64.py, two warpgroups per page) are "
+        "builds for comparison, not the default; schedule=lockstep: kernel.py"
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
@@ -742,7 +743,8 @@ class MlaDecodeSm90(KernelPlan):
                 raise ShapeError(
                     f"{self.name}: step {config.step} puts the s*h query rows on WGMMA's N in two "
                     f"warpgroups and takes s*h = 64 (got s={problem.s}, h={problem.h}: drop "
-                    "--config step for the default build)"
+                    "--config step for the default build, or at s*h = 16 take "
+                    f"{steps_text(Q_ON_N_FP8_STEPS)})"
                 )
             if not problem.kv_fp8:
                 raise ShapeError(
@@ -784,9 +786,14 @@ class MlaDecodeSm90(KernelPlan):
                 if problem.kv_fp8
                 else "pages by TMA"
             )
+            # (a named step is a seesaw build: lockstep would refuse the step in turn)
+            fix = (
+                "drop --config loads"
+                if config.step != AUTO_STEP
+                else "use --config schedule=lockstep for cp.async pages"
+            )
             raise ShapeError(
-                f"{self.name}: the seesaw schedule loads {how} (got loads=cpasync: use "
-                "--config schedule=lockstep for cp.async pages)"
+                f"{self.name}: the seesaw schedule loads {how} (got loads=cpasync: {fix})"
             )
         if schedule == "lockstep" and config.step != AUTO_STEP:
             raise ShapeError(
@@ -858,15 +865,24 @@ class MlaDecodeSm90(KernelPlan):
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
         step = self.kernel_step(config, problem)
         if step in Q_ON_N_FP8_H64_STEPS:
+            k_how = (
+                "K straight from SMEM by FP8 WGMMA (Q in two e4m3 terms; outside the LSE "
+                "tolerance on one-token sequences), V by F2FP to fp16"
+                if step == 53
+                else "K and V by F2FP to fp16"
+            )
+            how = {
+                50: ", K addressed by offset",
+                51: ", K addressed by offset, S^T in 2 accumulators",
+                52: ", K addressed by offset, S^T in 2 accumulators, a page's O^T overlapped "
+                "with the next page's S^T",
+                53: "",
+                54: ", K addressed by offset, Q by 16-byte loads",
+            }.get(step, "")
             return (
                 f"step {step} (FP8 cache at s*h = 64: query rows on WGMMA's N, two warpgroups on "
-                "each page, S^T split by query rows and O^T by latent rows, K and V by F2FP to "
-                f"fp16 in the register A operand{', K addressed by offset' if step >= 50 else ''}"
-                f"{', S^T in 2 accumulators' if step in (51, 52) else ''}"
-                f"{', O^T left in flight into the next page' if step == 52 else ''}"
-                f"{', S^T latent by FP8 WGMMA (Q in two e4m3 terms)' if step == 53 else ''}"
-                f"{', Q by 16-byte loads' if step == 54 else ''}, "
-                f"{fp8_q_on_n_stages(step)} stages, "
+                f"each page, S^T split by query rows and O^T by latent rows, {k_how} in the "
+                f"register A operand{how}, {fp8_q_on_n_stages(step)} stages, "
                 f"{ctas_per_sm(step)} CTA per SM)"
             )
         if step in Q_ON_N_FP8_STEPS:
@@ -923,7 +939,7 @@ class MlaDecodeSm90(KernelPlan):
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
         16 and :data:`WORK_LIST_STEP` (11) elsewhere, and that the FP8 cache
-        (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-48, else
+        (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-54, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
         :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns, and
         :data:`FP8_STEP` (22) elsewhere. Without ``problem`` the default resolves as for
