@@ -59,6 +59,8 @@ and permuted on the way into SMEM (:data:`K_PERM_INV`): 0.996x step 50's time.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
@@ -454,50 +456,50 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         vec8 = 32 * wg + 8 * wwarp + lane // 4  # O^T: the thread's 8 bytes of a token
 
         # what both page halves read (st_page, ot_page)
-        c = (
-            thr,
-            thr_ss,
-            acc_s_shape,
-            k_ptr,
-            r0,
-            qd,
-            mbar,
-            sK8,
-            sSc,
-            bufs,
-            st_views,
-            tSrQl,
-            tSrK8,
-            tSrR,
-            tSrQr,
-            n_q,
-            n_tok,
-            q_inv,
-            sQf,
-            tScS,
-            col_max,
-            col_sum,
-            limit,
-            pg_max,
-            sMax,
-            scale_log2,
-            wwarp,
-            lane,
-            corr,
-            bar_wg,
-            wt,
-            wg,
-            tPsPt,
-            sPt,
-            sCorr,
-            n_o,
-            tOcO,
-            acc_o_mn,
-            vec8,
-            ot_views,
-            tOrP,
-            acc_o,
-            st,
+        c = SimpleNamespace(
+            thr=thr,
+            thr_ss=thr_ss,
+            acc_s_shape=acc_s_shape,
+            k_ptr=k_ptr,
+            r0=r0,
+            qd=qd,
+            mbar=mbar,
+            sK8=sK8,
+            sSc=sSc,
+            bufs=bufs,
+            st_views=st_views,
+            tSrQl=tSrQl,
+            tSrK8=tSrK8,
+            tSrR=tSrR,
+            tSrQr=tSrQr,
+            n_q=n_q,
+            n_tok=n_tok,
+            q_inv=q_inv,
+            sQf=sQf,
+            tScS=tScS,
+            col_max=col_max,
+            col_sum=col_sum,
+            limit=limit,
+            pg_max=pg_max,
+            sMax=sMax,
+            scale_log2=scale_log2,
+            wwarp=wwarp,
+            lane=lane,
+            corr=corr,
+            bar_wg=bar_wg,
+            wt=wt,
+            wg=wg,
+            tPsPt=tPsPt,
+            sPt=sPt,
+            sCorr=sCorr,
+            n_o=n_o,
+            tOcO=tOcO,
+            acc_o_mn=acc_o_mn,
+            vec8=vec8,
+            ot_views=ot_views,
+            tOrP=tOrP,
+            acc_o=acc_o,
+            st=st,
         )
         g_pg = cutlass.Int32(0)  # pages consumed so far: stage g_pg % st
         for seg in cutlass.range(seg_lo, seg_hi, unroll=1):
@@ -614,51 +616,41 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         with the proxy fence that the caller's CTA barrier publishes. ``c``: the kernel's
         per-thread context (:meth:`kernel_h64`). Returns the two tiled MMAs, whose accumulate
         flag it sets (the caller keeps them: a loop carries them)."""
-        (
-            thr,
-            thr_ss,
-            acc_s_shape,
-            k_ptr,
-            r0,
-            qd,
-            mbar,
-            sK8,
-            sSc,
-            bufs,
-            st_views,
-            tSrQl,
-            tSrK8,
-            tSrR,
-            tSrQr,
-            n_q,
-            n_tok,
-            q_inv,
-            sQf,
-            tScS,
-            col_max,
-            col_sum,
-            limit,
-            pg_max,
-            sMax,
-            scale_log2,
-            wwarp,
-            lane,
-            corr,
-            bar_wg,
-            wt,
-            wg,
-            tPsPt,
-            sPt,
-            sCorr,
-            n_o,
-            tOcO,
-            acc_o_mn,
-            vec8,
-            ot_views,
-            tOrP,
-            acc_o,
-            st,
-        ) = c
+        thr = c.thr
+        thr_ss = c.thr_ss
+        acc_s_shape = c.acc_s_shape
+        k_ptr = c.k_ptr
+        r0 = c.r0
+        qd = c.qd
+        mbar = c.mbar
+        sK8 = c.sK8
+        sSc = c.sSc
+        bufs = c.bufs
+        st_views = c.st_views
+        tSrQl = c.tSrQl
+        tSrK8 = c.tSrK8
+        tSrR = c.tSrR
+        tSrQr = c.tSrQr
+        n_q = c.n_q
+        n_tok = c.n_tok
+        q_inv = c.q_inv
+        sQf = c.sQf
+        tScS = c.tScS
+        col_max = c.col_max
+        col_sum = c.col_sum
+        limit = c.limit
+        pg_max = c.pg_max
+        sMax = c.sMax
+        scale_log2 = c.scale_log2
+        wwarp = c.wwarp
+        lane = c.lane
+        corr = c.corr
+        bar_wg = c.bar_wg
+        wt = c.wt
+        wg = c.wg
+        tPsPt = c.tPsPt
+        sPt = c.sPt
+        sCorr = c.sCorr
         # S^T = K Q^T of the warpgroup's 32 rows: half box gi's 4 k-blocks from buffer
         # gi % 2, refilled once the group that read it (gi - 2) has retired; then the
         # rope's 4 from SMEM into their own accumulator
@@ -771,51 +763,17 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         ``sCorr``: O^T's columns rescaled by their change of max, then its 4 groups (V
         dequantised per 16-token k-block) issued; nothing waited for at the end. Returns the
         tiled MMA (its accumulate flag set)."""
-        (
-            thr,
-            thr_ss,
-            acc_s_shape,
-            k_ptr,
-            r0,
-            qd,
-            mbar,
-            sK8,
-            sSc,
-            bufs,
-            st_views,
-            tSrQl,
-            tSrK8,
-            tSrR,
-            tSrQr,
-            n_q,
-            n_tok,
-            q_inv,
-            sQf,
-            tScS,
-            col_max,
-            col_sum,
-            limit,
-            pg_max,
-            sMax,
-            scale_log2,
-            wwarp,
-            lane,
-            corr,
-            bar_wg,
-            wt,
-            wg,
-            tPsPt,
-            sPt,
-            sCorr,
-            n_o,
-            tOcO,
-            acc_o_mn,
-            vec8,
-            ot_views,
-            tOrP,
-            acc_o,
-            st,
-        ) = c
+        qd = c.qd
+        sK8 = c.sK8
+        bufs = c.bufs
+        sCorr = c.sCorr
+        n_o = c.n_o
+        tOcO = c.tOcO
+        acc_o_mn = c.acc_o_mn
+        vec8 = c.vec8
+        ot_views = c.ot_views
+        tOrP = c.tOrP
+        acc_o = c.acc_o
         # O^T's 64 columns rescaled by their change of max; then O^T += V^T P^T:
         # k-block kb (16 tokens) of the 4 m-tiles from buffer kb % 2
         for c in cutlass.range_constexpr(n_o):
