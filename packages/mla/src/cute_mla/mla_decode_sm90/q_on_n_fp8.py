@@ -645,12 +645,10 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 # sP, not the stage)
                 cute.arch.barrier()
                 if cutlass.const_expr(self.early_index):
-                    if warp == 0:  # noqa: SIM102 (run time)
-                        if ls < seg_hi:
-                            ls, lp, c_seq, c_end = self.issue_fetched(
-                                tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end,
-                                seg_hi, lane,
-                            )  # fmt: skip
+                    ls, lp, c_seq, c_end = self.issue_fetched(
+                        tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end, seg_hi, warp,
+                        lane,
+                    )  # fmt: skip
                 else:
                     if warp == 0:  # noqa: SIM102 (run time)
                         if ls < seg_hi:
@@ -781,27 +779,30 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         c_seq: cutlass.Int32,
         c_end: cutlass.Int32,
         seg_hi: cutlass.Int32,
+        warp: cutlass.Int32,
         lane: cutlass.Int32,
     ):
-        """Steps 47-49 (warp 0, while the load cursor ``(ls, lp)`` is before ``seg_hi``): the
-        TMA of the cursor's page into ``stage``, its index read from ``sIdx`` where
-        :meth:`fetch_index` put it a page ago (long landed), then the cursor advanced (its
-        sequence ``c_seq`` and segment end ``c_end`` kept in registers) and the next page's
-        index fetched behind the TMA, waited for at the next page's end. Returns the new
-        ``(ls, lp, c_seq, c_end)``."""
-        cute.arch.cp_async_wait_group(0)
-        cute.arch.sync_warp()
-        page = sIdx[0]
-        cute.arch.sync_warp()  # every lane's read before the next fetch
-        self.issue_page(tmas, mbar, page, stage)
-        lp = lp + 1
-        if lp >= c_end:
-            ls, lp = self.skip_empty(mWork, ls + 1, seg_hi)
+        """Steps 47-54, once a stage is free (a no-op but for warp 0, and once the load cursor
+        ``(ls, lp)`` has reached ``seg_hi``): the TMA of the cursor's page into ``stage``, its
+        index read from ``sIdx`` where :meth:`fetch_index` put it a page ago (long landed),
+        then the cursor advanced (its sequence ``c_seq`` and segment end ``c_end`` kept in
+        registers) and the next page's index fetched behind the TMA, waited for at the next
+        page's end. Returns the new ``(ls, lp, c_seq, c_end)``."""
+        if warp == 0:  # noqa: SIM102 (run time)
             if ls < seg_hi:
-                c_seq = mWork[ls, 0]
-                c_end = mWork[ls, 2]
-        if ls < seg_hi:  # (none past the part's last page)
-            self.fetch_index(mPT, c_seq, lp, sIdx, lane)
+                cute.arch.cp_async_wait_group(0)
+                cute.arch.sync_warp()
+                page = sIdx[0]
+                cute.arch.sync_warp()  # every lane's read before the next fetch
+                self.issue_page(tmas, mbar, page, stage)
+                lp = lp + 1
+                if lp >= c_end:
+                    ls, lp = self.skip_empty(mWork, ls + 1, seg_hi)
+                    if ls < seg_hi:
+                        c_seq = mWork[ls, 0]
+                        c_end = mWork[ls, 2]
+                if ls < seg_hi:  # (none past the part's last page)
+                    self.fetch_index(mPT, c_seq, lp, sIdx, lane)
         return ls, lp, c_seq, c_end
 
     @cute.jit

@@ -548,12 +548,10 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                     # both warpgroups' loads of the stage and their WGMMAs of P^T done: the
                     # stage, sP and sCorr are free
                     cute.arch.barrier()
-                    if warp == 0:  # noqa: SIM102 (run time)
-                        if ls < seg_hi:
-                            ls, lp, c_seq, c_end = self.issue_fetched(
-                                tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end,
-                                seg_hi, lane,
-                            )  # fmt: skip
+                    ls, lp, c_seq, c_end = self.issue_fetched(
+                        tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end, seg_hi, warp,
+                        lane,
+                    )  # fmt: skip
                     g_pg = g_pg + 1
             else:
                 # step 52: the loop turned by half a page, so that page p's O^T WGMMAs run
@@ -571,12 +569,10 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                         # both warpgroups' loads of the stage done (their O^T WGMMAs read
                         # registers and their own P^T buffer, never the stage): it is free
                         cute.arch.barrier()
-                        if warp == 0:  # noqa: SIM102 (run time)
-                            if ls < seg_hi:
-                                ls, lp, c_seq, c_end = self.issue_fetched(
-                                    tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end,
-                                    seg_hi, lane,
-                                )  # fmt: skip
+                        ls, lp, c_seq, c_end = self.issue_fetched(
+                            tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end, seg_hi,
+                            warp, lane,
+                        )  # fmt: skip
                         g_pg = g_pg + 1
                         if it + 1 < n_pg:
                             rs_mma, ss_mma = self.st_page(
