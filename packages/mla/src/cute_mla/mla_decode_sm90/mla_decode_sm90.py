@@ -733,11 +733,6 @@ class MlaDecodeSm90(KernelPlan):
                     f"{FP8_Q_ON_N_MIN_BLOCK} columns (got --kv_block {problem.scale_block()}: "
                     f"use --kv_scale per_token or --kv_block {FP8_Q_ON_N_MIN_BLOCK})"
                 )
-            if config.splits:
-                raise ShapeError(
-                    f"{self.name}: step {config.step} walks the work list, which plans its own "
-                    f"parts (got splits={config.splits}: drop --config splits)"
-                )
         elif config.step in Q_ON_N_FP8_H64_STEPS:
             if problem.s * problem.h != 64:
                 raise ShapeError(
@@ -757,11 +752,6 @@ class MlaDecodeSm90(KernelPlan):
                     f"per_token (got {problem.kv_scale}: drop --config step for the default "
                     "build)"
                 )
-            if config.splits:
-                raise ShapeError(
-                    f"{self.name}: step {config.step} walks the work list, which plans its own "
-                    f"parts (got splits={config.splits}: drop --config splits)"
-                )
         elif problem.kv_fp8 and schedule == "seesaw":
             if config.step not in (AUTO_STEP, *FP8_STEPS):
                 raise ShapeError(
@@ -777,6 +767,11 @@ class MlaDecodeSm90(KernelPlan):
                     f"work list; got splits={config.splits}: drop --config splits, or add --config "
                     "schedule=lockstep)"
                 )
+        if config.step in (*Q_ON_N_FP8_STEPS, *Q_ON_N_FP8_H64_STEPS) and config.splits:
+            raise ShapeError(
+                f"{self.name}: step {config.step} walks the work list, which plans its own "
+                f"parts (got splits={config.splits}: drop --config splits)"
+            )
         if schedule == "seesaw" and config.loads == "cpasync":
             how = (
                 "the e4m3 page, its scales and the rope part by TMA"

@@ -134,21 +134,7 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         mQ = cute.make_tensor(
             q.iterator, cute.make_layout((b, n, D_QK), stride=(n * D_QK, D_QK, 1))
         )
-        mOt = cute.make_tensor(o.iterator, cute.make_layout((b, D_V, n), stride=(n * D_V, 1, D_V)))
-        mL = cute.make_tensor(lse.iterator, cute.make_layout((b, n), stride=(n, 1)))
-        cap = o_acc.shape[0]
-        mOat = cute.make_tensor(
-            o_acc.iterator,
-            cute.make_layout(
-                (cap, b, D_V, n),
-                stride=(cute.assume(b * (n * D_V), divby=n * D_V), n * D_V, 1, D_V),
-            ),
-        )
-        mLa = cute.make_tensor(
-            lse_acc.iterator,
-            cute.make_layout((cap, b, n), stride=(cute.assume(b * n, divby=n), n, 1)),
-        )
-        mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
+        mOt, mL, mOat, mLa, mWork = self.out_views(o, lse, o_acc, lse_acc, work, b)
 
         K = cute.nvgpu.OperandMajorMode.K
         MN = cute.nvgpu.OperandMajorMode.MN
@@ -197,6 +183,35 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         ).launch(grid=[1, 1, num_splits], block=[THREADS_N, 1, 1], stream=stream)  # fmt: skip
         if cutlass.const_expr(split):
             self.launch_combine(o, lse, o_acc, lse_acc, num_splits, b, stream, work)
+
+    def out_views(self, o, lse, o_acc, lse_acc, work, b, rows=(D_V, 1)):
+        """(Trace time.) O, the LSE, the split workspace and the work list as the query-rows-on-N
+        kernels index them: O and the partial O transposed, (.., latent row, query row), to
+        match the O^T accumulator, with the 512 latent rows in the order of ``rows`` (shape,
+        stride: natural by default, or a permutation such as :data:`.q_on_n_fp8.ROW_PERM`);
+        the LSE and the partial LSE (.., query row); the work list (rows, 4). Static inner
+        strides. Returns (mOt, mL, mOat, mLa, mWork)."""
+        n = self.n
+        rows_shape, rows_stride = rows
+        mOt = cute.make_tensor(
+            o.iterator,
+            cute.make_layout((b, rows_shape, n), stride=(n * D_V, rows_stride, D_V)),
+        )
+        mL = cute.make_tensor(lse.iterator, cute.make_layout((b, n), stride=(n, 1)))
+        cap = o_acc.shape[0]
+        mOat = cute.make_tensor(
+            o_acc.iterator,
+            cute.make_layout(
+                (cap, b, rows_shape, n),
+                stride=(cute.assume(b * (n * D_V), divby=n * D_V), n * D_V, rows_stride, D_V),
+            ),
+        )
+        mLa = cute.make_tensor(
+            lse_acc.iterator,
+            cute.make_layout((cap, b, n), stride=(cute.assume(b * n, divby=n), n, 1)),
+        )
+        mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
+        return mOt, mL, mOat, mLa, mWork
 
     @cute.kernel
     def kernel_q_on_n(

@@ -285,25 +285,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         mQr = cute.make_tensor(
             q.iterator + D_V, cute.make_layout((b, n, D_ROPE), stride=(n * D_QK, D_QK, 1))
         )
-        rows_shape, rows_stride = ROW_PERM
-        mOt = cute.make_tensor(
-            o.iterator,
-            cute.make_layout((b, rows_shape, n), stride=(n * D_V, rows_stride, D_V)),
-        )
-        mL = cute.make_tensor(lse.iterator, cute.make_layout((b, n), stride=(n, 1)))
-        cap = o_acc.shape[0]
-        mOat = cute.make_tensor(
-            o_acc.iterator,
-            cute.make_layout(
-                (cap, b, rows_shape, n),
-                stride=(cute.assume(b * (n * D_V), divby=n * D_V), n * D_V, rows_stride, D_V),
-            ),
-        )
-        mLa = cute.make_tensor(
-            lse_acc.iterator,
-            cute.make_layout((cap, b, n), stride=(cute.assume(b * n, divby=n), n, 1)),
-        )
-        mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
+        mOt, mL, mOat, mLa, mWork = self.out_views(o, lse, o_acc, lse_acc, work, b, ROW_PERM)
 
         K = cute.nvgpu.OperandMajorMode.K
         # A from registers (the dequantised page) for S^T's latent part (step 46: fp16, K by
@@ -337,22 +319,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         tma8, mK8t, tmaR, mRt, tmaS, mSct = self.page_tma_atoms(
             kv_cache, kv_scales, kv_rope, atom, atom8, pages
         )
-        lat_copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(
-                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.ALWAYS), dt,
-                num_bits_per_copy=32,
-            ),
-            cute.make_layout((THREADS_N // 8, 8), stride=(8, 1)),
-            cute.make_layout((1, 2)),
-        )  # fmt: skip
-        rope_copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(
-                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt,
-                num_bits_per_copy=128,
-            ),
-            cute.make_layout((THREADS_N // 8, 8), stride=(8, 1)),
-            cute.make_layout((1, 8)),
-        )  # fmt: skip
+        lat_copy, rope_copy = self.q_copies(THREADS_N, 2)
 
         @cute.struct
         class SharedStorage:
@@ -379,6 +346,26 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         ).launch(grid=[1, 1, num_splits], block=[THREADS_N, 1, 1], stream=stream)  # fmt: skip
         if cutlass.const_expr(split):
             self.launch_combine(o, lse, o_acc, lse_acc, num_splits, b, stream, work)
+
+    def q_copies(self, threads: int, lat_vec: int):
+        """(Trace time.) The query's tiled copies for ``threads`` threads, 8 per query row:
+        the latent part ``lat_vec`` elements per thread and copy (2 through :data:`K_PERM`'s
+        view, 8 for step 54's natural order), the rope part 8 (16 bytes). Returns
+        (lat_copy, rope_copy); the loaders use their partitions (thread t holds row t // 8)."""
+        dt = self.dtype
+
+        def copy(mode, vec: int):
+            return cute.make_tiled_copy_tv(
+                cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=mode), dt,
+                                    num_bits_per_copy=dt.width * vec),
+                cute.make_layout((threads // 8, 8), stride=(8, 1)),
+                cute.make_layout((1, vec)),
+            )  # fmt: skip
+
+        return (
+            copy(cpasync.LoadCacheMode.ALWAYS, lat_vec),
+            copy(cpasync.LoadCacheMode.GLOBAL, 8),
+        )
 
     @cute.jit
     def page_tma_atoms(self, kv_cache, kv_scales, kv_rope, atom, atom8, pages):

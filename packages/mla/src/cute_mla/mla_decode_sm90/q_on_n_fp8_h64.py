@@ -65,7 +65,7 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cute.nvgpu import warpgroup
 
 from .kernel import D_QK, D_ROPE, D_V, LN_2, LOG2_E, PAGE, MlaDecodeSm90Kernel, _mn_view
 from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_FP8_H64_STEPS, fp8_q_on_n_stages
@@ -205,25 +205,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         mQr = cute.make_tensor(
             q.iterator + D_V, cute.make_layout((b, n, D_ROPE), stride=(n * D_QK, D_QK, 1))
         )
-        rows_shape, rows_stride = ROW_PERM_H64
-        mOt = cute.make_tensor(
-            o.iterator,
-            cute.make_layout((b, rows_shape, n), stride=(n * D_V, rows_stride, D_V)),
-        )
-        mL = cute.make_tensor(lse.iterator, cute.make_layout((b, n), stride=(n, 1)))
-        cap = o_acc.shape[0]
-        mOat = cute.make_tensor(
-            o_acc.iterator,
-            cute.make_layout(
-                (cap, b, rows_shape, n),
-                stride=(cute.assume(b * (n * D_V), divby=n * D_V), n * D_V, rows_stride, D_V),
-            ),
-        )
-        mLa = cute.make_tensor(
-            lse_acc.iterator,
-            cute.make_layout((cap, b, n), stride=(cute.assume(b * n, divby=n), n, 1)),
-        )
-        mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
+        mOt, mL, mOat, mLa, mWork = self.out_views(o, lse, o_acc, lse_acc, work, b, ROW_PERM_H64)
 
         K = cute.nvgpu.OperandMajorMode.K
         f16 = cutlass.Float16
@@ -268,23 +250,8 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         tma8, mK8t, tmaR, mRt, tmaS, mSct = self.page_tma_atoms(
             kv_cache, kv_scales, kv_rope, atom, atom8, pages
         )
-        q_vec = 8 if self.q_wide else 2  # (54: 16-byte loads)
-        lat_copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(
-                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.ALWAYS), dt,
-                num_bits_per_copy=16 * q_vec,
-            ),
-            cute.make_layout((THREADS_H64 // 8, 8), stride=(8, 1)),
-            cute.make_layout((1, q_vec)),
-        )  # fmt: skip
-        rope_copy = cute.make_tiled_copy_tv(
-            cute.make_copy_atom(
-                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), dt,
-                num_bits_per_copy=128,
-            ),
-            cute.make_layout((THREADS_H64 // 8, 8), stride=(8, 1)),
-            cute.make_layout((1, 8)),
-        )  # fmt: skip
+        # (54: 16-byte loads of the latent part)
+        lat_copy, rope_copy = self.q_copies(THREADS_H64, 8 if self.q_wide else 2)
 
         @cute.struct
         class SharedStorage:
