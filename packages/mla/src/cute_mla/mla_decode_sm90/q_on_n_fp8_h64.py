@@ -140,7 +140,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         self.n = s * h
         self.step = step
         #: S^T's accumulators per warpgroup (k-block k into k % s_accs, added up before the
-        #: softmax): one chain of 32 m64n32 WGMMAs in steps 49 and 50, two in 51
+        #: softmax): one chain of 32 m64n32 WGMMAs, two chains in 51 and 52
         self.s_accs = 2 if step in (51, 52) else 1
         #: step 52: a page's O^T WGMMAs left in flight while the next page's S^T starts (its K
         #: dequantised meanwhile); P^T in two SMEM buffers by page parity, since the other
@@ -159,16 +159,14 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         self.work_list = True
         self.combine_batch = 4
         self.kv_cache_policy = EVICT_FIRST
-        self.half16 = dtype == cutlass.Float16
-        self.v_f16 = True
+        #: what the shared helpers read: K by F2FP (dequant_k), the early page index
+        #: (issue_first); both GEMMs are fp16 here, V by dequant_v_f16
         self.k_f16 = True
         self.early_index = True
-        self.early_release = False
         #: step 50: the K bytes addressed from the thread's offset and swizzle phase (one XOR
-        #: per load) instead of 32 precomputed addresses, which spilled in step 49
-        self.k_direct = step >= 50
-        self.k_type = cutlass.Float16
-        self.v_type = cutlass.Float16
+        #: per load) instead of 32 precomputed addresses, which spilled in step 49 (53 loads
+        #: no K bytes)
+        self.k_direct = step >= 50 and step != 53
 
     @cute.jit
     def __call__(
