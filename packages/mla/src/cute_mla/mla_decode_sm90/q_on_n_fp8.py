@@ -982,19 +982,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         rh = None
         for m in cutlass.range_constexpr(passes):
             rf_m = rf if passes == 1 else rf[None, m, None]
-            amax = cutlass.Float32(0.0)
-            for e in cutlass.range_constexpr(cute.size(rf_m)):
-                amax = cute.arch.fmax(amax, cute.arch.fmax(rf_m[e], -rf_m[e]))
-            for off in cutlass.range_constexpr(3):
-                amax = cute.arch.fmax(amax, cute.arch.shuffle_sync_bfly(amax, offset=1 << off))
-            # amax < 2^(E - 126) for its biased exponent E: factor 2^(141 - E), biased 268 - E
-            bits = cute.make_rmem_tensor(cute.make_layout(3), cutlass.Float32)
-            bits[0] = amax
-            ubits = cute.recast_tensor(bits, cutlass.Int32)
-            lo, hi = Q_FACTOR_CLAMP
-            fe = cutlass.min(cutlass.max(Q_FACTOR_BIAS - (ubits[0] >> 23), lo), hi)
-            ubits[1] = fe << 23
-            ubits[2] = (254 - fe) << 23
+            bits = self.row_pow2_factor(rf_m, Q_FACTOR_BIAS)
             if cutlass.const_expr(m == 0):
                 rh = cute.make_rmem_tensor_like(tg, cutlass.Float16)
             if cutlass.const_expr(passes == 1):
@@ -1008,6 +996,28 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                 sQf[tidx // 8 + m * (threads // 8)] = bits[2]
         if cutlass.const_expr(passes > 1):
             cute.autovec_copy(rh, ts)
+
+    @cute.jit
+    def row_pow2_factor(self, rf_m: cute.Tensor, bias: cutlass.Constexpr) -> cute.Tensor:
+        """A query row's power-of-two factor (steps 46-54): the largest magnitude of the
+        thread's values ``rf_m`` and of the 7 other lanes of its row (3 shuffles), whose biased
+        exponent E gives the factor 2^(bias - E - 127), clamped to :data:`Q_FACTOR_CLAMP`
+        (the max lands in [2^14, 2^15) for :data:`Q_FACTOR_BIAS`, [2^7, 2^8) for step 53's).
+        Returns 3 fp32 values: the max, the factor and its exact inverse."""
+        amax = cutlass.Float32(0.0)
+        for e in cutlass.range_constexpr(cute.size(rf_m)):
+            amax = cute.arch.fmax(amax, cute.arch.fmax(rf_m[e], -rf_m[e]))
+        for off in cutlass.range_constexpr(3):
+            amax = cute.arch.fmax(amax, cute.arch.shuffle_sync_bfly(amax, offset=1 << off))
+        # amax < 2^(E - 126) for its biased exponent E: factor biased bias - E
+        bits = cute.make_rmem_tensor(cute.make_layout(3), cutlass.Float32)
+        bits[0] = amax
+        ubits = cute.recast_tensor(bits, cutlass.Int32)
+        lo, hi = Q_FACTOR_CLAMP
+        fe = cutlass.min(cutlass.max(bias - (ubits[0] >> 23), lo), hi)
+        ubits[1] = fe << 23
+        ubits[2] = (254 - fe) << 23
+        return bits
 
     @cute.jit
     def zero_fp8_rows(

@@ -76,7 +76,6 @@ from .q_on_n_fp8 import (
     KB_PER_BOX,
     N_BOXES,
     OT_KBLOCKS,
-    Q_FACTOR_CLAMP,
     MlaDecodeSm90QOnNFp8,
     latent_q_layout,
 )
@@ -779,21 +778,10 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         rf.store(rq.load().to(cutlass.Float32))
         rs = cute.make_rmem_tensor_like(tg, cutlass.Float32)
         passes = cute.size(rf, mode=[1])
-        bits = cute.make_rmem_tensor(cute.make_layout(3), cutlass.Float32)
-        ubits = cute.recast_tensor(bits, cutlass.Int32)
-        lo_e, hi_e = Q_FACTOR_CLAMP
         for m in cutlass.range_constexpr(passes):
             rf_m = rf[None, m, None]
             rs_m = rs[None, m, None]
-            amax = cutlass.Float32(0.0)
-            for e in cutlass.range_constexpr(cute.size(rf_m)):
-                amax = cute.arch.fmax(amax, cute.arch.fmax(rf_m[e], -rf_m[e]))
-            for off in cutlass.range_constexpr(3):
-                amax = cute.arch.fmax(amax, cute.arch.shuffle_sync_bfly(amax, offset=1 << off))
-            bits[0] = amax
-            fe = cutlass.min(cutlass.max(Q8_FACTOR_BIAS - (ubits[0] >> 23), lo_e), hi_e)
-            ubits[1] = fe << 23
-            ubits[2] = (254 - fe) << 23
+            bits = self.row_pow2_factor(rf_m, Q8_FACTOR_BIAS)
             for e in cutlass.range_constexpr(cute.size(rf_m)):
                 rs_m[e] = rf_m[e] * bits[1]
             if tidx % 8 == 0:
