@@ -271,6 +271,15 @@ FORMAT_SETS = {
         ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
         ("fp8 per_token step54", {"kv_dtype": FP8}, {"step": "54"}),
     ),
+    # steps 55 (54 with V addressed by offset) and 56 (55 with S^T cut by K's columns, one
+    # conversion of each K byte per page) against 54, the FP8 default (22) and bf16
+    "h64g": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step54", {"kv_dtype": FP8}, {"step": "54"}),
+        ("fp8 per_token step55", {"kv_dtype": FP8}, {"step": "55"}),
+        ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

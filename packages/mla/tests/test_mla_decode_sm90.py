@@ -1614,17 +1614,21 @@ def test_fp8_q_on_n_compiles_for_sm90a(
         (52, {"b": 4, "t": 1000, "h": 16, "s": 4}, None),
         (53, {"b": 128, "t": 4096, "h": 64}, 1),
         (54, {"b": 32, "t": 4096, "h": 64}, 64),
+        (55, {"b": 128, "t": 4096, "h": 64}, 1),
+        (56, {"b": 128, "t": 4096, "h": 64}, 64),
     ],
 )
 def test_fp8_q_on_n_h64_compiles_for_sm90a(step, shape, spill_cap, tmp_path, monkeypatch):
-    """Steps 49-53 (the FP8 cache at s*h = 64, two warpgroups per page): per page and
+    """Steps 49-56 (the FP8 cache at s*h = 64, two warpgroups per page): per page and
     warpgroup 32 m64n32 WGMMAs of S^T's latent part (fp16; 53: 32 m64n32k32 FP8 WGMMAs, 16
-    k-blocks x 2 Q terms), 4 of its rope part (16-bit) and 16 m64n64 of O^T (4 m-tiles x 4
-    token blocks; step 52 emits the S^T half twice, the loop being turned by half a page); 6
-    TMAs per page at 4 sites (3 stages unrolled, the loop); the early page index by cp.async at
-    2 sites beside the query's rope part (2); 256 threads, one CTA per SM (the work list in 132
-    parts), SMEM within an sm_90 CTA's 227 KB; spills under a cap per step (49 spilled its
-    precomputed K addresses, which 50 removed). s = 4, h = 16 (causal) is s*h = 64 too."""
+    k-blocks x 2 Q terms; 56: 16 k-blocks x its own and the other warpgroup's query rows), 4 of
+    its rope part (16-bit) and 16 m64n64 of O^T (4 m-tiles x 4 token blocks; step 52 emits the
+    S^T half twice, the loop being turned by half a page); 6 TMAs per page at 4 sites (3 stages
+    unrolled, the loop); the early page index by cp.async at 2 sites beside the query's rope
+    part (2); 256 threads, one CTA per SM (the work list in 132 parts), SMEM within an sm_90
+    CTA's 227 KB; spills under a cap per step (49 spilled its precomputed K addresses, which 50
+    removed; 55 computes the V addresses at their use too, and spills nothing). s = 4, h = 16
+    (causal) is s*h = 64 too."""
     plan, prob, cfg = _seesaw_case(
         {**shape, "kv_dtype": "float8_e4m3fn"}, {"step": str(step)}, tmp_path, monkeypatch
     )
@@ -1653,8 +1657,11 @@ def test_fp8_q_on_n_h64_compiles_for_sm90a(step, shape, spill_cap, tmp_path, mon
     ops = st["opcodes"]
     assert ops.get("UTMALDG") == 6 * (3 + 1)
     assert ops.get("LDGSTS") == 4  # the query's rope part (64 rows: 2 passes), the index (2)
-    # K by F2FP (256 a page) and V (64) in 49-52; V only in 53, plus its Q terms' conversions
-    assert ops.get("HMUL2", 0) == 0 and ops.get("F2FP", 0) >= 256 + 64
+    # K by F2FP (256 a page) and V (64) in 49-52, 54, 55; V only in 53, plus its Q terms'
+    # conversions; 56 converts half of K (its own 256 columns: 128), so fewer than 55
+    assert ops.get("HMUL2", 0) == 0 and ops.get("F2FP", 0) >= (128 if step == 56 else 256) + 64
+    if step == 56:
+        assert ops.get("F2FP", 0) < 256 + 64
     if spill_cap is not None:
         assert st["spill_store_bytes"] < spill_cap and st["spill_load_bytes"] < spill_cap
     assert st["dynamic_smem_bytes"] <= 227 * 1024
@@ -1709,3 +1716,48 @@ def test_fp8_q_on_n_refusals_in_one_line(shape, overrides, needle):
         plan.supports_config(prob, plan.config(prob, overrides))
     msg = str(e.value)
     assert needle in msg and "\n" not in msg
+
+
+def _sw128_byte(stage, token, col):
+    """The byte of (token, physical latent column) in e4m3 page stage ``stage``: boxes of 64
+    rows x 128 bytes, the 128-byte swizzle (byte bits 4-6 ^= bits 7-9, the row mod 8)."""
+    box, c = divmod(col, 128)
+    return stage * 64 * 512 + box * 64 * 128 + token * 128 + (c ^ (16 * (token % 8)))
+
+
+@pytest.mark.parametrize("stage", [0, 2])
+def test_fp8_q_on_n_k_and_v_offsets_address_the_swizzled_page(stage):
+    """Steps 50 and 55 address the page's bytes without the swizzled view: K from one base and
+    swizzle phase per thread (k_offsets, k_byte_offset), V from one offset per token parity
+    (v_offsets, v_byte_offset). For every thread of both warpgroups, each 8-byte load must start
+    at the swizzled byte of its first column and cover the 8 columns the unswizzled view gives
+    (8-byte units stay whole under the swizzle): K's row r0 + 8 hh, columns 128 j + 32 kb +
+    8 qd; V's token 16 kb + 8 a + 2 qd + e, columns 8 vec8 (vec8 = 32 wg + 8 wp + lane // 4)."""
+    from cute_mla.mla_decode_sm90 import q_on_n_fp8 as m
+
+    plan = m.MlaDecodeSm90QOnNFp8.__new__(m.MlaDecodeSm90QOnNFp8)
+    ptr = object()
+    for tid in range(256):
+        wg, wt = divmod(tid, 128)
+        wp, lane = divmod(wt, 32)
+        r, qd = divmod(lane, 4)
+        r0 = 16 * wp + r
+        k_ptr, base, phase = plan.k_offsets(ptr, stage, r0, qd)
+        assert k_ptr is ptr
+        for j in range(4):
+            for hh in range(2):
+                for kb in range(4):
+                    row, col = r0 + 8 * hh, 128 * j + 32 * kb + 8 * qd
+                    off = m.k_byte_offset((base, phase), j, hh, kb)
+                    assert off == _sw128_byte(stage, row, col), (tid, j, hh, kb)
+                    assert off % 8 == 0
+        vec8 = 32 * wg + 8 * wp + r
+        v_ptr, offs = plan.v_offsets(ptr, stage, qd, vec8)
+        assert v_ptr is ptr and len(offs) == 2
+        for kb in range(4):
+            for a in range(2):
+                for e in range(2):
+                    tok = 16 * kb + 8 * a + 2 * qd + e
+                    off = m.v_byte_offset(offs, 16 * kb + 8 * a, e)
+                    assert off == _sw128_byte(stage, tok, 8 * vec8), (tid, kb, a, e)
+                    assert off % 8 == 0

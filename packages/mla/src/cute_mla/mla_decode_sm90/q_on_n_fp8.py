@@ -133,6 +133,22 @@ K_PERM = (((2, 4, 2, 2), D_V // 32), ((1, 8, 2, 4), 32))
 ROW_PERM = ((8, 2, 4, 8), (16, 1, 128, 2))
 
 
+def k_byte_offset(base_phase, j: int, hh: int, kb: int):
+    """Step 50: the byte offset in the stage of a thread's 8 K bytes of box ``j``, row half
+    ``hh``, column block ``kb``, from its (base, swizzle phase) of
+    :meth:`MlaDecodeSm90QOnNFp8.k_offsets`: one XOR, the rest an immediate (plain arithmetic:
+    ints or DSL integers)."""
+    base, phase = base_phase
+    return base + ((32 * kb) ^ phase) + (j * PAGE * BOX + hh * 8 * BOX)
+
+
+def v_byte_offset(offs, t8: int, e: int):
+    """Step 55: the byte offset in the stage of a thread's 8 V bytes of token 2 qd + ``e`` +
+    ``t8`` (``t8`` a multiple of 8) from its two offsets of
+    :meth:`MlaDecodeSm90QOnNFp8.v_offsets`: an immediate."""
+    return offs[e] + t8 * BOX
+
+
 def latent_q_layout(b, n: int) -> cute.Layout:
     """Q's latent part (b, n, 512) seen in S^T's permuted column order (:data:`K_PERM`) in
     rows of 576 (trace time)."""
@@ -865,7 +881,6 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                                 x, x, SEL_SAME[a], sc2, self.half16
                             )
 
-    @cute.jit
     def k_offsets(self, k_ptr: cute.Pointer, stage: cutlass.Int32, r0, qd):
         """Step 50: what :meth:`k_bytes` needs to address a thread's K bytes in ``stage`` without
         the swizzled view: the stage's pointer (raw, 1024-byte aligned), the thread's byte
@@ -883,9 +898,8 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         """Step 50: the 8 K bytes of box ``j``, row r0 + 8 ``hh``, column block ``kb`` of the
         thread (:meth:`k_offsets`) as a (1, 8) tensor: one LDS.64 at a register plus an
         immediate (the box and the row half), the block's swizzle one XOR."""
-        ptr, base, phase = k_addr
-        off = base + ((32 * kb) ^ phase) + (j * PAGE * BOX + hh * 8 * BOX)
-        return cute.make_tensor(ptr + cute.assume(off, divby=8), cute.make_layout((1, 8)))
+        off = k_byte_offset(k_addr[1:], j, hh, kb)
+        return cute.make_tensor(k_addr[0] + cute.assume(off, divby=8), cute.make_layout((1, 8)))
 
     @cute.jit
     def dequant_v(
@@ -935,16 +949,22 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         vcol: cutlass.Int32,
         buf: cute.Tensor,
         words: cutlass.Constexpr = 4,
+        v_addr=None,
     ):
         """Steps 45/46: :meth:`dequant_v`'s fragments as fp16 pairs, one PRMT per two pairs
         (:data:`SEL_PAIRS`) and one F2FP per pair, unscaled (the scale is in P; the tail's rows
         are zeroed in SMEM). Step 49 (``words`` 2: 4 m-tiles per warpgroup) loads 8 bytes per
-        token (one LDS.64 at physical columns 8 vcol ..) instead of 16."""
+        token (one LDS.64 at physical columns 8 vcol ..) instead of 16; step 55 addresses
+        them from :meth:`v_offsets` (``v_addr``)."""
         load = self.load16 if words == 4 else self.load8
         for a in cutlass.range_constexpr(2):
             t = 16 * kb + 2 * qd + 8 * a
-            xs = load(sK8, stage, t, vcol)
-            ys = load(sK8, stage, t + 1, vcol)
+            if cutlass.const_expr(v_addr is None):
+                xs = load(sK8, stage, t, vcol)
+                ys = load(sK8, stage, t + 1, vcol)
+            else:
+                xs = self.words8(self.v_bytes(v_addr, 16 * kb + 8 * a, 0))
+                ys = self.words8(self.v_bytes(v_addr, 16 * kb + 8 * a, 1))
             for wi in cutlass.range_constexpr(words):
                 for bp in cutlass.range_constexpr(2):
                     v = prmt(xs[wi], ys[wi], SEL_PAIRS[bp])
@@ -1048,11 +1068,42 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
     def load8(self, sK8: cute.Tensor, stage: cutlass.Int32, t: cutlass.Int32, vec: cutlass.Int32):
         """Token ``t``'s 8 bytes at physical latent columns 8 vec .. 8 vec + 7 of ``stage``
         (one LDS.64), as 2 words (step 49)."""
-        src = cute.local_tile(sK8[None, None, stage], (1, 8), (t, vec))
+        return self.words8(cute.local_tile(sK8[None, None, stage], (1, 8), (t, vec)))
+
+    @cute.jit
+    def words8(self, src: cute.Tensor):
+        """The 8 e4m3 bytes of ``src`` (a (1, 8) SMEM tensor, 8-byte aligned: one LDS.64) as 2
+        words."""
         raw = cute.make_rmem_tensor(cute.make_layout((1, 8)), cutlass.Float8E4M3FN)
         cute.autovec_copy(src, raw)
         w = cute.recast_tensor(raw, cutlass.Uint32)
         return [w[0, i] for i in range(2)]
+
+    def v_offsets(self, k_ptr: cute.Pointer, stage: cutlass.Int32, qd, vec):
+        """Step 55: what :meth:`v_bytes` needs to address the 8 bytes at physical latent
+        columns 8 vec .. 8 vec + 7 of the thread's O^T tokens in ``stage`` without the swizzled
+        view (as :meth:`k_offsets` does for K): the stage's raw pointer and one offset for each
+        of the tokens 2 qd and 2 qd + 1. Every token the thread reads is one of these two plus
+        a multiple of 8 (16 kb + 8 a), which leaves the 128-byte swizzle's phase (the row mod 8)
+        alone, so the rest is the LDS's immediate."""
+        p = 8 * vec
+        c = p % BOX
+        offs = []
+        for e in range(2):
+            row = 2 * qd + e
+            chunk = (c // 16) ^ (row % 8)
+            offs.append(
+                stage * (PAGE * D_V) + (p // BOX) * (PAGE * BOX) + row * BOX + 16 * chunk + c % 16
+            )
+        return (k_ptr, offs)
+
+    @cute.jit
+    def v_bytes(self, v_addr, t8: cutlass.Constexpr, e: cutlass.Constexpr):
+        """Step 55: the 8 bytes of token 2 qd + ``e`` + ``t8`` (``t8`` a multiple of 8) at the
+        thread's columns (:meth:`v_offsets`) as a (1, 8) SMEM tensor: a register plus an
+        immediate."""
+        off = v_byte_offset(v_addr[1], t8, e)
+        return cute.make_tensor(v_addr[0] + cute.assume(off, divby=8), cute.make_layout((1, 8)))
 
     @cute.jit
     def load16(self, sK8: cute.Tensor, stage: cutlass.Int32, t: cutlass.Int32, vec: cutlass.Int32):

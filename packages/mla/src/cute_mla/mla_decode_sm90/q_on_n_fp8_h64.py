@@ -1,4 +1,4 @@
-"""MLA decode for Hopper (sm_90a), steps 49 to 54: the FP8 latent cache at s*h = 64 with the
+"""MLA decode for Hopper (sm_90a), steps 49 to 56: the FP8 latent cache at s*h = 64 with the
 query rows on WGMMA's N, two warpgroups on each page (``--kv_dtype float8_e4m3fn --config
 step=49`` to ``54``; per_token scales). Not the default: at h=64 on an H100 the best of them
 (50, 54) ran within 2% of the FP8 default (step 22) at (128, 4096) and 1.26x its time at
@@ -103,6 +103,11 @@ ROW_PERM_H64 = ((8, 2, 4, 4, 2), (8, 1, 64, 2, 256))
 #: K_PERM's inverse as one layout mode: physical column ``p = e + 2a + 4b + 8q + 32k``
 #: (colexicographic in this shape) -> S^T's logical column ``L = e + 8a + 16b + 2q + 32k``
 K_PERM_INV = (((2, 2, 2, 4), D_V // 32), ((1, 8, 16, 2), 32))
+#: step 56: fp32 words of a thread's S^T partial for the other warpgroup's query rows (an
+#: m64n32 fragment), and their SMEM layout (word, thread, warpgroup) in 16-byte vectors, each
+#: vector of the 128 threads side by side (no bank conflict)
+X_WORDS = 16
+X_LAYOUT = (((4, X_WORDS // 4), THREADS_N, WGS), ((1, 4 * THREADS_N), 4, X_WORDS * THREADS_N))
 
 
 def k_perm_inverse(n: int) -> cute.Layout:
@@ -114,7 +119,7 @@ def k_perm_inverse(n: int) -> cute.Layout:
 
 
 class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
-    """Steps 49-54 (module docstring): s*h = 64, the FP8 latent cache (e4m3, per_token scales),
+    """Steps 49-56 (module docstring): s*h = 64, the FP8 latent cache (e4m3, per_token scales),
     two warpgroups per page, the work list. Same ``__call__`` arguments as
     :class:`.q_on_n_fp8.MlaDecodeSm90QOnNFp8`. Raises ValueError for another s*h, step or
     scale block."""
@@ -153,7 +158,17 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         #: step 54: 50 with Q's latent part read by 16-byte loads in its natural column order
         #: and written to SMEM through the inverse of K_PERM (49-52 read it through K_PERM,
         #: 4-byte loads: at h=64 (32, 4096) the query load was 10% of step 50's stall samples)
-        self.q_wide = step == 54
+        self.q_wide = step in (54, 55, 56)
+        #: step 55: 54 with O^T's V bytes addressed from two per-thread offsets (the tokens'
+        #: rows mod 8 set the swizzle; the rest is the LDS's immediate): in 54 ptxas kept the
+        #: 16 swizzled V addresses of a page, some of them spilled and reloaded per k-block
+        self.v_direct = step >= 55
+        #: step 56: 55 with S^T cut by K's latent columns, not by query rows: warpgroup w
+        #: converts only its own 256 columns (those its O^T converts as V) and runs them
+        #: against all 64 query rows, its own and the other's (two m64n32 WGMMAs per k-block
+        #: from the same A registers); the other's partial, scaled, goes through SMEM (sX)
+        #: and is added after a CTA barrier; the rope part on the warpgroup's own rows
+        self.k_split = step == 56
         self.stages = fp8_q_on_n_stages(step)
         self.work_list = True
         self.combine_batch = 4
@@ -250,6 +265,8 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         # (54: 16-byte loads of the latent part)
         lat_copy, rope_copy = self.q_copies(THREADS_H64, 8 if self.q_wide else 2)
 
+        x_words = X_WORDS * THREADS_H64 if self.k_split else 4
+
         @cute.struct
         class SharedStorage:
             sK8: cute.struct.Align[
@@ -268,6 +285,8 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             sTot: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n], 16]
             sQf: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, n], 16]
             sIdx: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 1], 4]
+            # (56) each warpgroup's S^T partial of the other's query rows
+            sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, x_words], 16]
             mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, st * BARS], 8]
 
         self.shared_storage = SharedStorage
@@ -342,6 +361,9 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         sTot = storage.sTot.get_tensor(cute.make_layout(n))
         sQf = storage.sQf.get_tensor(cute.make_layout(n))
         sIdx = storage.sIdx.get_tensor(cute.make_layout(1))
+        sX = None
+        if cutlass.const_expr(self.k_split):
+            sX = storage.sX.get_tensor(cute.make_layout(X_LAYOUT[0], stride=X_LAYOUT[1]))
         mbar = storage.mbar.data_ptr()
         k_ptr = storage.sK8.data_ptr()
 
@@ -370,6 +392,17 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             tSrK8 = thr.make_fragment_A(thr.partition_A(sK8))
         else:
             tSrQl = thr.make_fragment_B(thr.partition_B(cute.local_tile(sQl, (N_WG, D_V), (wg, 0))))
+        tSrQx = None
+        if cutlass.const_expr(self.k_split):
+            # 56: B = the warpgroup's 256 latent columns (S^T's logical k-blocks 16 w ..
+            # 16 w + 15: K_PERM permutes within 32 columns) of its own query rows, and of the
+            # other warpgroup's
+            tSrQl = thr.make_fragment_B(
+                thr.partition_B(cute.local_tile(sQl, (N_WG, D_V // WGS), (wg, wg)))
+            )
+            tSrQx = thr.make_fragment_B(
+                thr.partition_B(cute.local_tile(sQl, (N_WG, D_V // WGS), (1 - wg, wg)))
+            )
         tSrQr = thr_ss.make_fragment_B(
             thr_ss.partition_B(cute.local_tile(sQr, (N_WG, D_ROPE), (wg, 0)))
         )
@@ -433,6 +466,8 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             bufs=bufs,
             st_views=st_views,
             tSrQl=tSrQl,
+            tSrQx=tSrQx,
+            sX=sX,
             tSrK8=tSrK8,
             tSrR=tSrR,
             tSrQr=tSrQr,
@@ -577,6 +612,82 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         per-thread context (:meth:`kernel_h64`). Returns the two tiled MMAs, whose accumulate
         flag it sets (the caller keeps them: a loop carries them)."""
         thr = c.thr
+        sK8 = c.sK8
+        sSc = c.sSc
+        n_q = c.n_q
+        n_tok = c.n_tok
+        tScS = c.tScS
+        col_max = c.col_max
+        col_sum = c.col_sum
+        limit = c.limit
+        pg_max = c.pg_max
+        sMax = c.sMax
+        scale_log2 = c.scale_log2
+        wwarp = c.wwarp
+        lane = c.lane
+        corr = c.corr
+        bar_wg = c.bar_wg
+        wt = c.wt
+        wg = c.wg
+        tPsPt = c.tPsPt
+        sPt = c.sPt
+        sCorr = c.sCorr
+        if cutlass.const_expr(self.k_split):
+            acc_s, rs_mma, ss_mma = self.st_columns(c, rs_mma, ss_mma, stage, phase)
+            sv = acc_s
+        else:
+            acc_s, sv, rs_mma, ss_mma = self.st_rows(c, rs_mma, ss_mma, stage, phase)
+        s_mn = _mn_view(sv)
+
+        # the column softmax of the warpgroup's 32 rows (its own barrier); the change
+        # of max goes to sCorr for both warpgroups' O^T
+        self.column_softmax(
+            sv, None, tScS, col_max, col_sum, limit, pg_max, sMax, pg, scale_log2,
+            wwarp, lane, corr_out=corr, bar_id=bar_wg,
+        )  # fmt: skip
+        # P times its token's scale (0 past the end, where the scale and V may be
+        # NaN), fp16; the tail's e4m3 rows of the warpgroup's own latent columns zeroed
+        # (its S^T loads are done: the barrier above; the other warpgroup's S^T may
+        # still read these rows, whose scores the softmax masks)
+        tail = seqlen - pg * PAGE
+        for i in cutlass.range_constexpr(n_tok):
+            tok = tScS[i, 0][0]
+            sc = sSc[tok, 0, stage]
+            if tok >= tail:
+                sc = cutlass.Float32(0.0)
+            for j in cutlass.range_constexpr(n_q):
+                s_mn[i, j] = s_mn[i, j] * sc
+        if tail < PAGE:
+            self.zero_fp8_rows(sK8, stage, tail, wt, OT_ROWS // 16 * wg, OT_ROWS // 16)
+        rP = cute.make_rmem_tensor(acc_s.layout, cutlass.Float16)
+        rP.store(sv.load().to(cutlass.Float16))
+        pbuf = g_pg % self.p_bufs
+        if cutlass.const_expr(self.p_bufs == 1):
+            tPsPt_b = tPsPt
+        else:
+            tPsPt_b = thr.partition_C(cute.local_tile(sPt[None, None, pbuf], (PAGE, N_WG), (0, wg)))
+        for e in cutlass.range_constexpr(cute.size(rP)):
+            tPsPt_b[e] = rP[e]
+        if wwarp == 0 and lane < 4:
+            for j in cutlass.range_constexpr(n_q):
+                sCorr[tScS[0, j][1]] = corr[j]
+        cute.arch.fence_proxy("async.shared", space="cta")
+        return rs_mma, ss_mma
+
+    @cute.jit
+    def st_rows(
+        self,
+        c,
+        rs_mma: cute.TiledMma,
+        ss_mma: cute.TiledMma,
+        stage: cutlass.Int32,
+        phase: cutlass.Int32,
+    ):
+        """Steps 49-55: the warpgroup's 32 query rows of S^T over all 576 columns (every K
+        column converted), latent x (token scale / row factor) + rope. Returns the accumulator,
+        S^T (the accumulator itself, or step 52's registers apart from it) and the two tiled
+        MMAs."""
+        thr = c.thr
         thr_ss = c.thr_ss
         acc_s_shape = c.acc_s_shape
         k_ptr = c.k_ptr
@@ -596,21 +707,6 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         q_inv = c.q_inv
         sQf = c.sQf
         tScS = c.tScS
-        col_max = c.col_max
-        col_sum = c.col_sum
-        limit = c.limit
-        pg_max = c.pg_max
-        sMax = c.sMax
-        scale_log2 = c.scale_log2
-        wwarp = c.wwarp
-        lane = c.lane
-        corr = c.corr
-        bar_wg = c.bar_wg
-        wt = c.wt
-        wg = c.wg
-        tPsPt = c.tPsPt
-        sPt = c.sPt
-        sCorr = c.sCorr
         # S^T = K Q^T of the warpgroup's 32 rows: half box gi's 4 k-blocks from buffer
         # gi % 2, refilled once the group that read it (gi - 2) has retired; then the
         # rope's 4 from SMEM into their own accumulator
@@ -681,41 +777,81 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             sc = sSc[tScS[i, 0][0], 0, stage]
             for j in cutlass.range_constexpr(n_q):
                 s_mn[i, j] = s_src[i, j] * (sc * q_inv[j]) + r_mn[i, j]
+        return acc_s, sv, rs_mma, ss_mma
 
-        # the column softmax of the warpgroup's 32 rows (its own barrier); the change
-        # of max goes to sCorr for both warpgroups' O^T
-        self.column_softmax(
-            sv, None, tScS, col_max, col_sum, limit, pg_max, sMax, pg, scale_log2,
-            wwarp, lane, corr_out=corr, bar_id=bar_wg,
-        )  # fmt: skip
-        # P times its token's scale (0 past the end, where the scale and V may be
-        # NaN), fp16; the tail's e4m3 rows of the warpgroup's own latent columns zeroed
-        # (its S^T loads are done: the barrier above; the other warpgroup's S^T may
-        # still read these rows, whose scores the softmax masks)
-        tail = seqlen - pg * PAGE
-        for i in cutlass.range_constexpr(n_tok):
-            tok = tScS[i, 0][0]
-            sc = sSc[tok, 0, stage]
-            if tok >= tail:
-                sc = cutlass.Float32(0.0)
-            for j in cutlass.range_constexpr(n_q):
-                s_mn[i, j] = s_mn[i, j] * sc
-        if tail < PAGE:
-            self.zero_fp8_rows(sK8, stage, tail, wt, OT_ROWS // 16 * wg, OT_ROWS // 16)
-        rP = cute.make_rmem_tensor(acc_s.layout, cutlass.Float16)
-        rP.store(sv.load().to(cutlass.Float16))
-        pbuf = g_pg % self.p_bufs
-        if cutlass.const_expr(self.p_bufs == 1):
-            tPsPt_b = tPsPt
-        else:
-            tPsPt_b = thr.partition_C(cute.local_tile(sPt[None, None, pbuf], (PAGE, N_WG), (0, wg)))
-        for e in cutlass.range_constexpr(cute.size(rP)):
-            tPsPt_b[e] = rP[e]
-        if wwarp == 0 and lane < 4:
-            for j in cutlass.range_constexpr(n_q):
-                sCorr[tScS[0, j][1]] = corr[j]
-        cute.arch.fence_proxy("async.shared", space="cta")
-        return rs_mma, ss_mma
+    @cute.jit
+    def st_columns(
+        self,
+        c,
+        rs_mma: cute.TiledMma,
+        ss_mma: cute.TiledMma,
+        stage: cutlass.Int32,
+        phase: cutlass.Int32,
+    ):
+        """Step 56: the warpgroup's 32 query rows of S^T with K cut by latent columns. The
+        warpgroup converts its own 256 columns only (boxes 2 w and 2 w + 1) and runs each
+        k-block against its own rows and the other warpgroup's (two m64n32 WGMMAs from the same
+        A registers); both partials are scaled (token scale / row factor); the other's goes to
+        ``sX``, the rope part's 4 k-blocks are issued onto its own, and after one CTA barrier
+        the other warpgroup's partial of its rows is added. Returns S^T of its rows (the
+        m64n32 accumulator layout of steps 49-54) and the two tiled MMAs."""
+        thr = c.thr
+        mbar = c.mbar
+        tScS = c.tScS
+        sSc = c.sSc
+        sQf = c.sQf
+        q_inv = c.q_inv
+        sX = c.sX
+        wg = c.wg
+        wt = c.wt
+        acc_s = thr.make_fragment_C(c.acc_s_shape)
+        acc_x = thr.make_fragment_C(c.acc_s_shape)
+        ptr, base, swz = self.k_offsets(c.k_ptr, stage, c.r0, c.qd)
+        boxes = N_BOXES // WGS
+        k_addr = (ptr, base + wg * (boxes * PAGE * BOX), swz)
+        for gi in cutlass.range_constexpr(2 * boxes):
+            j = gi // 2
+            half = gi % 2
+            if cutlass.const_expr(gi >= 2):
+                warpgroup.wait_group(1)
+            if cutlass.const_expr(half == 0):
+                cute.arch.mbarrier_wait(mbar + stage * BARS + boxes * wg + j, phase)
+            self.dequant_k(
+                c.sK8, sSc, stage, j, c.r0, c.qd, c.bufs[gi % 2], kb_lo=2 * half, kb_n=2,
+                k_addr=k_addr,
+            )  # fmt: skip
+            warpgroup.fence()
+            for kk in cutlass.range_constexpr(KB_PER_GROUP):
+                k = j * KB_PER_BOX + KB_PER_GROUP * half + kk
+                rs_mma.set(warpgroup.Field.ACCUMULATE, k > 0)
+                a = c.st_views[gi % 2][None, None, kk]
+                cute.gemm(rs_mma, acc_s, a, c.tSrQl[None, None, k], acc_s)
+                cute.gemm(rs_mma, acc_x, a, c.tSrQx[None, None, k], acc_x)
+            warpgroup.commit_group()
+        warpgroup.wait_group(0)
+        # box 0's mbarrier also counts the scales (warpgroup 1 has not waited for it)
+        cute.arch.mbarrier_wait(mbar + stage * BARS, phase)
+        s_mn = _mn_view(acc_s)
+        x_mn = _mn_view(acc_x)
+        for i in cutlass.range_constexpr(c.n_tok):
+            sc = sSc[tScS[i, 0][0], 0, stage]
+            for j in cutlass.range_constexpr(c.n_q):
+                s_mn[i, j] = s_mn[i, j] * (sc * q_inv[j])
+                x_mn[i, j] = x_mn[i, j] * (sc * sQf[(tScS[0, j][1] + N_WG) % self.n])
+        for e in cutlass.range_constexpr(X_WORDS):
+            sX[e, wt, wg] = acc_x[e]
+        # the rope part of its own rows onto the scaled latent part
+        cute.arch.mbarrier_wait(mbar + stage * BARS + N_BOXES, phase)
+        warpgroup.fence()
+        ss_mma.set(warpgroup.Field.ACCUMULATE, True)
+        for kk in cutlass.range_constexpr(D_ROPE // 16):
+            cute.gemm(ss_mma, acc_s, c.tSrR[None, None, kk, stage], c.tSrQr[None, None, kk], acc_s)
+        warpgroup.commit_group()
+        cute.arch.barrier()  # both partials in sX
+        warpgroup.wait_group(0)
+        for e in cutlass.range_constexpr(X_WORDS):
+            acc_s[e] = acc_s[e] + sX[e, wt, 1 - wg]
+        return acc_s, rs_mma, ss_mma
 
     @cute.jit
     def ot_page(self, c, ot_mma: cute.TiledMma, stage: cutlass.Int32, pbuf: cutlass.Int32):
@@ -734,17 +870,18 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         ot_views = c.ot_views
         tOrP = c.tOrP
         acc_o = c.acc_o
+        v_addr = self.v_offsets(c.k_ptr, stage, qd, vec8) if self.v_direct else None
         # O^T's 64 columns rescaled by their change of max; then O^T += V^T P^T:
         # k-block kb (16 tokens) of the 4 m-tiles from buffer kb % 2
-        for c in cutlass.range_constexpr(n_o):
-            f = sCorr[tOcO[0, c][1]]
+        for col in cutlass.range_constexpr(n_o):
+            f = sCorr[tOcO[0, col][1]]
             for i in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[0])):
-                acc_o_mn[i, c] = acc_o_mn[i, c] * f
+                acc_o_mn[i, col] = acc_o_mn[i, col] * f
         ot_mma.set(warpgroup.Field.ACCUMULATE, True)
         for kb in cutlass.range_constexpr(OT_KBLOCKS):
             if cutlass.const_expr(kb >= 2):
                 warpgroup.wait_group(1)
-            self.dequant_v_f16(sK8, stage, kb, qd, vec8, bufs[kb % 2], words=2)
+            self.dequant_v_f16(sK8, stage, kb, qd, vec8, bufs[kb % 2], words=2, v_addr=v_addr)
             warpgroup.fence()
             cute.gemm(
                 ot_mma, acc_o, ot_views[kb % 2][None, None, 0],
