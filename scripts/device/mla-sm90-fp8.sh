@@ -186,9 +186,12 @@ JOBS
 }
 
 # step 49 timed (FORMATS, default h64: ours on bf16 (step 11), the FP8 default (step 22) and
-# step 49) with PEERS on bf16, alternated at h=64, (B, T) = (128, 4096) and (32, 4096)
+# step 49) with PEERS on bf16, alternated at h=64, (B, T) = (128, 4096) and (32, 4096), or at
+# SHAPES (B,T pairs, space-separated: "64,4096 128,8192")
 jobs_table49() {
-    echo "q49-table fp8alt --formats ${FORMATS:-h64} --shape 128,4096,64 --shape 32,4096,64 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
+    local shapes="" bt
+    for bt in ${SHAPES:-128,4096 32,4096}; do shapes="$shapes --shape $bt,64"; done
+    echo "q49-table fp8alt --formats ${FORMATS:-h64}$shapes --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
 }
 
 # step FP8_STEP (default 49), the FP8 default (22) and the 16-bit default under Nsight Compute

@@ -280,6 +280,13 @@ FORMAT_SETS = {
         ("fp8 per_token step55", {"kv_dtype": FP8}, {"step": "55"}),
         ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
     ),
+    # step 56 against the FP8 default (22) and ours on bf16 over sizes: where 56's lower cost
+    # per page outweighs its fixed cost per part (the FP8 default at h=64)
+    "h64h": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),
