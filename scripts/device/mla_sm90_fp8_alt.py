@@ -280,6 +280,15 @@ FORMAT_SETS = {
         ("fp8 per_token step55", {"kv_dtype": FP8}, {"step": "55"}),
         ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
     ),
+    # step 57 (56 without the CTA barrier at each page's end) against 56, 55, the FP8
+    # default (22) and bf16
+    "h64i": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step55", {"kv_dtype": FP8}, {"step": "55"}),
+        ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
+        ("fp8 per_token step57", {"kv_dtype": FP8}, {"step": "57"}),
+    ),
     # step 56 against the FP8 default (22) and ours on bf16 over sizes: where 56's lower cost
     # per page outweighs its fixed cost per part (the FP8 default at h=64)
     "h64h": (

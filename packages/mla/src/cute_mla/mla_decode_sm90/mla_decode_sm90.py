@@ -151,14 +151,15 @@ FP8_Q_ON_N_MIN_BLOCK = 128
 #: WGMMAs from the e4m3 page in SMEM (Q as two e4m3 terms per row; no K dequantisation), 54 is
 #: 50 with Q read by 16-byte loads and permuted on its way into SMEM, 55 is 54 with O^T's V
 #: bytes addressed from two per-thread offsets (no spills), 56 is 55 with S^T cut by K's latent
-#: columns (each warpgroup converts its own 256 columns once, the partials added through SMEM)
-Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52, 53, 54, 55, 56)
+#: columns (each warpgroup converts its own 256 columns once, the partials added through SMEM),
+#: 57 is 56 without the CTA barrier at each page's end (an empty mbarrier per stage)
+Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52, 53, 54, 55, 56, 57)
 
 
 def fp8_q_on_n_stages(step: int) -> int:
     """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43, 45-48 (about 104 KB of SMEM,
     so two CTAs share an SM), 4 for 44 (one CTA per SM); 3 for q_on_n_fp8_h64.py's 49 (one CTA
-    per SM, about 200 KB) to 56."""
+    per SM, about 200 KB) to 57."""
     return 3 if step in Q_ON_N_FP8_H64_STEPS else 4 if step == 44 else 2
 
 
@@ -543,7 +544,7 @@ class MlaSm90Config(Config):
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
     the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`, 40 or 42,
     one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49
-    to 56, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs),
+    to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs),
     or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
@@ -584,18 +585,18 @@ class MlaSm90Config(Config):
     S^T = latent x token scale / row factor + rope (per_token only), 47 is 46 with the next
     page's cache index read a page before its TMA is issued, 48 is 47 issuing a stage's next
     TMA before the page's last O^T WGMMAs retire (they read registers and P^T, not the stage).
-    49-56 (:mod:`.q_on_n_fp8_h64`, s*h = 64, per_token only): S^T split by query rows and O^T by
+    49-57 (:mod:`.q_on_n_fp8_h64`, s*h = 64, per_token only): S^T split by query rows and O^T by
     latent rows between two warpgroups; 50 computes each K address at its use, 51 adds a second
     S^T accumulator, 52 overlaps a page's O^T with the next page's S^T, 53 runs S^T's latent
     part as FP8 WGMMAs (faster, but outside the LSE tolerance on one-token sequences), 54 reads
     Q by 16-byte loads (the devlog, "Session 19"), 55 addresses V's bytes from two offsets per
     thread, 56 cuts S^T by K's latent columns instead (each warpgroup converts only its own 256
-    columns, as its O^T does, and the partials of the other's query rows meet in SMEM; the
-    devlog, "Session 20").
+    columns, as its O^T does, and the partials of the other's query rows meet in SMEM), 57
+    drops 56's CTA barrier at each page's end (the devlog, "Session 20").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
-    steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-56 in
+    steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
@@ -662,7 +663,7 @@ class MlaDecodeSm90(KernelPlan):
         "WGMMA's N, one warpgroup) and, for the FP8 cache, step 22 (a producer warpgroup "
         "dequantises the FP8 pages; at s*h = 16 step 47 with per_token scales, 43 with "
         "per_block ones: q_on_n_fp8.py, the e4m3 page converted in registers into WGMMA's A "
-        "operand); at s*h = 64 steps 49-56 (q_on_n_fp8_h64.py, two warpgroups per page) are "
+        "operand); at s*h = 64 steps 49-57 (q_on_n_fp8_h64.py, two warpgroups per page) are "
         "builds for comparison, not the default; schedule=lockstep: kernel.py"
     )
 
@@ -881,6 +882,8 @@ class MlaDecodeSm90(KernelPlan):
                 55: ", K and V addressed by offset, Q by 16-byte loads",
                 56: ", K and V addressed by offset, Q by 16-byte loads, S^T cut by K's columns "
                 "(partials added through SMEM)",
+                57: ", K and V addressed by offset, Q by 16-byte loads, S^T cut by K's columns "
+                "(partials added through SMEM), no CTA barrier at a page's end",
             }.get(step, "")
             return (
                 f"step {step} (FP8 cache at s*h = 64: query rows on WGMMA's N, two warpgroups on "
@@ -942,7 +945,7 @@ class MlaDecodeSm90(KernelPlan):
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
         16 and :data:`WORK_LIST_STEP` (11) elsewhere, and that the FP8 cache
-        (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-56, else
+        (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
         :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns, and
         :data:`FP8_STEP` (22) elsewhere. Without ``problem`` the default resolves as for

@@ -168,7 +168,15 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         #: against all 64 query rows, its own and the other's (two m64n32 WGMMAs per k-block
         #: from the same A registers); the other's partial, scaled, goes through SMEM (sX)
         #: and is added after a CTA barrier; the rope part on the warpgroup's own rows
-        self.k_split = step == 56
+        self.k_split = step >= 56
+        #: step 57: 56 without the CTA barrier at each page's end. A stage is handed back to
+        #: the TMA by an "empty" mbarrier per stage (all 256 threads arrive once their last
+        #: load of the page is done; only warp 0, which issues the refill, waits on it). P^T,
+        #: sCorr and sX need no barrier of their own there: each warpgroup retires its O^T
+        #: WGMMAs (the readers of P^T) before the next page's exchange barrier, behind which
+        #: alone P^T and sCorr are written again, and sX is written after the previous page's
+        #: P^T barrier, which both warpgroups pass only after reading it
+        self.empty_bars = step >= 57
         self.stages = fp8_q_on_n_stages(step)
         self.work_list = True
         self.combine_batch = 4
@@ -287,7 +295,8 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
             sIdx: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 1], 4]
             # (56) each warpgroup's S^T partial of the other's query rows
             sX: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, x_words], 16]
-            mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, st * BARS], 8]
+            # (57: after the st * BARS full barriers, one empty barrier per stage)
+            mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, st * (BARS + 1)], 8]
 
         self.shared_storage = SharedStorage
 
@@ -371,6 +380,9 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         if tidx == 0:
             for i in cutlass.range_constexpr(st * BARS):
                 cute.arch.mbarrier_init(mbar + i, 1)
+            if cutlass.const_expr(self.empty_bars):
+                for i in cutlass.range_constexpr(st):
+                    cute.arch.mbarrier_init(mbar + st * BARS + i, THREADS_H64)
         cute.arch.mbarrier_init_fence()
         tmas = self.page_tmas(tma8, mK8t, sK8, tmaR, mRt, sR, tmaS, mSct, sSc_tma)
         seg_lo = mWork[part, 0]
@@ -544,9 +556,16 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
                     cute.arch.barrier()  # both halves of P^T and sCorr; the zeroed rows
                     ot_mma = self.ot_page(c, ot_mma, stage, 0)
                     warpgroup.wait_group(0)
-                    # both warpgroups' loads of the stage and their WGMMAs of P^T done: the
-                    # stage, sP and sCorr are free
-                    cute.arch.barrier()
+                    if cutlass.const_expr(self.empty_bars):
+                        # 57: the thread's loads of the stage are done; warp 0 refills it
+                        # once all 256 have said so
+                        cute.arch.mbarrier_arrive(mbar + st * BARS + stage)
+                        if warp == 0:
+                            cute.arch.mbarrier_wait(mbar + st * BARS + stage, (g_pg // st) % 2)
+                    else:
+                        # both warpgroups' loads of the stage and their WGMMAs of P^T done: the
+                        # stage, sP and sCorr are free
+                        cute.arch.barrier()
                     ls, lp, c_seq, c_end = self.issue_fetched(
                         tmas, mbar, mWork, mPT, sIdx, stage, ls, lp, c_seq, c_end, seg_hi, warp,
                         lane,
