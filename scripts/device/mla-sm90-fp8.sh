@@ -248,6 +248,13 @@ jobs_ncu49s() {
     echo "q49s-ncu-s22-h64-b32-t4096 kernel --b 32 --t 4096 --h 64 $f8 --prof_type ncu --ncu-set full"
 }
 
+# the defaults (format set "defaults": bf16, FP8 per_token and per_block, no --config) with
+# PEERS on bf16, alternated at h=128, h=64 and h=16, the (B, T) = (128, 4096), and at
+# h=64 (32, 4096)
+jobs_tabledef() {
+    echo "fdef-table fp8alt --formats defaults --shape 128,4096,128 --shape 128,4096,64 --shape 32,4096,64 --shape 128,4096,16 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
+}
+
 jobs_table() {
     echo "f8-table fp8alt --shape 128,4096,128 --shape 128,4096,64 --peers '${PEERS-flashinfer_mla}' --cuda-graph --reps 30"
 }

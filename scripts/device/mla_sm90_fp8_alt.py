@@ -296,6 +296,13 @@ FORMAT_SETS = {
         _seesaw(22),
         ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
     ),
+    # the defaults as a user gets them (no --config): the 16-bit cache, and the FP8 cache at
+    # both granularities (step 22, or 47/43 at s*h = 16, or 57 at s*h = 64 from B = 128 on)
+    "defaults": (
+        ("bf16", {}, {}),
+        ("fp8 per_token default", {"kv_dtype": FP8}, {}),
+        ("fp8 per_block default", {"kv_dtype": FP8, "kv_scale": "per_block"}, {}),
+    ),
     # step 16 (the producer fills in release order) against step 15
     "step16": (
         ("bf16", {}, {}),

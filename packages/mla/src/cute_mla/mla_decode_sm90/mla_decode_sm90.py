@@ -154,6 +154,13 @@ FP8_Q_ON_N_MIN_BLOCK = 128
 #: columns (each warpgroup converts its own 256 columns once, the partials added through SMEM),
 #: 57 is 56 without the CTA barrier at each page's end (an empty mbarrier per stage)
 Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52, 53, 54, 55, 56, 57)
+#: the FP8 default at s*h = 64 with per_token scales and at least
+#: :data:`FP8_Q_ON_N_H64_MIN_BATCH` sequences (step 22 below that). Measured on an H100 in one
+#: alternated run each (the devlog, "Session 20"): at (B, T) = (128, 4096) 57 took 0.942x
+#: step 22's time, and 56 (within 1.2% of 57) 0.96x at (128, 8192); at B = 32 and 64 step 22
+#: was faster at every T measured (56: 1.03-1.22x), its fixed cost per part being lower
+FP8_Q_ON_N_H64_STEP = 57
+FP8_Q_ON_N_H64_MIN_BATCH = 128
 
 
 def fp8_q_on_n_stages(step: int) -> int:
@@ -548,7 +555,8 @@ class MlaSm90Config(Config):
     or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
-    of at least 128 columns), 9 with an explicit ``splits``, else 11. 11 is a work list of the
+    of at least 128 columns; at s*h = 64: 57 with per_token scales and b >= 128), 9 with an
+    explicit ``splits``, else 11. 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
     per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
@@ -663,8 +671,9 @@ class MlaDecodeSm90(KernelPlan):
         "WGMMA's N, one warpgroup) and, for the FP8 cache, step 22 (a producer warpgroup "
         "dequantises the FP8 pages; at s*h = 16 step 47 with per_token scales, 43 with "
         "per_block ones: q_on_n_fp8.py, the e4m3 page converted in registers into WGMMA's A "
-        "operand); at s*h = 64 steps 49-57 (q_on_n_fp8_h64.py, two warpgroups per page) are "
-        "builds for comparison, not the default; schedule=lockstep: kernel.py"
+        "operand; at s*h = 64 with per_token scales and b >= 128 step 57: q_on_n_fp8_h64.py, "
+        "two warpgroups per page; its steps 49-56 are builds for comparison); "
+        "schedule=lockstep: kernel.py"
     )
 
     def supports(self, problem: MlaDecodeProblem) -> None:
@@ -947,20 +956,27 @@ class MlaDecodeSm90(KernelPlan):
         16 and :data:`WORK_LIST_STEP` (11) elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
-        :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns, and
-        :data:`FP8_STEP` (22) elsewhere. Without ``problem`` the default resolves as for
-        s*h > 16."""
+        :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns,
+        :data:`FP8_Q_ON_N_H64_STEP` (57) at s*h = 64 with per_token scales and at least
+        :data:`FP8_Q_ON_N_H64_MIN_BATCH` (128) sequences, and :data:`FP8_STEP` (22) elsewhere
+        (and with an explicit ``splits``). Without ``problem`` the default resolves as for
+        s*h > 16 and a 16-bit cache."""
         if problem is not None and problem.kv_fp8:
             if config.step in (*FP8_STEPS, *Q_ON_N_FP8_STEPS, *Q_ON_N_FP8_H64_STEPS):
                 return config.step
-            if (
-                problem.s * problem.h == 16
-                and problem.scale_block() >= FP8_Q_ON_N_MIN_BLOCK
-                and not config.splits
-            ):
+            if config.splits:
+                return FP8_STEP
+            sh = problem.s * problem.h
+            if sh == 16 and problem.scale_block() >= FP8_Q_ON_N_MIN_BLOCK:
                 if problem.kv_scale == "per_token":
                     return FP8_Q_ON_N_PER_TOKEN_STEP
                 return FP8_Q_ON_N_STEP
+            if (
+                sh == 64
+                and problem.kv_scale == "per_token"
+                and problem.b >= FP8_Q_ON_N_H64_MIN_BATCH
+            ):
+                return FP8_Q_ON_N_H64_STEP
             return FP8_STEP
         if config.splits and config.step in (AUTO_STEP, WORK_LIST_STEP):
             return 9
