@@ -248,6 +248,18 @@ jobs_ncu49s() {
     echo "q49s-ncu-s22-h64-b32-t4096 kernel --b 32 --t 4096 --h 64 $f8 --prof_type ncu --ncu-set full"
 }
 
+# the FP8 default at s*h = 64 (no --config): step 57 from 128 sequences on (fixed, varlen with
+# empty sequences, s=4 h=16 causal), step 22 at 127
+jobs_checkdef() {
+    local c="--check --check-launches 3 --prof_type disabled"
+    cat <<JOBS
+fdef-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 $f8 $c
+fdef-h64-b128-varlen kernel --b 128 --t 1000 --h 64 --varlen true $f8 $c
+fdef-s4-h16-b128-causal kernel --b 128 --s 4 --t 500 --h 16 --causal true $f8 $c
+fdef-h64-b127 kernel --b 127 --t 500 --h 64 $f8 $c
+JOBS
+}
+
 # the defaults (format set "defaults": bf16, FP8 per_token and per_block, no --config) with
 # PEERS on bf16, alternated at h=128, h=64 and h=16, the issue's (B, T) = (128, 4096), and at
 # h=64 (32, 4096)
