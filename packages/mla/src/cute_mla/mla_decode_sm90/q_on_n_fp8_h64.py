@@ -1,8 +1,10 @@
-"""MLA decode for Hopper (sm_90a), steps 49 to 56: the FP8 latent cache at s*h = 64 with the
+"""MLA decode for Hopper (sm_90a), steps 49 to 57: the FP8 latent cache at s*h = 64 with the
 query rows on WGMMA's N, two warpgroups on each page (``--kv_dtype float8_e4m3fn --config
-step=49`` to ``54``; per_token scales). Not the default: at h=64 on an H100 the best of them
-(50, 54) ran within 2% of the FP8 default (step 22) at (128, 4096) and 1.26x its time at
-(32, 4096) (the devlog's section "Session 19").
+step=49`` to ``57``; per_token scales). Step 57 is the FP8 default at s*h = 64 from 128
+sequences on: on an H100 it took 0.942x the time of step 22 (the FP8 default elsewhere) at
+(128, 4096), and 0.932x the 16-bit default's; at 32 and 64 sequences step 22 was faster, these
+builds paying more per part (the query's conversion, the fp32 partial O) (the devlog's
+sections "Session 19" and "Session 20").
 
 Why (issue 11: at h_q <= 64 an FP8 cache should read half the bytes and run faster): at h = 64
 the FP8 default (step 22, a producer warpgroup dequantising each page into 16-bit SMEM for the
@@ -55,6 +57,19 @@ conversion, 0.86x the 16-bit time on the H100, but Hopper's FP8 MMA accumulation
 mantissa, not fp32) puts a one-token sequence's LSE 3.96e-4 off, against the workload's 1e-4:
 an experiment, not for use. Step 54 is 50 with Q read by 16-byte loads in its natural order
 and permuted on the way into SMEM (:data:`K_PERM_INV`): 0.996x step 50's time.
+
+Step 55 is 54 with the V bytes addressed from two offsets per thread
+(:meth:`.q_on_n_fp8.MlaDecodeSm90QOnNFp8.v_offsets`): no spills, 0.979x 54's time. Step 56
+cuts S^T by K's latent columns instead of query rows (:meth:`MlaDecodeSm90QOnNFp8H64.st_columns`):
+
+    S^T: warpgroup w K's latent columns 256 w .. 256 w + 255 (those its O^T converts as V),
+         against all 64 query rows (two m64n32 WGMMAs per k-block from the same A registers)
+
+so each K byte is converted once per page, not twice; the partial of the other warpgroup's
+rows, scaled, goes through ``sX`` (16 KB) and is added after a CTA barrier, after which each
+warpgroup holds S^T of its own 32 rows as in 49-55 (0.989x 55's time: the conversion count
+was not the limit). Step 57 is 56 without the CTA barrier at a page's end: an empty mbarrier
+per stage hands the stage back to warp 0's TMA (0.988x 56's time).
 """
 
 from __future__ import annotations
