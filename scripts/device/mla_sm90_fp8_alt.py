@@ -289,6 +289,13 @@ FORMAT_SETS = {
         ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
         ("fp8 per_token step57", {"kv_dtype": FP8}, {"step": "57"}),
     ),
+    # step 57 (the FP8 default at s*h = 64 from B = 128) against step 22 and bf16 at longer
+    # sequences than the runs that chose it
+    "h64j": (
+        ("bf16", {}, {}),
+        _seesaw(22),
+        ("fp8 per_token step57", {"kv_dtype": FP8}, {"step": "57"}),
+    ),
     # step 56 against the FP8 default (22) and ours on bf16 over sizes: where 56's lower cost
     # per page outweighs its fixed cost per part (the FP8 default at h=64)
     "h64h": (
