@@ -248,8 +248,9 @@ jobs_ncu49s() {
     echo "q49s-ncu-s22-h64-b32-t4096 kernel --b 32 --t 4096 --h 64 $f8 --prof_type ncu --ncu-set full"
 }
 
-# the FP8 default at s*h = 64 (no --config): step 57 from 128 sequences on (fixed, varlen with
-# empty sequences, s=4 h=16 causal), step 22 at 127
+# the FP8 default at s*h = 64 (no --config): step 57 at h=64 s=1 from 128 sequences on (fixed,
+# varlen with empty sequences), step 22 at 127 and at s=4 h=16 causal (57 there until session
+# 20's last commit, when the default left s > 1 untimed: this job's run in window 4 built 57)
 jobs_checkdef() {
     local c="--check --check-launches 3 --prof_type disabled"
     cat <<JOBS

@@ -433,11 +433,13 @@ def test_mla_decode_sm90_fp8_refusals_in_one_line(shape, overrides, needle):
         cfg16 = plan.config(p16, {})
         assert MlaDecodeSm90.kernel_step(cfg16, p16) == want, kw
         plan.supports_config(p16, cfg16)
-    # at s*h = 64 (h=64, or s=4 h=16) with per_token scales, step 57 from 128 sequences on
-    # (measured faster than 22 at B = 128 only); 22 below, with per_block scales, and at h=128
+    # at h=64 s=1 with per_token scales, step 57 from 128 sequences on (measured faster than
+    # 22 at B = 128 only); 22 below, with per_block scales, at s > 1 (57 untimed there; it takes
+    # s*h = 64 when asked) and at h=128
     for kw, want in (
         ({"b": 128, "h": 64}, 57),
-        ({"b": 200, "s": 4, "h": 16, "causal": True}, 57),
+        ({"b": 200, "s": 4, "h": 16, "causal": True}, 22),
+        ({"b": 128, "s": 2, "h": 32}, 22),
         ({"b": 127, "h": 64}, 22),
         ({"b": 32, "h": 64}, 22),
         ({"b": 128, "h": 64, "kv_scale": "per_block"}, 22),
@@ -1672,6 +1674,10 @@ def test_fp8_q_on_n_h64_compiles_for_sm90a(step, shape, spill_cap, tmp_path, mon
     ops = st["opcodes"]
     assert ops.get("UTMALDG") == 6 * (3 + 1)
     assert ops.get("LDGSTS") == 4  # the query's rope part (64 rows: 2 passes), the index (2)
+    # 54 and later read Q's latent part by 16-byte loads (about 42 LDG in all), 49-53 by 4-byte
+    # ones (about 90): a build that says "Q by 16-byte loads" must have them (57's first build
+    # had left them out)
+    assert (ops.get("LDG", 0) < 64) == (step >= 54), ops.get("LDG")
     # K by F2FP (256 a page) and V (64) in 49-52, 54, 55; V only in 53, plus its Q terms'
     # conversions; 56 converts half of K (its own 256 columns: 128), so fewer than 55
     assert ops.get("HMUL2", 0) == 0 and ops.get("F2FP", 0) >= (128 if step >= 56 else 256) + 64

@@ -154,11 +154,12 @@ FP8_Q_ON_N_MIN_BLOCK = 128
 #: columns (each warpgroup converts its own 256 columns once, the partials added through SMEM),
 #: 57 is 56 without the CTA barrier at each page's end (an empty mbarrier per stage)
 Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52, 53, 54, 55, 56, 57)
-#: the FP8 default at s*h = 64 with per_token scales and at least
-#: :data:`FP8_Q_ON_N_H64_MIN_BATCH` sequences (step 22 below that). Measured on an H100 in one
-#: alternated run each (the devlog, "Session 20"): at (B, T) = (128, 4096) 57 took 0.942x
-#: step 22's time, and 56 (within 1.2% of 57) 0.96x at (128, 8192); at B = 32 and 64 step 22
-#: was faster at every T measured (56: 1.03-1.22x), its fixed cost per part being lower
+#: the FP8 default at h = 64, s = 1 with per_token scales and at least
+#: :data:`FP8_Q_ON_N_H64_MIN_BATCH` sequences (step 22 below that, and at s > 1, where 57 builds
+#: and passes its checks but was not timed). Measured on an H100, one alternated run each (the
+#: devlog, "Session 20"): 57 took 0.940x, 0.944x and 0.965x step 22's time at (B, T) =
+#: (128, 4096), (128, 8192) and (128, 16384); at B = 32 and 64 step 22 was faster at every T
+#: measured (56: 1.03-1.22x; 57: 1.21x at (32, 4096)), its fixed cost per part being lower
 FP8_Q_ON_N_H64_STEP = 57
 FP8_Q_ON_N_H64_MIN_BATCH = 128
 
@@ -166,7 +167,7 @@ FP8_Q_ON_N_H64_MIN_BATCH = 128
 def fp8_q_on_n_stages(step: int) -> int:
     """Page stages per CTA of q_on_n_fp8.py's ``step``: 2 for 43, 45-48 (about 104 KB of SMEM,
     so two CTAs share an SM), 4 for 44 (one CTA per SM); 3 for q_on_n_fp8_h64.py's 49 (one CTA
-    per SM, about 200 KB) to 57."""
+    per SM, 204-220 KB) to 57."""
     return 3 if step in Q_ON_N_FP8_H64_STEPS else 4 if step == 44 else 2
 
 
@@ -555,7 +556,7 @@ class MlaSm90Config(Config):
     or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
-    of at least 128 columns; at s*h = 64: 57 with per_token scales and b >= 128), 9 with an
+    of at least 128 columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an
     explicit ``splits``, else 11. 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
@@ -609,7 +610,8 @@ class MlaSm90Config(Config):
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
     the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with
-    the FP8 cache the default ``step`` builds 22, at s*h = 16 47 or 43). ``step`` applies to the
+    the FP8 cache the default ``step`` builds 22, at s*h = 16 47 or 43, at h = 64 s = 1 from 128
+    sequences on 57). ``step`` applies to the
     seesaw schedule only. ``cuts`` (the
     work list of seesaw steps 11 and later, without ``splits``): ``auto`` (the default:
     ``costed`` wherever there is a work list), ``costed`` (:func:`costed_work_list`, parts
@@ -671,7 +673,7 @@ class MlaDecodeSm90(KernelPlan):
         "WGMMA's N, one warpgroup) and, for the FP8 cache, step 22 (a producer warpgroup "
         "dequantises the FP8 pages; at s*h = 16 step 47 with per_token scales, 43 with "
         "per_block ones: q_on_n_fp8.py, the e4m3 page converted in registers into WGMMA's A "
-        "operand; at s*h = 64 with per_token scales and b >= 128 step 57: q_on_n_fp8_h64.py, "
+        "operand; at h=64 s=1 with per_token scales and b >= 128 step 57: q_on_n_fp8_h64.py, "
         "two warpgroups per page; its steps 49-56 are builds for comparison); "
         "schedule=lockstep: kernel.py"
     )
@@ -889,14 +891,15 @@ class MlaDecodeSm90(KernelPlan):
                 53: "",
                 54: ", K addressed by offset, Q by 16-byte loads",
                 55: ", K and V addressed by offset, Q by 16-byte loads",
-                56: ", K and V addressed by offset, Q by 16-byte loads, S^T cut by K's columns "
-                "(partials added through SMEM)",
-                57: ", K and V addressed by offset, Q by 16-byte loads, S^T cut by K's columns "
-                "(partials added through SMEM), no CTA barrier at a page's end",
+                56: ", K and V addressed by offset, Q by 16-byte loads, the partials of S^T "
+                "added through SMEM",
+                57: ", K and V addressed by offset, Q by 16-byte loads, the partials of S^T "
+                "added through SMEM, no CTA barrier at a page's end",
             }.get(step, "")
+            cut = "K's latent columns" if step >= 56 else "query rows"
             return (
                 f"step {step} (FP8 cache at s*h = 64: query rows on WGMMA's N, two warpgroups on "
-                f"each page, S^T split by query rows and O^T by latent rows, {k_how} in the "
+                f"each page, S^T split by {cut} and O^T by latent rows, {k_how} in the "
                 f"register A operand{how}, {fp8_q_on_n_stages(step)} stages, "
                 f"{ctas_per_sm(step)} CTA per SM)"
             )
@@ -957,7 +960,7 @@ class MlaDecodeSm90(KernelPlan):
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
         :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns,
-        :data:`FP8_Q_ON_N_H64_STEP` (57) at s*h = 64 with per_token scales and at least
+        :data:`FP8_Q_ON_N_H64_STEP` (57) at h = 64, s = 1 with per_token scales and at least
         :data:`FP8_Q_ON_N_H64_MIN_BATCH` (128) sequences, and :data:`FP8_STEP` (22) elsewhere
         (and with an explicit ``splits``). Without ``problem`` the default resolves as for
         s*h > 16 and a 16-bit cache."""
@@ -972,7 +975,8 @@ class MlaDecodeSm90(KernelPlan):
                     return FP8_Q_ON_N_PER_TOKEN_STEP
                 return FP8_Q_ON_N_STEP
             if (
-                sh == 64
+                problem.s == 1
+                and problem.h == 64
                 and problem.kv_scale == "per_token"
                 and problem.b >= FP8_Q_ON_N_H64_MIN_BATCH
             ):

@@ -1,7 +1,7 @@
 """MLA decode for Hopper (sm_90a), steps 49 to 57: the FP8 latent cache at s*h = 64 with the
 query rows on WGMMA's N, two warpgroups on each page (``--kv_dtype float8_e4m3fn --config
-step=49`` to ``57``; per_token scales). Step 57 is the FP8 default at s*h = 64 from 128
-sequences on: on an H100 it took 0.942x the time of step 22 (the FP8 default elsewhere) at
+step=49`` to ``57``; per_token scales). Step 57 is the FP8 default at h = 64, s = 1 from 128
+sequences on: on an H100 it took 0.940x the time of step 22 (the FP8 default elsewhere) at
 (128, 4096), and 0.932x the 16-bit default's; at 32 and 64 sequences step 22 was faster, these
 builds paying more per part (the query's conversion, the fp32 partial O) (the devlog's
 sections "Session 19" and "Session 20").
@@ -25,7 +25,8 @@ pair, as step 45). The S^T halves meet in SMEM: each warpgroup runs the column s
 token's scale, 0 past the sequence's end) and the change of max of its columns (``sCorr``);
 one CTA barrier later both warpgroups rescale their O^T columns by ``sCorr`` and run O^T over
 all 64 query rows. Registers per thread: O^T 128, S^T 16 (plus 16 for the rope part's own
-accumulator, as step 46), two A buffers of 16 words.
+accumulator, as step 46; in 56 and 57, 16 for the other warpgroup's partial instead, the rope
+part accumulated onto S^T's own), two A buffers of 16 words.
 
 O^T's rows are permuted so that a thread's 8 rows of its 4 m-tiles are 8 consecutive bytes of a
 token (one LDS.64): logical row ``r + 8h + 16wp + 64i + 256w`` (r = lane // 4, h = +8 half,
@@ -33,7 +34,8 @@ wp = warp in the warpgroup, i = m-tile, w = warpgroup) is physical latent column
 ``8r + h + 64wp + 2i + 256w`` (:data:`ROW_PERM_H64`); the epilogue stores through the
 inverse view. S^T's reduction columns use step 43's permutation (:data:`.q_on_n_fp8.K_PERM`).
 
-One CTA per SM (256 threads, three page stages: about 200 KB of SMEM), the work list cut for
+One CTA per SM (256 threads, three page stages: 208896 B of SMEM, 225280 B with 56-57's
+16 KB ``sX``), the work list cut for
 one part per SM; warp 0 issues the TMAs with step 47's early page index. The rest (Q in fp16
 with a power of two per query row, S^T = latent x (token scale / row factor) + rope, the work
 list and the PDL combine) is step 47's.
@@ -134,7 +136,7 @@ def k_perm_inverse(n: int) -> cute.Layout:
 
 
 class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
-    """Steps 49-56 (module docstring): s*h = 64, the FP8 latent cache (e4m3, per_token scales),
+    """Steps 49-57 (module docstring): s*h = 64, the FP8 latent cache (e4m3, per_token scales),
     two warpgroups per page, the work list. Same ``__call__`` arguments as
     :class:`.q_on_n_fp8.MlaDecodeSm90QOnNFp8`. Raises ValueError for another s*h, step or
     scale block."""
@@ -173,7 +175,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         #: step 54: 50 with Q's latent part read by 16-byte loads in its natural column order
         #: and written to SMEM through the inverse of K_PERM (49-52 read it through K_PERM,
         #: 4-byte loads: at h=64 (32, 4096) the query load was 10% of step 50's stall samples)
-        self.q_wide = step in (54, 55, 56)
+        self.q_wide = step >= 54
         #: step 55: 54 with O^T's V bytes addressed from two per-thread offsets (the tokens'
         #: rows mod 8 set the swizzle; the rest is the LDS's immediate): in 54 ptxas kept the
         #: 16 swizzled V addresses of a page, some of them spilled and reloaded per k-block
@@ -822,13 +824,18 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         stage: cutlass.Int32,
         phase: cutlass.Int32,
     ):
-        """Step 56: the warpgroup's 32 query rows of S^T with K cut by latent columns. The
+        """Steps 56-57: the warpgroup's 32 query rows of S^T with K cut by latent columns. The
         warpgroup converts its own 256 columns only (boxes 2 w and 2 w + 1) and runs each
         k-block against its own rows and the other warpgroup's (two m64n32 WGMMAs from the same
         A registers); both partials are scaled (token scale / row factor); the other's goes to
         ``sX``, the rope part's 4 k-blocks are issued onto its own, and after one CTA barrier
-        the other warpgroup's partial of its rows is added. Returns S^T of its rows (the
-        m64n32 accumulator layout of steps 49-54) and the two tiled MMAs."""
+        the other warpgroup's partial of its rows is added. ``c``: the kernel's per-thread
+        context (:meth:`kernel_h64`: the tiled MMAs' slices, the fragments of Q's two row
+        halves ``tSrQl``/``tSrQx`` and of the rope part, the register A buffers, the SMEM views,
+        the thread's coordinates). Shapes: S^T is (64 tokens, 32 query rows) per warpgroup in
+        fp32, K is (64, 256) e4m3 per warpgroup converted to fp16 in registers, Q^T (256, 64)
+        fp16 in SMEM. Returns S^T of its rows (the m64n32 accumulator layout of steps 49-55)
+        and the two tiled MMAs."""
         thr = c.thr
         mbar = c.mbar
         tScS = c.tScS
