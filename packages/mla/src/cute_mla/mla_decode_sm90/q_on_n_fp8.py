@@ -610,13 +610,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
                     # step 45: P times its token's scale (0 past the end, where the scale and
                     # V may be NaN), fp16; the tail's e4m3 V rows zeroed (every warp's S^T
                     # loads are done: the barrier above)
-                    for i in cutlass.range_constexpr(n_tok):
-                        tok = tScS[i, 0][0]
-                        sc = sSc[tok, 0, stage]
-                        if tok >= tail:
-                            sc = cutlass.Float32(0.0)
-                        for j in cutlass.range_constexpr(n_q):
-                            s_mn[i, j] = s_mn[i, j] * sc
+                    self.scale_p_by_token(s_mn, tScS, sSc, stage, tail)
                     if tail < PAGE:
                         self.zero_fp8_rows(sK8, stage, tail, tidx)
                 rP = cute.make_rmem_tensor(acc_s.layout, vt)
@@ -1038,6 +1032,26 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
         ubits[1] = fe << 23
         ubits[2] = (254 - fe) << 23
         return bits
+
+    @cute.jit
+    def scale_p_by_token(
+        self,
+        s_mn: cute.Tensor,
+        tScS: cute.Tensor,
+        sSc: cute.Tensor,
+        stage: cutlass.Int32,
+        tail: cutlass.Int32,
+    ):
+        """Steps 45-57: P^T (``s_mn``, (tokens, query rows) of the thread, fp32, in place)
+        times its token's scale from ``sSc`` (per_token: group 0), 0 for the tokens ``tail``
+        and later of the page (past the sequence's end, where the scale and V may be NaN)."""
+        for i in cutlass.range_constexpr(cute.size(s_mn, mode=[0])):
+            tok = tScS[i, 0][0]
+            sc = sSc[tok, 0, stage]
+            if tok >= tail:
+                sc = cutlass.Float32(0.0)
+            for j in cutlass.range_constexpr(cute.size(s_mn, mode=[1])):
+                s_mn[i, j] = s_mn[i, j] * sc
 
     @cute.jit
     def zero_fp8_rows(

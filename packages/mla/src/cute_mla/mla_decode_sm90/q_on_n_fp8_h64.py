@@ -651,7 +651,6 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         sK8 = c.sK8
         sSc = c.sSc
         n_q = c.n_q
-        n_tok = c.n_tok
         tScS = c.tScS
         col_max = c.col_max
         col_sum = c.col_sum
@@ -683,16 +682,10 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         )  # fmt: skip
         # P times its token's scale (0 past the end, where the scale and V may be
         # NaN), fp16; the tail's e4m3 rows of the warpgroup's own latent columns zeroed
-        # (its S^T loads are done: the barrier above; the other warpgroup's S^T may
-        # still read these rows, whose scores the softmax masks)
+        # (its S^T loads are done: the barrier above; in 49-55 the other warpgroup's S^T
+        # may still read these rows, whose scores the softmax masks)
         tail = seqlen - pg * PAGE
-        for i in cutlass.range_constexpr(n_tok):
-            tok = tScS[i, 0][0]
-            sc = sSc[tok, 0, stage]
-            if tok >= tail:
-                sc = cutlass.Float32(0.0)
-            for j in cutlass.range_constexpr(n_q):
-                s_mn[i, j] = s_mn[i, j] * sc
+        self.scale_p_by_token(s_mn, tScS, sSc, stage, tail)
         if tail < PAGE:
             self.zero_fp8_rows(sK8, stage, tail, wt, OT_ROWS // 16 * wg, OT_ROWS // 16)
         rP = cute.make_rmem_tensor(acc_s.layout, cutlass.Float16)
