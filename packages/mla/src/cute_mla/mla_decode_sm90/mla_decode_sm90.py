@@ -158,8 +158,9 @@ Q_ON_N_FP8_H64_STEPS = (49, 50, 51, 52, 53, 54, 55, 56, 57)
 #: :data:`FP8_Q_ON_N_H64_MIN_BATCH` sequences (step 22 below that, and at s > 1, where 57 builds
 #: and passes its checks but was not timed). Measured on an H100, one alternated run each (the
 #: devlog, "Session 20"): 57 took 0.940x, 0.944x and 0.965x step 22's time at (B, T) =
-#: (128, 4096), (128, 8192) and (128, 16384); at B = 32 and 64 step 22 was faster at every T
-#: measured (56: 1.03-1.22x; 57: 1.21x at (32, 4096)), its fixed cost per part being lower
+#: (128, 4096), (128, 8192) and (128, 16384); at B = 32, 64 and 96 step 22 was faster or equal
+#: at every T measured (56: 1.03-1.22x; 57: 1.21x at (32, 4096), 1.035x at (96, 4096), 0.996x
+#: at (96, 8192)), its fixed cost per part being lower
 FP8_Q_ON_N_H64_STEP = 57
 FP8_Q_ON_N_H64_MIN_BATCH = 128
 
