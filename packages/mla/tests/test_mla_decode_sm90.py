@@ -802,6 +802,31 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
         )  # the combine kernel beside the main one
 
 
+def test_mla_decode_sm90_seesaw_step33_takes_chunks_in_release_order(tmp_path, monkeypatch):
+    """Step 33 (16-bit cache, ``--config step=33``): step 11 with each warpgroup's S = Q K^T
+    over its page's 9 chunks in the order its stage is released (release_order_chunk): stage 0
+    (WG0) 0-8, stage 1 (WG1) 4-7, 0-3, 8, each chunk once; the same MMAs and page TMAs as
+    step 11, 0 spills. Built in session 20, not yet timed on a GPU."""
+    from cute_mla.mla_decode_sm90.seesaw import release_order_chunk
+
+    assert [release_order_chunk(c, 0) for c in range(9)] == list(range(9))
+    assert [release_order_chunk(c, 1) for c in range(9)] == [4, 5, 6, 7, 0, 1, 2, 3, 8]
+    got = {}
+    for step in (11, 33):
+        where = tmp_path / str(step)
+        plan, prob, cfg = _seesaw_case(
+            {"b": 32, "t": 4096}, {"step": str(step)}, where, monkeypatch
+        )
+        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+        assert k.fn.qk_release_order == (step == 33) and k.fn.work_list
+        st = plan.run_static(prob, cfg)
+        assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+        got[step] = st
+    assert got[33]["mma_mnemonics"] == got[11]["mma_mnemonics"]
+    assert got[33]["opcodes"].get("UTMALDG") == got[11]["opcodes"].get("UTMALDG") == 36
+    assert plan.build_label(prob, cfg) == "seesaw step 33"
+
+
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
 def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
     """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the

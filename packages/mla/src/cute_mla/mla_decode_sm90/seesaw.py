@@ -70,7 +70,9 @@ segment's first two pages loaded during the current one's last pairs, 13 is 11 w
 merging 2 pieces per round, not 4, 25 is 11 with an L2 prefetch stream of the pair after
 next, 28 is 11 loading the next segment's Q in the current one's last pair, 29 is 28 with
 12's early pages, 31 is 11 with WG0's next S0 issued right behind its PV1L (FlashMLA's order)
-and 32 is 31 with PV1L queued after WG1's PV0R. Steps 14-24, 26, 27 and 30 take the FP8
+and 32 is 31 with PV1L queued after WG1's PV0R; 33 is 11 with WG1's S1 taking its page's
+chunks in their release order, 4-7 (its own) before 0-3 and 8 (WG0's, released last)
+(:func:`release_order_chunk`; built, not yet timed). Steps 14-24, 26, 27 and 30 take the FP8
 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -208,9 +210,19 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32,
+    28, 29, 30, 31, 32, 33,
 )  # fmt: skip
 STEP = 11
+
+
+def release_order_chunk(c: int, stage):
+    """Step 33: the page chunk that a warpgroup's S = Q K^T takes ``c``-th (0-8) in ``stage``
+    (an int, or a DSL integer at run time): latent chunk (c + 4 stage) % 8, so stage 1 (WG1's)
+    starts with chunks 4-7, which WG1 releases itself after its PV1R, and takes 0-3, which WG0
+    releases after its PV1L, later; the rope chunk (8) last in both stages."""
+    return c if c == P_CHUNK else (c + 4 * stage) % P_CHUNK
+
+
 #: the FP8 cache's seesaw builds (steps 14-24, 26, 27 and 30 take only the FP8 cache, and it only
 #: them) are the plan's FP8_STEPS (imported above: one list for the plan's checks and this class's)
 #: step 14's register split (setmaxnreg). The CTA is launched with what ptxas gives 384
@@ -335,6 +347,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: rO1sP0sV0RIssued barrier), so the tensor pipe takes PV0R first and WG1 reloads
         #: stage 0's chunks 4-8, which the next S0 waits for, a PV earlier
         self.pv0r_first = step == 32
+        #: step 33 (16-bit cache; builds on 11): each warpgroup's S = Q K^T takes its page's
+        #: chunks in the order their stage is released: WG0 (stage 0) 0-8 as before; WG1
+        #: (stage 1) 4-7 first, which it releases itself after its PV1R, then 0-3 and 8, which
+        #: WG0 releases only after its PV1L, just before WG1's next S1 starts. At h=128
+        #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
+        #: there (the devlog, "Session 20"). Built in session 20, not yet measured.
+        self.qk_release_order = step == 33
 
     @cute.jit
     def __call__(
@@ -1614,6 +1633,18 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         k_per_chunk = CHUNK // 16
         c_lo, c_hi = (0, N_CHUNKS) if part == -1 else V_L if part == 0 else (V_R[0], N_CHUNKS)
         warpgroup.fence()
+        if self.qk_release_order and part == -1 and not self.crossover:
+            # step 33: latent chunk c at (c + 4 stage) % 8, the rope chunk (8) last: WG1's
+            # stage 1 gives 4-7, 0-3, 8; WG0's stage 0 the natural order
+            for c in range(N_CHUNKS):
+                pc = release_order_chunk(c, stage)
+                cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + pc, phase)
+                for kk in range(k_per_chunk):
+                    k = pc * k_per_chunk + kk
+                    qk_mma.set(warpgroup.Field.ACCUMULATE, c + kk != 0)
+                    cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, stage], acc_s)
+            warpgroup.commit_group()
+            return qk_mma
         for k in range(c_lo * k_per_chunk, c_hi * k_per_chunk):
             c = k // k_per_chunk
             if k % k_per_chunk == 0 and not self.crossover:
