@@ -184,6 +184,16 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
         if cutlass.const_expr(split):
             self.launch_combine(o, lse, o_acc, lse_acc, num_splits, b, stream, work)
 
+    def segment(self, mWork: cute.Tensor, mLens: cute.Tensor, seg):
+        """The work list's segment ``seg`` (``WorkList.rows``), read inside the kernel: (its
+        sequence, first page, end page, workspace slot, the number of pieces the sequence is cut
+        into, the sequence's length in tokens), all Int32. Steps 40-57."""
+        seq = mWork[seg, 0]
+        return (
+            seq, mWork[seg, 1], mWork[seg, 2], mWork[seg, 3], mWork[PARTS_CAP + seq, 0],
+            mLens[seq],
+        )  # fmt: skip
+
     def out_views(self, o, lse, o_acc, lse_acc, work, b, rows=(D_V, 1)):
         """(Trace time.) O, the LSE, the split workspace and the work list as the query-rows-on-N
         kernels index them: O and the partial O transposed, (.., latent row, query row), to
@@ -295,12 +305,7 @@ class MlaDecodeSm90QOnN(MlaDecodeSm90Kernel):
 
         g = cutlass.Int32(0)  # pages consumed so far by this CTA: stage g % 2
         for seg in cutlass.range(seg_lo, seg_hi, unroll=1):
-            seq = mWork[seg, 0]
-            p0 = mWork[seg, 1]
-            p1 = mWork[seg, 2]
-            slot = mWork[seg, 3]
-            pieces = mWork[PARTS_CAP + seq, 0]
-            seqlen = mLens[seq]
+            seq, p0, p1, slot, pieces, seqlen = self.segment(mWork, mLens, seg)
 
             # Q by cp.async, then one CTA barrier (Q seen by the async proxy; on the first
             # segment also the mbarrier inits seen by every thread)

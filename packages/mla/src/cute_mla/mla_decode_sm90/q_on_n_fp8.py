@@ -98,7 +98,6 @@ from cutlass.cutlass_dsl import dsl_user_op
 
 from .kernel import D_QK, D_ROPE, D_V, LOG2_E, PAGE, MlaDecodeSm90Kernel, _mn_view
 from .mla_decode_sm90 import (
-    PARTS_CAP,
     PER_TOKEN_ONLY_STEPS,
     Q_ON_N_FP8_STEPS,
     fp8_q_on_n_stages,
@@ -523,12 +522,7 @@ class MlaDecodeSm90QOnNFp8(MlaDecodeSm90QOnN):
 
         g_pg = cutlass.Int32(0)  # pages consumed so far: stage g_pg % st
         for seg in cutlass.range(seg_lo, seg_hi, unroll=1):
-            seq = mWork[seg, 0]
-            p0 = mWork[seg, 1]
-            p1 = mWork[seg, 2]
-            slot = mWork[seg, 3]
-            pieces = mWork[PARTS_CAP + seq, 0]
-            seqlen = mLens[seq]
+            seq, p0, p1, slot, pieces, seqlen = self.segment(mWork, mLens, seg)
 
             thr_r = rope_copy.get_slice(tidx)
             cute.copy(rope_copy, thr_r.partition_S(mQr[seq, None, None]), thr_r.partition_D(sQr))

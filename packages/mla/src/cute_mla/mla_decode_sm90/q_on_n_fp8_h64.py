@@ -85,7 +85,7 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import warpgroup
 
 from .kernel import D_QK, D_ROPE, D_V, LN_2, LOG2_E, PAGE, MlaDecodeSm90Kernel, _mn_view
-from .mla_decode_sm90 import PARTS_CAP, Q_ON_N_FP8_H64_STEPS, fp8_q_on_n_stages
+from .mla_decode_sm90 import Q_ON_N_FP8_H64_STEPS, fp8_q_on_n_stages
 from .q_on_n import THREADS_N, WARPS_N
 from .q_on_n_fp8 import (
     BARS,
@@ -531,12 +531,7 @@ class MlaDecodeSm90QOnNFp8H64(MlaDecodeSm90QOnNFp8):
         )
         g_pg = cutlass.Int32(0)  # pages consumed so far: stage g_pg % st
         for seg in cutlass.range(seg_lo, seg_hi, unroll=1):
-            seq = mWork[seg, 0]
-            p0 = mWork[seg, 1]
-            p1 = mWork[seg, 2]
-            slot = mWork[seg, 3]
-            pieces = mWork[PARTS_CAP + seq, 0]
-            seqlen = mLens[seq]
+            seq, p0, p1, slot, pieces, seqlen = self.segment(mWork, mLens, seg)
 
             thr_r = rope_copy.get_slice(tidx)
             cute.copy(rope_copy, thr_r.partition_S(mQr[seq, None, None]), thr_r.partition_D(sQr))
