@@ -1,6 +1,7 @@
 """Small helpers shared by the sm_90a WGMMA snippets (not a snippet itself: its name starts
 with _): an element-by-element global -> shared tile copy, the (rows, cols) view of a WGMMA
-accumulator fragment, fake / real 2-D tensors for compile and check, and the scaffolding of
+accumulator fragment, fake / real 2-D tensors for compile and check, the SMEM of two chained
+attention GEMMs (S = Q K^T, O = P V: chain_smem), and the scaffolding of
 the TMA-pipelined GEMMs C (M, N) fp32 = A (M, K) fp16 @ B (N, K)^T (K-major): tiled MMA,
 staged A/B SMEM rings and their TMA atoms, the shared storage, TMA partitions, the async
 WGMMA batch of one slot, fake arguments and the check against torch; TmaGemm holds the host
@@ -54,6 +55,35 @@ def cute_view(t):
     from cutlass.cute.runtime import from_dlpack
 
     return from_dlpack(t, assumed_align=16)
+
+
+def chain_smem(dt, m: int, n1: int, d: int, dv: int, pages: int = 1):
+    """Inside @cute.jit: the SMEM of an attention tile's two chained WGMMA GEMMs, S = Q K^T
+    (Q (m, d) and K (n1, d), both K-major) and O = P V (V^T (dv, n1), MN-major), K and V^T
+    with ``pages`` stages. Returns (q_l, k_l, vt_l, Storage): the three swizzled layouts and
+    the storage struct holding them, each 1024-byte aligned."""
+    q_l = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (m, n1, d), dt, 1)
+    k_l = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (m, n1, d), dt, pages)
+    vt_l = sm90_utils.make_smem_layout_b(LayoutEnum.COL_MAJOR, (m, dv, n1), dt, pages)
+
+    @cute.struct
+    class Storage:
+        sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(q_l)], 1024]
+        sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(k_l)], 1024]
+        sVt: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(vt_l)], 1024]
+
+    return q_l, k_l, vt_l, Storage
+
+
+def chain_smem_tensors(storage_t, q_l, k_l, vt_l):
+    """Inside the kernel: :func:`chain_smem`'s storage allocated and viewed. Returns sQ
+    (m, d), sK (n1, d, pages) and sVt (dv, n1, pages)."""
+    storage = cutlass.memory.SmemAllocator().allocate(storage_t)
+    return (
+        storage.sQ.get_tensor(q_l.outer, swizzle=q_l.inner)[None, None, 0],
+        storage.sK.get_tensor(k_l.outer, swizzle=k_l.inner),
+        storage.sVt.get_tensor(vt_l.outer, swizzle=vt_l.inner),
+    )
 
 
 def make_gemm_mma(a, b, tile_mnk, n_mma_wg: int = 1):

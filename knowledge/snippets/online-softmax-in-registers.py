@@ -13,8 +13,6 @@ import math
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass.tensor_utils import LayoutEnum
 
 from kernelplan.kb.snippets import sibling
 
@@ -91,15 +89,7 @@ def attention_fwd(q, k, v, lo, hi, o, lse, scale_log2: cutlass.Float32, stream):
     o (M, DV) fp32, lse (M,) fp32 (natural log)."""
     dt = q.element_type
     mma1, mma2 = chain.make_chained_mmas(dt, M, BN, DV)
-    q_l = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (M, BN, D), dt, 1)
-    k_l = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (M, BN, D), dt, 1)
-    vt_l = sm90_utils.make_smem_layout_b(LayoutEnum.COL_MAJOR, (M, DV, BN), dt, 1)
-
-    @cute.struct
-    class Storage:
-        sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(q_l)], 1024]
-        sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(k_l)], 1024]
-        sVt: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(vt_l)], 1024]
+    q_l, k_l, vt_l, Storage = tile.chain_smem(dt, M, BN, D, DV)
 
     attn_kernel(q, k, v, lo, hi, o, lse, scale_log2, mma1, mma2, q_l, k_l, vt_l, Storage).launch(
         grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
@@ -127,10 +117,8 @@ def attn_kernel(
 
     tidx, _, _ = cute.arch.thread_idx()
     dt = mQ.element_type
-    storage = cutlass.memory.SmemAllocator().allocate(storage_t)
-    sQ = storage.sQ.get_tensor(q_l.outer, swizzle=q_l.inner)[None, None, 0]
-    sK = storage.sK.get_tensor(k_l.outer, swizzle=k_l.inner)[None, None, 0]
-    sVt = storage.sVt.get_tensor(vt_l.outer, swizzle=vt_l.inner)[None, None, 0]
+    sQ, sK, sVt = tile.chain_smem_tensors(storage_t, q_l, k_l, vt_l)
+    sK, sVt = sK[None, None, 0], sVt[None, None, 0]  # one key tile at a time
     tile.copy_tile_g2s(mQ, sQ, tidx, THREADS)
 
     thr1 = mma1.get_slice(tidx)

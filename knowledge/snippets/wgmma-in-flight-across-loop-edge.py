@@ -15,13 +15,12 @@ Shown in knowledge/languages/cute-dsl/anti-patterns/wgmma-in-flight-across-loop-
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.utils.hopper_helpers as sm90_utils
-from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
-from cutlass.tensor_utils import LayoutEnum
+from cutlass.cute.nvgpu import warpgroup
 
 from kernelplan.kb.snippets import sibling
 
 tile = sibling(__file__, "_hopper_tile")
+chain = sibling(__file__, "wgmma-register-a-operand-from-accumulator")
 
 SM = "sm_90a"
 EXPECT = "pass"
@@ -74,32 +73,13 @@ def turned_loop(mma1, mma2, tSrQ, tSrK, tOrV, acc_s, acc_o, n1: cutlass.Constexp
 # snippet:end
 
 
-def make_mmas(dtype):
-    """S = Q K^T (both SMEM, K-major); O = P V (P from registers, V^T MN-major in SMEM)."""
-    K, MN = OperandMajorMode.K, OperandMajorMode.MN
-    mma1 = sm90_utils.make_trivial_tiled_mma(
-        dtype, dtype, K, K, cutlass.Float32, (1, 1, 1), (M, N1)
-    )
-    mma2 = sm90_utils.make_trivial_tiled_mma(
-        dtype, dtype, K, MN, cutlass.Float32, (1, 1, 1), (M, DV), warpgroup.OperandSource.RMEM
-    )
-    return mma1, mma2
-
-
 @cute.jit
 def paged_chain(q: cute.Tensor, k: cute.Tensor, v: cute.Tensor, o: cute.Tensor, stream):
     """q (M, D), k (ITERS N1, D), v (ITERS N1, DV) row-major bf16; o (M, DV) fp32."""
     dt = q.element_type
-    mma1, mma2 = make_mmas(dt)
-    q_l = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (M, N1, D), dt, 1)
-    k_l = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (M, N1, D), dt, ITERS)
-    vt_l = sm90_utils.make_smem_layout_b(LayoutEnum.COL_MAJOR, (M, DV, N1), dt, ITERS)
-
-    @cute.struct
-    class Storage:
-        sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(q_l)], 1024]
-        sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(k_l)], 1024]
-        sVt: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(vt_l)], 1024]
+    # S = Q K^T (both SMEM, K-major); O = P V (P from registers, V^T MN-major in SMEM)
+    mma1, mma2 = chain.make_chained_mmas(dt, M, N1, DV)
+    q_l, k_l, vt_l, Storage = tile.chain_smem(dt, M, N1, D, DV, ITERS)
 
     paged_kernel(q, k, v, o, mma1, mma2, q_l, k_l, vt_l, Storage).launch(
         grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
@@ -120,10 +100,7 @@ def paged_kernel(
     storage_t: cutlass.Constexpr,
 ):
     tidx, _, _ = cute.arch.thread_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(storage_t)
-    sQ = storage.sQ.get_tensor(q_l.outer, swizzle=q_l.inner)[None, None, 0]  # (M, D)
-    sK = storage.sK.get_tensor(k_l.outer, swizzle=k_l.inner)  # (N1, D, ITERS)
-    sVt = storage.sVt.get_tensor(vt_l.outer, swizzle=vt_l.inner)  # (DV, N1, ITERS)
+    sQ, sK, sVt = tile.chain_smem_tensors(storage_t, q_l, k_l, vt_l)  # sK, sVt: ITERS pages
     tile.copy_tile_g2s(mQ, sQ, tidx, THREADS)
     for i in cutlass.range_constexpr(ITERS):
         gK = cute.local_tile(mK, (N1, D), (i, 0))

@@ -12,7 +12,6 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
-from cutlass.tensor_utils import LayoutEnum
 
 from kernelplan.kb.snippets import sibling
 
@@ -78,15 +77,7 @@ def two_gemm_chain(q: cute.Tensor, k: cute.Tensor, v: cute.Tensor, o: cute.Tenso
     """q (M, D), k (N1, D), v (N1, DV) row-major bf16; o (M, DV) fp32 = bf16(q k^T) v."""
     dt = q.element_type
     mma1, mma2 = make_chained_mmas(dt, M, N1, DV)
-    q_l = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (M, N1, D), dt, 1)
-    k_l = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (M, N1, D), dt, 1)
-    vt_l = sm90_utils.make_smem_layout_b(LayoutEnum.COL_MAJOR, (M, DV, N1), dt, 1)  # MN-major
-
-    @cute.struct
-    class Storage:
-        sQ: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(q_l)], 1024]
-        sK: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(k_l)], 1024]
-        sVt: cute.struct.Align[cute.struct.MemRange[dt, cute.cosize(vt_l)], 1024]
+    q_l, k_l, vt_l, Storage = tile.chain_smem(dt, M, N1, D, DV)  # V^T MN-major
 
     chain_kernel(q, k, v, o, mma1, mma2, q_l, k_l, vt_l, Storage).launch(
         grid=[1, 1, 1], block=[THREADS, 1, 1], stream=stream
@@ -107,10 +98,8 @@ def chain_kernel(
     storage_t: cutlass.Constexpr,
 ):
     tidx, _, _ = cute.arch.thread_idx()
-    storage = cutlass.memory.SmemAllocator().allocate(storage_t)
-    sQ = storage.sQ.get_tensor(q_l.outer, swizzle=q_l.inner)[None, None, 0]  # (M, D)
-    sK = storage.sK.get_tensor(k_l.outer, swizzle=k_l.inner)[None, None, 0]  # (N1, D)
-    sVt = storage.sVt.get_tensor(vt_l.outer, swizzle=vt_l.inner)[None, None, 0]  # (DV, N1)
+    sQ, sK, sVt = tile.chain_smem_tensors(storage_t, q_l, k_l, vt_l)
+    sK, sVt = sK[None, None, 0], sVt[None, None, 0]  # (N1, D), (DV, N1): one page
     gVt = cute.make_tensor(mV.iterator, cute.make_layout((DV, N1), stride=(1, DV)))  # V^T
     tile.copy_tile_g2s(mQ, sQ, tidx, THREADS)
     tile.copy_tile_g2s(mK, sK, tidx, THREADS)
