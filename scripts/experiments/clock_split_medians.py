@@ -101,25 +101,19 @@ def main() -> int:
     if args.record:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared/kernelplan/src"))
         try:
-            from kernelplan.records import environment, write_record
+            from kernelplan.records import write_experiment
         except ImportError as e:
             print(f"error: --record needs the project's kernelplan ({e}): run it with uv run",
                   file=sys.stderr)  # fmt: skip
             return 2
-        path = write_record(
+        path = write_experiment(
+            "clock-split-medians",
+            "scripts/experiments/clock_split_medians.py",
             {
-                "kind": "experiment",
-                "package": "experiments",
-                "kernel": "clock-split-medians",
-                "source": "scripts/experiments/clock_split_medians.py",
-                "device": {"name": "cpu"},
-                "env": environment(),
-                "config": {
-                    "hi_rounds": [args.hi.start, args.hi.stop],
-                    "lo_rounds": [args.lo.start, args.lo.stop],
-                },
-                "result": {"rows": rows},
-            }
+                "hi_rounds": [args.hi.start, args.hi.stop],
+                "lo_rounds": [args.lo.start, args.lo.stop],
+            },
+            {"rows": rows},
         )
         print(f"record: {path}")
     return 0

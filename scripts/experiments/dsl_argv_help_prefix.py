@@ -111,19 +111,14 @@ def main() -> int:
         from pathlib import Path
 
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        from kernelplan.records import environment, write_record
+        from kernelplan.records import write_experiment
 
-        path = write_record(
-            {
-                "kind": "experiment",
-                "package": "experiments",
-                "kernel": "dsl-argv-help-prefix",
-                "source": "scripts/experiments/dsl_argv_help_prefix.py",
-                "device": {"name": "cpu", "cute_dsl_arch": "sm_90a"},
-                "env": environment(),
-                "config": {"CUTE_DSL_ARCH": "sm_90a"},
-                "result": {"cases": cases, "trap_reproduced": bad == 0},
-            }
+        path = write_experiment(
+            "dsl-argv-help-prefix",
+            "scripts/experiments/dsl_argv_help_prefix.py",
+            {"CUTE_DSL_ARCH": "sm_90a"},
+            {"cases": cases, "trap_reproduced": bad == 0},
+            device={"name": "cpu", "cute_dsl_arch": "sm_90a"},
         )
         print(f"record: {path}")
     return 1 if bad else 0

@@ -139,19 +139,13 @@ def main() -> int:
             print(f"{name:13s} HGMMA {c['hgmma']:3d}  WARPGROUP.DEPBAR {c['warpgroup_depbar']:3d}"
                   f"  {'serialized' if serial else 'pipelined'}")  # fmt: skip
     if args.record:
-        from kernelplan.records import environment, write_record
+        from kernelplan.records import write_experiment
 
-        path = write_record(
-            {
-                "kind": "experiment",
-                "package": "experiments",
-                "kernel": "wgmma-loop-edge",
-                "source": "scripts/experiments/wgmma_loop_edge.py",
-                "device": {"name": "cpu"},
-                "env": environment(),
-                "config": {"arch": "sm_90a", "snippet": str(SNIPPET.relative_to(ROOT))},
-                "result": {"versions": rows},
-            }
+        path = write_experiment(
+            "wgmma-loop-edge",
+            "scripts/experiments/wgmma_loop_edge.py",
+            {"arch": "sm_90a", "snippet": str(SNIPPET.relative_to(ROOT))},
+            {"versions": rows},
         )
         print(f"record: {path}")
     return 0

@@ -215,6 +215,32 @@ def write_record(record: dict[str, Any], root: Path | None = None) -> Path:
     raise KernelPlanError(f"could not find a free record name under {folder}")
 
 
+def write_experiment(
+    kernel: str,
+    source: str,
+    config: dict[str, Any],
+    result: dict[str, Any],
+    device: dict[str, Any] | None = None,
+) -> Path:
+    """Write the record of an experiment script (``scripts/experiments/``): kind
+    ``experiment``, package ``experiments``, ``kernel`` its name, ``source`` the script's path
+    in the checkout, the environment, and its ``config`` and ``result``; ``device`` defaults to
+    ``{"name": "cpu"}`` (a script that only compiles). Returns the path
+    (:func:`write_record`)."""
+    return write_record(
+        {
+            "kind": "experiment",
+            "package": "experiments",
+            "kernel": kernel,
+            "source": source,
+            "device": device if device is not None else {"name": "cpu"},
+            "env": environment(),
+            "config": config,
+            "result": result,
+        }
+    )
+
+
 def _json_default(o: Any) -> Any:
     if hasattr(o, "to_dict"):
         return o.to_dict()
