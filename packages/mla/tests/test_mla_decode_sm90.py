@@ -806,7 +806,7 @@ def test_mla_decode_sm90_seesaw_step33_takes_chunks_in_release_order(tmp_path, m
     """Step 33 (16-bit cache, ``--config step=33``): step 11 with each warpgroup's S = Q K^T
     over its page's 9 chunks in the order its stage is released (release_order_chunk): stage 0
     (WG0) 0-8, stage 1 (WG1) 4-7, 0-3, 8, each chunk once; the same MMAs and page TMAs as
-    step 11, 0 spills. Built in session 20, not yet timed on a GPU."""
+    step 11, 0 spills. Timed in session 21 (H100): 0.98-0.99x step 11 at h=128."""
     from cute_mla.mla_decode_sm90.seesaw import release_order_chunk
 
     assert [release_order_chunk(c, 0) for c in range(9)] == list(range(9))
@@ -825,6 +825,34 @@ def test_mla_decode_sm90_seesaw_step33_takes_chunks_in_release_order(tmp_path, m
     assert got[33]["mma_mnemonics"] == got[11]["mma_mnemonics"]
     assert got[33]["opcodes"].get("UTMALDG") == got[11]["opcodes"].get("UTMALDG") == 36
     assert plan.build_label(prob, cfg) == "seesaw step 33"
+
+
+def test_mla_decode_sm90_seesaw_step34_stores_16bit_partials(tmp_path, monkeypatch):
+    """Step 34 (16-bit cache, ``--config step=34``): step 33 with the cut sequences' partial O
+    stored in the dtype: the main kernel converts its 128 fp32 accumulators per thread into 64
+    bf16 pairs (64 more F2FP than step 33) and stores them in place of the fp32 values, and
+    the combine widens what it loads (PRMT, absent from step 33's combine) and needs fewer
+    registers. The same MMAs, page TMAs and loads otherwise; 0 spills."""
+    got = {}
+    for step in (33, 34):
+        where = tmp_path / str(step)
+        plan, prob, cfg = _seesaw_case(
+            {"b": 32, "t": 4096}, {"step": str(step)}, where, monkeypatch
+        )
+        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+        assert k.fn.partials_16bit == (step == 34) and k.fn.qk_release_order
+        st = plan.run_static(prob, cfg)
+        assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+        got[step] = st
+    a, b = got[33], got[34]
+    assert b["mma_mnemonics"] == a["mma_mnemonics"]
+    assert b["opcodes"]["F2FP"] - a["opcodes"]["F2FP"] == 64
+    assert b["opcodes"]["STG"] == a["opcodes"]["STG"]
+    (comb33,), (comb34,) = a["functions"], b["functions"]
+    assert comb33["opcodes"]["LDG"] == comb34["opcodes"]["LDG"]
+    assert "PRMT" not in comb33["opcodes"] and comb34["opcodes"]["PRMT"] > 0
+    assert comb34["registers"] < comb33["registers"]
+    assert plan.build_label(prob, cfg) == "seesaw step 34"
 
 
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])

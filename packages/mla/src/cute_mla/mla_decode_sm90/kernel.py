@@ -790,9 +790,18 @@ class MlaDecodeSm90Kernel:
                 mOa[sp, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg)
             )
             tOgOa = thr_pv.partition_C(gOa)
-            for e in cutlass.range_constexpr(cute.size(acc_o)):
-                if tOcO[e][0] < valid_rows:
-                    tOgOa[e] = acc_o[e]
+            if cutlass.const_expr(mOa.element_type == cutlass.Float32):
+                for e in cutlass.range_constexpr(cute.size(acc_o)):
+                    if tOcO[e][0] < valid_rows:
+                        tOgOa[e] = acc_o[e]
+            else:
+                # seesaw step 34: the partial O in the workspace's 16-bit type (the adapter
+                # allocates it so), half the bytes to write here and to read in the combine
+                rOa = cute.make_rmem_tensor(acc_o.layout, mOa.element_type)
+                rOa.store(acc_o.load().to(mOa.element_type))
+                for e in cutlass.range_constexpr(cute.size(rOa)):
+                    if tOcO[e][0] < valid_rows:
+                        tOgOa[e] = rOa[e]
             if wg == 0 and lane % 4 == 0:
                 gLa = mLa[sp, bidx, m_blk, None]
                 for i in cutlass.range_constexpr(n_rows):
@@ -993,7 +1002,7 @@ class MlaDecodeSm90Kernel:
     @cute.kernel
     def combine(
         self,
-        vO: cute.Tensor,  # (cap, rows_total, 4, 32, 4) fp32 partial O
+        vO: cute.Tensor,  # (cap, rows_total, 4, 32, 4) partial O: fp32 (16-bit at step 34)
         vL: cute.Tensor,  # (cap, rows_total) fp32 partial LSE, log2 domain
         vOut: cute.Tensor,  # (rows_total, 4, 32, 4) O in the dtype
         vLse: cute.Tensor,  # (rows_total,) fp32 natural-log LSE
@@ -1035,21 +1044,22 @@ class MlaDecodeSm90Kernel:
             acc = cute.make_rmem_tensor(cute.make_layout((D_V // 128, 4)), cutlass.Float32)
             acc.fill(0.0)
             nb = self.combine_batch
+            # the partials' type: fp32, or the 16-bit dtype (seesaw step 34), widened on load
+            pdt = vO.element_type
             if cutlass.const_expr(nb == 1):
-                part = cute.make_rmem_tensor(cute.make_layout((4,)), cutlass.Float32)
+                part = cute.make_rmem_tensor(cute.make_layout((4,)), pdt)
                 for i in cutlass.range(num_splits, unroll=1):
                     w = cute.math.exp2(vL[i, row] - base, fastmath=True) * inv
                     if w > 0.0:  # an empty split (weight 0) is not read
                         for k in cutlass.range_constexpr(D_V // 128):
                             cute.autovec_copy(vO[i, row, k, lane, None], part)
+                            pf = self.widened(part)
                             for v in cutlass.range_constexpr(4):
-                                acc[k, v] = acc[k, v] + w * part[v]
+                                acc[k, v] = acc[k, v] + w * pf[v]
             else:
                 # nb splits per round: all their weights, then all their loads (independent,
                 # in flight together), then the FMAs; empty splits (weight 0) are not read
-                parts = cute.make_rmem_tensor(
-                    cute.make_layout((nb, D_V // 128, 4)), cutlass.Float32
-                )
+                parts = cute.make_rmem_tensor(cute.make_layout((nb, D_V // 128, 4)), pdt)
                 wts = cute.make_rmem_tensor(cute.make_layout((nb,)), cutlass.Float32)
                 for i0 in cutlass.range(0, num_splits, nb, unroll=1):
                     for u in cutlass.range_constexpr(nb):
@@ -1060,11 +1070,12 @@ class MlaDecodeSm90Kernel:
                         if wts[u] > 0.0:
                             for k in cutlass.range_constexpr(D_V // 128):
                                 cute.autovec_copy(vO[i0 + u, row, k, lane, None], parts[u, k, None])
+                    pf = self.widened(parts)
                     for u in cutlass.range_constexpr(nb):
                         if wts[u] > 0.0:
                             for k in cutlass.range_constexpr(D_V // 128):
                                 for v in cutlass.range_constexpr(4):
-                                    acc[k, v] = acc[k, v] + wts[u] * parts[u, k, v]
+                                    acc[k, v] = acc[k, v] + wts[u] * pf[u, k, v]
             out = cute.make_rmem_tensor(cute.make_layout((4,)), self.dtype)
             for k in cutlass.range_constexpr(D_V // 128):
                 out.store(acc[k, None].load().to(self.dtype))
@@ -1074,6 +1085,16 @@ class MlaDecodeSm90Kernel:
                 if wsum > 0.0:
                     val = (mx + cute.math.log2(wsum)) * LN_2
                 vLse[row] = val
+
+    @cute.jit
+    def widened(self, part: cute.Tensor) -> cute.Tensor:
+        """``part`` itself when it holds fp32, else a register copy of it widened to fp32 (the
+        16-bit partials of seesaw step 34)."""
+        if cutlass.const_expr(part.element_type == cutlass.Float32):
+            return part
+        wide = cute.make_rmem_tensor(part.layout, cutlass.Float32)
+        wide.store(part.load().to(cutlass.Float32))
+        return wide
 
     @cute.jit
     def issue_chunks(

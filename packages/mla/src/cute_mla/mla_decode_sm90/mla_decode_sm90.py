@@ -100,8 +100,9 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: the seesaw builds for a 16-bit cache (steps 4-13, then 25: 11 with an L2 prefetch stream;
 #: 28: 11 with the next segment's Q loaded early; 29: 28 with step 12's early pages; 31: 11
 #: with WG0's next S issued behind its last PV; 32: 31 with that PV queued after WG1's PV0R;
-#: 33: 11 with WG1's S = Q K^T over its page's chunks in the order 4-7, 0-3, 8)
-BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33)
+#: 33: 11 with WG1's S = Q K^T over its page's chunks in the order 4-7, 0-3, 8; 34: 33 with
+#: the partial O of the cut sequences stored in the 16-bit dtype)
+BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34)
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
 #: (:meth:`MlaDecodeSm90.kernel_step`): :data:`WORK_LIST_STEP` for a 16-bit cache,
@@ -580,7 +581,9 @@ class MlaSm90Config(Config):
     step 12's early pages; 31 is 11 with warpgroup 0's next S issued right behind its last PV
     (FlashMLA's order), 32 is 31 with that PV queued after warpgroup 1's PV0R (both measured
     1-3.5% slower than 11 in session 11), 33 is 11 with warpgroup 1's S = Q K^T over its page's
-    chunks in the order they are released, 4-7, 0-3, 8 (built in session 20, not yet timed).
+    chunks in the order they are released, 4-7, 0-3, 8 (0.981-0.987x step 11's time per round at
+    the four h=128 s=1 rows on an H100 in session 21), 34 is 33 with the cut sequences' partial
+    O stored in the dtype instead of fp32 (half the workspace bytes written and combined).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us

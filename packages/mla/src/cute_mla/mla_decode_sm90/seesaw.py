@@ -210,7 +210,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33,
+    28, 29, 30, 31, 32, 33, 34,
 )  # fmt: skip
 STEP = 11
 
@@ -352,8 +352,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (stage 1) 4-7 first, which it releases itself after its PV1R, then 0-3 and 8, which
         #: WG0 releases only after its PV1L, just before WG1's next S1 starts. At h=128
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
-        #: there (the devlog, "Session 20"). Built in session 20, not yet measured.
-        self.qk_release_order = step == 33
+        #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.981-0.987x step
+        #: 11's time per round at the four h=128 s=1 rows, 1.00x at s=2.
+        self.qk_release_order = step in (33, 34)
+        #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
+        #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
+        #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
+        #: that is 132 parts x 128 rows x 512 columns, 34.6 MB as fp32, and step 33's combine
+        #: kernel took 11 us of the call's 90 under ncu on an H100 (the devlog, "Session 21")
+        self.partials_16bit = step == 34
 
     @cute.jit
     def __call__(
@@ -377,6 +384,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         stream: cuda.CUstream,
     ):
         dt = self.dtype
+        if cutlass.const_expr(self.partials_16bit):
+            # step 34: the fp32 workspace's first half holds the partial O in the dtype (same
+            # element strides, half the bytes), for the epilogue and the combine alike
+            o_acc = cute.make_tensor(
+                cute.recast_ptr(o_acc.iterator, dtype=self.dtype), o_acc.layout
+            )
         mQ, mO, mL, mOa, mLa = self.problem_views(q, o, lse, o_acc, lse_acc)
 
         K = cute.nvgpu.OperandMajorMode.K
