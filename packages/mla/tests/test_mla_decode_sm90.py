@@ -533,7 +533,7 @@ def test_fp8_alt_entries():
         "mla_decode_sm90 fp8 per_block seesaw": "seesaw",
     }
     assert steps["mla_decode_sm90 fp8 per_token seesaw"] == 14  # session 6's first table
-    assert steps["mla_decode_sm90 bf16"] == 11
+    assert steps["mla_decode_sm90 bf16"] == 33
     # --formats fp8 (table14's default): the FP8 default (auto: seesaw step 22) against lockstep
     got = {lab: alt.build(k, f, o) for lab, k, f, o in alt.entries((32, 4096, 128), [], "fp8")}
     assert {
@@ -733,7 +733,7 @@ def test_step11_with_a_split_count_builds_step9():
         assert k.fn.step == 9 and not k.fn.work_list
     assert (k.meta["seesaw_step"], k.meta["split_rule"], k.meta["split_kv"]) == (9, "config", 2)
     k = plan.plan(prob, plan.config(prob, {}), tgt)
-    assert k.fn.step == 11 and k.meta["split_rule"] == "work list"
+    assert k.fn.step == 33 and k.meta["split_rule"] == "work list"
     assert k.meta["combine"] == "pdl"  # every sequence in two pieces: the combine kernel
 
 
@@ -853,6 +853,37 @@ def test_mla_decode_sm90_seesaw_step34_stores_16bit_partials(tmp_path, monkeypat
     assert "PRMT" not in comb33["opcodes"] and comb34["opcodes"]["PRMT"] > 0
     assert comb34["registers"] < comb33["registers"]
     assert plan.build_label(prob, cfg) == "seesaw step 34"
+
+
+def test_mla_decode_sm90_seesaw_step35_merges_in_the_split_kernel(tmp_path, monkeypatch):
+    """Step 35 (16-bit cache, ``--config step=35``): step 33 with no combine kernel. The module
+    holds one kernel (33: the split kernel and the combine); it counts stored pieces with
+    atomics (ATOMG) and waits on the counters with acquire loads, and its loads include the
+    merge's (33's combine has 71 LDG). Where no sequence is cut (one piece each) nothing
+    changes: no merge and no combine. 0 spills."""
+    got = {}
+    for step in (33, 35):
+        where = tmp_path / str(step)
+        plan, prob, cfg = _seesaw_case(
+            {"b": 32, "t": 4096}, {"step": str(step)}, where, monkeypatch
+        )
+        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+        assert k.fn.merge_in_kernel == (step == 35) and k.fn.qk_release_order
+        assert k.meta["combine"] == ("in kernel" if step == 35 else "pdl")
+        st = plan.run_static(prob, cfg)
+        assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+        got[step] = st
+    a, b = got[33], got[35]
+    assert len(a["functions"]) == 1 and b["functions"] == []
+    assert b["mma_mnemonics"] == a["mma_mnemonics"]
+    assert "ATOMG" not in a["opcodes"] and b["opcodes"]["ATOMG"] == 2
+    assert b["opcodes"]["LDG"] > a["opcodes"]["LDG"] + a["functions"][0]["opcodes"]["LDG"] // 2
+    assert plan.build_label(prob, cfg) == "seesaw step 35"
+    # 132 sequences of 64 pages at h=128, one per CTA and m-tile: none cut, no merge
+    plan, prob, cfg = _seesaw_case(
+        {"b": 132, "t": 4096}, {"step": "35"}, tmp_path / "whole", monkeypatch
+    )
+    assert plan.plan(prob, cfg, plan.target("sm_90a", 132)).meta["combine"] is None
 
 
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
@@ -1161,7 +1192,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
             {"schedule": "lockstep"},
             "lockstep schedule, cpasync pages, FP8 dequantised by the math warpgroups",
         ),
-        (bf16, {}, "seesaw step 11"),
+        (bf16, {}, "seesaw step 33"),
         (bf16, {"step": "11"}, "seesaw step 11"),
         (bf16, {"splits": "2"}, "seesaw step 9"),
         (
@@ -1171,7 +1202,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
         ),
         (h16, {"step": "11"}, "seesaw step 11"),
         (h16, {"splits": "2"}, "seesaw step 9"),
-        (h32, {}, "seesaw step 11"),
+        (h32, {}, "seesaw step 33"),
         (
             h16_fp8,
             {},

@@ -324,13 +324,13 @@ class MlaDecodeSm90Kernel:
             cpasync.CopyBulkTensorTileG2SOp(), mKV_rows, chunk_layout, (PAGE, CHUNK)
         )
 
-    def launch_combine(self, o, lse, o_acc, lse_acc, num_splits, b, stream, work=None):
-        """Launch :meth:`combine` over every packed row (trace time, after the split kernel);
-        with ``self.work_list``, each sequence's piece count is row PARTS_CAP + b of ``work``."""
+    def combine_views(self, o, lse, o_acc, lse_acc, b, work=None):
+        """The merge's views (trace time): ``vO`` (cap, b*rows, 4, 32, 4) partial O, ``vL``
+        (cap, b*rows) partial LSE (log2), ``vOut`` (b*rows, 4, 32, 4) O, ``vLse`` (b*rows,),
+        ``vPieces`` (b,) each sequence's piece count (row PARTS_CAP + b of the work list; with
+        no work list ``vLse`` stands in, unused), and the packed row count b*rows."""
         rows = self.rows
         cap = o_acc.shape[0]
-        # the combine: one warp per packed row of every sequence (b*s*h rows, a multiple of
-        # 16), launched as a programmatic dependent of the split kernel
         total = b * rows
         vO = cute.make_tensor(
             o_acc.iterator,
@@ -352,6 +352,14 @@ class MlaDecodeSm90Kernel:
             vPieces = cute.make_tensor(
                 work.iterator + PARTS_CAP * 4, cute.make_layout((b,), stride=(4,))
             )
+        return vO, vL, vOut, vLse, vPieces, total
+
+    def launch_combine(self, o, lse, o_acc, lse_acc, num_splits, b, stream, work=None):
+        """Launch :meth:`combine` over every packed row (trace time, after the split kernel);
+        with ``self.work_list``, each sequence's piece count is row PARTS_CAP + b of ``work``.
+        One warp per packed row of every sequence (b*s*h rows, a multiple of 16), launched as
+        a programmatic dependent of the split kernel."""
+        vO, vL, vOut, vLse, vPieces, total = self.combine_views(o, lse, o_acc, lse_acc, b, work)
         self.combine(vO, vL, vOut, vLse, num_splits, total, vPieces).launch(
             grid=[(total + COMBINE_ROWS - 1) // COMBINE_ROWS, 1, 1],
             block=[32 * COMBINE_ROWS, 1, 1],
@@ -1026,65 +1034,81 @@ class MlaDecodeSm90Kernel:
                 busy = num_splits > 1
         cute.arch.griddepcontrol_wait()  # the split kernel's workspace is complete
         if busy:
-            # the max and the weight sum over the splits (lane i holds splits i, i + 32, ...)
-            mx = -cutlass.Float32.inf
-            for i in cutlass.range(lane, num_splits, 32, unroll=1):
-                mx = cute.arch.fmax(mx, vL[i, row])
-            mx = cute.arch.warp_reduction_max(mx)
-            base = mx
-            if mx == -cutlass.Float32.inf:
-                base = cutlass.Float32(0.0)  # no split saw a key: every weight is 0
-            wsum = cutlass.Float32(0.0)
-            for i in cutlass.range(lane, num_splits, 32, unroll=1):
-                wsum += cute.math.exp2(vL[i, row] - base, fastmath=True)
-            wsum = cute.arch.warp_reduction_sum(wsum)
-            inv = cutlass.Float32(0.0)
-            if wsum > 0.0:
-                inv = 1.0 / wsum
-            acc = cute.make_rmem_tensor(cute.make_layout((D_V // 128, 4)), cutlass.Float32)
-            acc.fill(0.0)
-            nb = self.combine_batch
-            # the partials' type: fp32, or the 16-bit dtype (seesaw step 34), widened on load
-            pdt = vO.element_type
-            if cutlass.const_expr(nb == 1):
-                part = cute.make_rmem_tensor(cute.make_layout((4,)), pdt)
-                for i in cutlass.range(num_splits, unroll=1):
-                    w = cute.math.exp2(vL[i, row] - base, fastmath=True) * inv
-                    if w > 0.0:  # an empty split (weight 0) is not read
+            self.merge_row(vO, vL, vOut, vLse, row, lane, num_splits)
+
+    @cute.jit
+    def merge_row(
+        self,
+        vO: cute.Tensor,
+        vL: cute.Tensor,
+        vOut: cute.Tensor,
+        vLse: cute.Tensor,
+        row: cutlass.Int32,
+        lane: cutlass.Int32,
+        num_splits: cutlass.Int32,
+    ):
+        """One warp merges packed row ``row`` from its ``num_splits`` partials (views of
+        :meth:`combine_views`): m = max_i lse_i, w_i = 2^(lse_i - m), O = sum_i w_i O_i /
+        sum_i w_i, LSE = (m + log2 sum_i w_i) ln 2; lane l owns columns 128 k + 4 l .. +3."""
+        # the max and the weight sum over the splits (lane i holds splits i, i + 32, ...)
+        mx = -cutlass.Float32.inf
+        for i in cutlass.range(lane, num_splits, 32, unroll=1):
+            mx = cute.arch.fmax(mx, vL[i, row])
+        mx = cute.arch.warp_reduction_max(mx)
+        base = mx
+        if mx == -cutlass.Float32.inf:
+            base = cutlass.Float32(0.0)  # no split saw a key: every weight is 0
+        wsum = cutlass.Float32(0.0)
+        for i in cutlass.range(lane, num_splits, 32, unroll=1):
+            wsum += cute.math.exp2(vL[i, row] - base, fastmath=True)
+        wsum = cute.arch.warp_reduction_sum(wsum)
+        inv = cutlass.Float32(0.0)
+        if wsum > 0.0:
+            inv = 1.0 / wsum
+        acc = cute.make_rmem_tensor(cute.make_layout((D_V // 128, 4)), cutlass.Float32)
+        acc.fill(0.0)
+        nb = self.combine_batch
+        # the partials' type: fp32, or the 16-bit dtype (seesaw step 34), widened on load
+        pdt = vO.element_type
+        if cutlass.const_expr(nb == 1):
+            part = cute.make_rmem_tensor(cute.make_layout((4,)), pdt)
+            for i in cutlass.range(num_splits, unroll=1):
+                w = cute.math.exp2(vL[i, row] - base, fastmath=True) * inv
+                if w > 0.0:  # an empty split (weight 0) is not read
+                    for k in cutlass.range_constexpr(D_V // 128):
+                        cute.autovec_copy(vO[i, row, k, lane, None], part)
+                        pf = self.widened(part)
+                        for v in cutlass.range_constexpr(4):
+                            acc[k, v] = acc[k, v] + w * pf[v]
+        else:
+            # nb splits per round: all their weights, then all their loads (independent,
+            # in flight together), then the FMAs; empty splits (weight 0) are not read
+            parts = cute.make_rmem_tensor(cute.make_layout((nb, D_V // 128, 4)), pdt)
+            wts = cute.make_rmem_tensor(cute.make_layout((nb,)), cutlass.Float32)
+            for i0 in cutlass.range(0, num_splits, nb, unroll=1):
+                for u in cutlass.range_constexpr(nb):
+                    wts[u] = cutlass.Float32(0.0)
+                    if i0 + u < num_splits:
+                        wts[u] = cute.math.exp2(vL[i0 + u, row] - base, fastmath=True) * inv
+                for u in cutlass.range_constexpr(nb):
+                    if wts[u] > 0.0:
                         for k in cutlass.range_constexpr(D_V // 128):
-                            cute.autovec_copy(vO[i, row, k, lane, None], part)
-                            pf = self.widened(part)
+                            cute.autovec_copy(vO[i0 + u, row, k, lane, None], parts[u, k, None])
+                pf = self.widened(parts)
+                for u in cutlass.range_constexpr(nb):
+                    if wts[u] > 0.0:
+                        for k in cutlass.range_constexpr(D_V // 128):
                             for v in cutlass.range_constexpr(4):
-                                acc[k, v] = acc[k, v] + w * pf[v]
-            else:
-                # nb splits per round: all their weights, then all their loads (independent,
-                # in flight together), then the FMAs; empty splits (weight 0) are not read
-                parts = cute.make_rmem_tensor(cute.make_layout((nb, D_V // 128, 4)), pdt)
-                wts = cute.make_rmem_tensor(cute.make_layout((nb,)), cutlass.Float32)
-                for i0 in cutlass.range(0, num_splits, nb, unroll=1):
-                    for u in cutlass.range_constexpr(nb):
-                        wts[u] = cutlass.Float32(0.0)
-                        if i0 + u < num_splits:
-                            wts[u] = cute.math.exp2(vL[i0 + u, row] - base, fastmath=True) * inv
-                    for u in cutlass.range_constexpr(nb):
-                        if wts[u] > 0.0:
-                            for k in cutlass.range_constexpr(D_V // 128):
-                                cute.autovec_copy(vO[i0 + u, row, k, lane, None], parts[u, k, None])
-                    pf = self.widened(parts)
-                    for u in cutlass.range_constexpr(nb):
-                        if wts[u] > 0.0:
-                            for k in cutlass.range_constexpr(D_V // 128):
-                                for v in cutlass.range_constexpr(4):
-                                    acc[k, v] = acc[k, v] + wts[u] * pf[u, k, v]
-            out = cute.make_rmem_tensor(cute.make_layout((4,)), self.dtype)
-            for k in cutlass.range_constexpr(D_V // 128):
-                out.store(acc[k, None].load().to(self.dtype))
-                cute.autovec_copy(out, vOut[row, k, lane, None])
-            if lane == 0:
-                val = -cutlass.Float32.inf
-                if wsum > 0.0:
-                    val = (mx + cute.math.log2(wsum)) * LN_2
-                vLse[row] = val
+                                acc[k, v] = acc[k, v] + wts[u] * pf[u, k, v]
+        out = cute.make_rmem_tensor(cute.make_layout((4,)), self.dtype)
+        for k in cutlass.range_constexpr(D_V // 128):
+            out.store(acc[k, None].load().to(self.dtype))
+            cute.autovec_copy(out, vOut[row, k, lane, None])
+        if lane == 0:
+            val = -cutlass.Float32.inf
+            if wsum > 0.0:
+                val = (mx + cute.math.log2(wsum)) * LN_2
+            vLse[row] = val
 
     @cute.jit
     def widened(self, part: cute.Tensor) -> cute.Tensor:

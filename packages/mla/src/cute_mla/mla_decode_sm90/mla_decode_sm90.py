@@ -101,15 +101,21 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: 28: 11 with the next segment's Q loaded early; 29: 28 with step 12's early pages; 31: 11
 #: with WG0's next S issued behind its last PV; 32: 31 with that PV queued after WG1's PV0R;
 #: 33: 11 with WG1's S = Q K^T over its page's chunks in the order 4-7, 0-3, 8; 34: 33 with
-#: the partial O of the cut sequences stored in the 16-bit dtype)
-BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34)
+#: the partial O of the cut sequences stored in the 16-bit dtype; 35: 33 merging the cut
+#: sequences' rows in the same kernel, every warp of the grid, no combine kernel)
+BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35)
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
-#: (:meth:`MlaDecodeSm90.kernel_step`): :data:`WORK_LIST_STEP` for a 16-bit cache,
+#: (:meth:`MlaDecodeSm90.kernel_step`): :data:`BF16_DEFAULT_STEP` for a 16-bit cache,
 #: :data:`Q_ON_N_STEP` at s*h = 16, :data:`FP8_STEP` for the FP8 cache, step 9 with ``splits``
 AUTO_STEP = 0
 #: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
 WORK_LIST_STEP = 11
+#: the 16-bit cache's default at s*h > 16: step 33, 11 with warpgroup 1's S = Q K^T over its
+#: page's chunks in their release order, measured on an H100 at 0.981-0.987x step 11's time per
+#: round at the four h=128 s=1 rows of issue 11's table, 0.995x at h=64 (128, 4096), 1.002x at
+#: s=2 (session 21, window 1; the devlog, "Session 21"); step 34 (16-bit partials) was slower
+BF16_DEFAULT_STEP = 33
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
@@ -553,14 +559,14 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 32, see :data:`.seesaw.STEPS`, 40 or 42,
+    the devlog step of the seesaw schedule to build (4 to 34, see :data:`.seesaw.STEPS`, 40 or 42,
     one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49
     to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs),
     or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
     of at least 128 columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an
-    explicit ``splits``, else 11. 11 is a work list of the
+    explicit ``splits``, else 33 (11 until session 21). 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
     per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
@@ -583,7 +589,9 @@ class MlaSm90Config(Config):
     1-3.5% slower than 11 in session 11), 33 is 11 with warpgroup 1's S = Q K^T over its page's
     chunks in the order they are released, 4-7, 0-3, 8 (0.981-0.987x step 11's time per round at
     the four h=128 s=1 rows on an H100 in session 21), 34 is 33 with the cut sequences' partial
-    O stored in the dtype instead of fp32 (half the workspace bytes written and combined).
+    O stored in the dtype instead of fp32 (half the workspace bytes written and combined;
+    1.008-1.046x step 33's time at h=128 in session 21), 35 is 33 with no combine kernel: every
+    warp of the grid merges cut rows once their pieces are counted stored.
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -963,7 +971,7 @@ class MlaDecodeSm90(KernelPlan):
         step 11 with an explicit ``splits`` build step 9 (the work list plans its own parts; a
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
-        16 and :data:`WORK_LIST_STEP` (11) elsewhere, and that the FP8 cache
+        16 and :data:`BF16_DEFAULT_STEP` (33) elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
         :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns,
@@ -993,7 +1001,7 @@ class MlaDecodeSm90(KernelPlan):
             return 9
         if config.step == AUTO_STEP:
             at_16 = problem is not None and problem.s * problem.h == 16
-            return Q_ON_N_STEP if at_16 else WORK_LIST_STEP
+            return Q_ON_N_STEP if at_16 else BF16_DEFAULT_STEP
         return config.step
 
     def plan(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> CuteKernel:
@@ -1119,7 +1127,7 @@ class MlaDecodeSm90(KernelPlan):
                 "combine": (
                     None
                     if (work and max(work.pieces, default=0) <= 1) or (not work and splits == 1)
-                    else ("last CTA" if step == 10 else "pdl")
+                    else ("last CTA" if step == 10 else "in kernel" if step == 35 else "pdl")
                 ),
                 "kv_cache": kv,
             },

@@ -210,9 +210,10 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34,
+    28, 29, 30, 31, 32, 33, 34, 35,
 )  # fmt: skip
-STEP = 11
+#: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
+STEP = 33
 
 
 def release_order_chunk(c: int, stage):
@@ -354,13 +355,23 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.981-0.987x step
         #: 11's time per round at the four h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34)
+        self.qk_release_order = step in (33, 34, 35)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
         #: that is 132 parts x 128 rows x 512 columns, 34.6 MB as fp32, and step 33's combine
         #: kernel took 11 us of the call's 90 under ncu on an H100 (the devlog, "Session 21")
         self.partials_16bit = step == 34
+        #: step 35 (16-bit cache; builds on 33): no combine kernel. Each CTA counts a cut
+        #: piece's partials on its (sequence, m-tile) counter once they are stored; after its
+        #: last segment every warp of the grid merges packed rows (row = global warp, + the
+        #: grid's warp count), each once its (sequence, m-tile) counter shows every piece, so
+        #: the merge runs on all SMs from L2-hot partials without a second launch (FlashInfer's
+        #: Hopper MLA merges after a grid-wide sync in its one cooperative kernel,
+        #: include/flashinfer/attention/mla_hopper.cuh; step 10 merged in the last CTA alone
+        #: and was slower). The grid is one wave (at most one CTA per SM, grid <= SMs), so a
+        #: CTA waiting on a counter never holds back a CTA that has not started.
+        self.merge_in_kernel = step == 35
 
     @cute.jit
     def __call__(
@@ -444,15 +455,17 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         mWork = cute.make_tensor(work.iterator, cute.make_layout((work.shape[0], 4), stride=(4, 1)))
         scale_log2 = softmax_scale * LOG2_E
         threads = THREADS + (WG_THREADS if self.producer_wg else 0)
+        # step 35: the merge's views, as the combine kernel takes them
+        vO, vL, vOut, vLse, _, total = self.combine_views(o, lse, o_acc, lse_acc, q.shape[0], work)
         self.kernel_seesaw(
             mQ, page_table, seqlens, mO, mL, mOa, mLa, mCnt, mWork, mKV8, mSc, scale_log2,
             num_splits, pages_per_split, qk_mma, pv_rs, pv_ss, q_copy, tma_atom, mKVt,
-            sQ_layout, sK_layout, sVt_outer, split,
+            sQ_layout, sK_layout, sVt_outer, vO, vL, vOut, vLse, total, split,
         ).launch(grid=[self.m_tiles, 1 if self.work_list else q.shape[0], num_splits],
                  block=[threads, 1, 1],
                  stream=stream,
                  **({"cluster": [2, 1, 1]} if self.crossover else {}))  # fmt: skip
-        if cutlass.const_expr(split and not self.fused_combine):
+        if cutlass.const_expr(split and not self.fused_combine and not self.merge_in_kernel):
             self.launch_combine(o, lse, o_acc, lse_acc, num_splits, q.shape[0], stream, work)
 
     @cute.kernel
@@ -481,6 +494,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         sQ_layout: cute.ComposedLayout,
         sK_layout: cute.ComposedLayout,
         sVt_outer: cute.Layout,
+        vO: cute.Tensor,  # step 35: the merge's views (MlaDecodeSm90Kernel.combine_views)
+        vL: cute.Tensor,
+        vOut: cute.Tensor,
+        vLse: cute.Tensor,
+        total: cutlass.Int32,  # step 35: packed rows, b * s * h
         split: cutlass.Constexpr,
     ):
         tidx, _, _ = cute.arch.thread_idx()
@@ -957,6 +975,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
                             m_blk, slot, wg, lane, valid_rows, True,
                         )  # fmt: skip
+                        if cutlass.const_expr(self.merge_in_kernel):
+                            self.piece_stored(mCnt, seq, m_blk, tidx)
                     else:
                         self.epilogue(
                             acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
@@ -986,6 +1006,17 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk,
                         sp, wg, lane, valid_rows, split, mCnt, sFlag, num_splits, tidx,
                     )  # fmt: skip
+            if cutlass.const_expr(self.merge_in_kernel and split):
+                # ---- step 35: the merge, every warp of the grid, after its CTA's segments ------
+                warps = THREADS // 32
+                gwarp = (sp * self.m_tiles + m_blk) * warps + tidx // 32
+                for row in cutlass.range(gwarp, total, num_splits * self.m_tiles * warps, unroll=1):
+                    rseq = row // self.rows
+                    rpieces = mWork[PARTS_CAP + rseq, 0]
+                    if rpieces > 1:
+                        self.merge_when_stored(
+                            vO, vL, vOut, vLse, mCnt, row, rseq, rpieces, lane
+                        )  # fmt: skip
 
         else:
             if cutlass.const_expr(self.producer_wg):
@@ -1302,6 +1333,51 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         chunk: a group lands at once). Nothing in the other steps."""
         if cutlass.const_expr(self.crossover):
             cute.arch.fence_proxy("async.shared", space="cta")
+
+    @cute.jit
+    def piece_stored(
+        self, mCnt: cute.Tensor, seq: cutlass.Int32, m_blk: cutlass.Int32, tidx: cutlass.Int32
+    ):
+        """Step 35, by the 256 math threads after the epilogue stored a cut piece's partial O and
+        LSE: every thread fences its stores at GPU scope, one barrier, and thread 0 adds 1 to
+        the (sequence ``seq``, m-tile ``m_blk``) counter with release semantics (the CUDA C++
+        Programming Guide's pattern of memory fence functions, as step 10's split_ticket)."""
+        cute.arch.fence_acq_rel_gpu()
+        self.sync_math()
+        if tidx == 0:
+            ptr = (mCnt.iterator + (seq * self.m_tiles + m_blk)).llvm_ptr
+            cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="release", scope="gpu")
+
+    @cute.jit
+    def merge_when_stored(
+        self,
+        vO: cute.Tensor,
+        vL: cute.Tensor,
+        vOut: cute.Tensor,
+        vLse: cute.Tensor,
+        mCnt: cute.Tensor,
+        row: cutlass.Int32,
+        seq: cutlass.Int32,
+        pieces: cutlass.Int32,
+        lane: cutlass.Int32,
+    ):
+        """Step 35, one warp: wait (every lane, acquire loads at GPU scope) until the counter
+        of packed row ``row``'s (sequence, m-tile) shows all ``pieces`` pieces stored, merge
+        the row (:meth:`merge_row`, the combine kernel's code), then add 1 for the row. The
+        warp that brings the counter to ``pieces`` + the m-tile's rows is the last to use it
+        (every waiter is past its wait) and sets it back to 0 for the next launch."""
+        r = row - seq * self.rows
+        m_blk = r // TILE_M
+        ptr = (mCnt.iterator + (seq * self.m_tiles + m_blk)).llvm_ptr
+        seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
+        while seen < pieces:
+            seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
+        self.merge_row(vO, vL, vOut, vLse, row, lane, pieces)
+        tile_rows = cutlass.min(self.rows - m_blk * TILE_M, TILE_M)
+        if lane == 0:
+            old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
+            if old == pieces + tile_rows - 1:
+                cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
 
     @cute.jit
     def release_to_producer(
