@@ -591,7 +591,8 @@ class MlaSm90Config(Config):
     the four h=128 s=1 rows on an H100 in session 21), 34 is 33 with the cut sequences' partial
     O stored in the dtype instead of fp32 (half the workspace bytes written and combined;
     1.008-1.046x step 33's time at h=128 in session 21), 35 is 33 with no combine kernel: every
-    warp of the grid merges cut rows once their pieces are counted stored.
+    warp of the grid merges cut rows once their pieces are counted stored (1.05-1.10x step
+    33's time at h=128 s=1 in session 21: one row per warp at a time is latency-bound).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
