@@ -802,6 +802,24 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
         )  # the combine kernel beside the main one
 
 
+def _seesaw_pair(steps, flag, tmp_path, monkeypatch):
+    """Plan and statically compile seesaw ``steps`` (two step numbers) at h=128 (32, 4096):
+    {step: static record}, after checking that the kernel's attribute ``flag`` is set in the
+    second step only and that neither spills; also returns the plan, problem and the second
+    step's config (for its label)."""
+    got = {}
+    for step in steps:
+        plan, prob, cfg = _seesaw_case(
+            {"b": 32, "t": 4096}, {"step": str(step)}, tmp_path / str(step), monkeypatch
+        )
+        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+        assert getattr(k.fn, flag) == (step == steps[1]) and k.fn.work_list
+        st = plan.run_static(prob, cfg)
+        assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
+        got[step] = (st, k)
+    return got, plan, prob, cfg
+
+
 def test_mla_decode_sm90_seesaw_step33_takes_chunks_in_release_order(tmp_path, monkeypatch):
     """Step 33 (16-bit cache, ``--config step=33``): step 11 with each warpgroup's S = Q K^T
     over its page's 9 chunks in the order its stage is released (release_order_chunk): stage 0
@@ -811,19 +829,10 @@ def test_mla_decode_sm90_seesaw_step33_takes_chunks_in_release_order(tmp_path, m
 
     assert [release_order_chunk(c, 0) for c in range(9)] == list(range(9))
     assert [release_order_chunk(c, 1) for c in range(9)] == [4, 5, 6, 7, 0, 1, 2, 3, 8]
-    got = {}
-    for step in (11, 33):
-        where = tmp_path / str(step)
-        plan, prob, cfg = _seesaw_case(
-            {"b": 32, "t": 4096}, {"step": str(step)}, where, monkeypatch
-        )
-        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
-        assert k.fn.qk_release_order == (step == 33) and k.fn.work_list
-        st = plan.run_static(prob, cfg)
-        assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
-        got[step] = st
-    assert got[33]["mma_mnemonics"] == got[11]["mma_mnemonics"]
-    assert got[33]["opcodes"].get("UTMALDG") == got[11]["opcodes"].get("UTMALDG") == 36
+    got, plan, prob, cfg = _seesaw_pair((11, 33), "qk_release_order", tmp_path, monkeypatch)
+    (a, _), (b, _) = got[11], got[33]
+    assert b["mma_mnemonics"] == a["mma_mnemonics"]
+    assert b["opcodes"].get("UTMALDG") == a["opcodes"].get("UTMALDG") == 36
     assert plan.build_label(prob, cfg) == "seesaw step 33"
 
 
@@ -834,18 +843,9 @@ def test_mla_decode_sm90_seesaw_step34_stores_16bit_partials(tmp_path, monkeypat
     the combine widens what it loads (PRMT, absent from step 33's combine) and needs fewer
     registers. The same MMAs, page TMAs and loads otherwise; 0 spills. Measured in session 21
     (H100): 1.008-1.046x step 33's time at h=128, so 33 stays the default."""
-    got = {}
-    for step in (33, 34):
-        where = tmp_path / str(step)
-        plan, prob, cfg = _seesaw_case(
-            {"b": 32, "t": 4096}, {"step": str(step)}, where, monkeypatch
-        )
-        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
-        assert k.fn.partials_16bit == (step == 34) and k.fn.qk_release_order
-        st = plan.run_static(prob, cfg)
-        assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
-        got[step] = st
-    a, b = got[33], got[34]
+    got, plan, prob, cfg = _seesaw_pair((33, 34), "partials_16bit", tmp_path, monkeypatch)
+    (a, _), (b, k) = got[33], got[34]
+    assert k.fn.qk_release_order
     assert b["mma_mnemonics"] == a["mma_mnemonics"]
     assert b["opcodes"]["F2FP"] - a["opcodes"]["F2FP"] == 64
     assert b["opcodes"]["STG"] == a["opcodes"]["STG"]
@@ -863,19 +863,11 @@ def test_mla_decode_sm90_seesaw_step35_merges_in_the_split_kernel(tmp_path, monk
     merge's (33's combine has 71 LDG). Where no sequence is cut (one piece each) nothing
     changes: no merge and no combine. 0 spills. Measured in session 21 (H100): correct, and
     1.05-1.10x step 33's time at h=128 s=1."""
-    got = {}
-    for step in (33, 35):
-        where = tmp_path / str(step)
-        plan, prob, cfg = _seesaw_case(
-            {"b": 32, "t": 4096}, {"step": str(step)}, where, monkeypatch
-        )
-        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
-        assert k.fn.merge_in_kernel == (step == 35) and k.fn.qk_release_order
+    got, plan, prob, cfg = _seesaw_pair((33, 35), "merge_in_kernel", tmp_path, monkeypatch)
+    for step, (_, k) in got.items():
+        assert k.fn.qk_release_order
         assert k.meta["combine"] == ("in kernel" if step == 35 else "pdl")
-        st = plan.run_static(prob, cfg)
-        assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
-        got[step] = st
-    a, b = got[33], got[35]
+    (a, _), (b, _) = got[33], got[35]
     assert len(a["functions"]) == 1 and b["functions"] == []
     assert b["mma_mnemonics"] == a["mma_mnemonics"]
     assert "ATOMG" not in a["opcodes"] and b["opcodes"]["ATOMG"] == 2
