@@ -687,3 +687,46 @@ def test_a_config_field_added_since_a_record_is_not_given_todays_default():
     assert "schedule" not in _config_label(cfg) and "step" not in _config_label(cfg)
     new = dict(old, config={"splits": 2, "schedule": "seesaw", "step": 6})
     assert normalized(new)["config"] == {"splits": 2, "schedule": "seesaw", "step": 6}
+
+
+# -- ratios: two entries of the same alternated runs, per round ----------------------------
+def _run_entry(kernel, s, samples, rid, label, labels, t=T1):
+    rec = bench(kernel, s, sorted(samples)[len(samples) // 2], t=t)
+    rec.update(workload="gemm", round_id=rid, alternated_with=[x for x in labels if x != label])
+    rec["timing"]["samples_us"] = samples
+    rec["timing"]["clocks_during"]["busy_sm_mhz"] = [1710.0, 1980.0]
+    return rec
+
+
+def test_report_ratios_pairs_two_entries_round_by_round(tmp_path, capsys):
+    """`report ratios A B`: each record's label is the one name its run does not list; the
+    ratio is the median of the per-round ratios (a clock drop that hits both entries in one
+    round cancels), here 0.5 although the medians' ratio is not; runs without both entries are
+    skipped; an unknown label gets one line naming the labels of the runs that hold the other."""
+    root = tmp_path / "results"
+    labels = ["gemm/hopper_dense_gemm", "gemm/hopper_dense_gemm[stages=4]", "gemm/torch_matmul"]
+    a = [10.0, 20.0, 30.0, 40.0, 10.0]  # the 2nd-4th rounds at a lower clock, both entries
+    b = [20.0, 40.0, 60.0, 80.0, 20.0]
+    for rec in (
+        _run_entry("hopper_dense_gemm", 4096, b, "r1", labels[0], labels),
+        _run_entry("hopper_dense_gemm", 4096, a, "r1", labels[1], labels),
+        _run_entry("torch_matmul", 4096, [15.0] * 5, "r1", labels[2], labels),
+        # a run of the default and torch only: no stages=4 entry, left out
+        _run_entry("hopper_dense_gemm", 8192, b, "r2", labels[0], [labels[0], labels[2]]),
+        _run_entry("torch_matmul", 8192, b, "r2", labels[2], [labels[0], labels[2]]),
+    ):
+        write_record(rec, root)
+    recs = report._load(root)
+    rows = report.round_ratios(recs, "hopper_dense_gemm[stages=4]", "gemm/hopper_dense_gemm")
+    assert [r["round_id"] for r in rows] == ["r1"]
+    assert rows[0]["ratio"] == pytest.approx(0.5) and rows[0]["sm_mhz"] == (1710.0, 1980.0)
+    assert (rows[0]["a_us"], rows[0]["b_us"]) == (20.0, 40.0)
+    assert [r["round_id"] for r in report.round_ratios(recs, labels[2], labels[0])] == ["r1", "r2"]
+    with pytest.raises(KernelPlanError, match="no alternated run holds both"):
+        report.round_ratios(recs, labels[0], labels[2], since="2099-01-01")
+    rc = report.main(["ratios", "gemm/nosuch", labels[0], "--results-dir", str(root)])
+    err = capsys.readouterr().err
+    assert rc != 0 and "gemm/torch_matmul" in err and "Traceback" not in err
+    rc = report.main(["ratios", labels[1], labels[0], "--results-dir", str(root)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "| 0.500 |" in out and "r1 (" in out

@@ -1604,6 +1604,122 @@ def _parse_problem(items: Sequence[str] | None) -> dict[str, Any] | None:
     return out
 
 
+def rounds_by_label(records: Sequence[Rec]) -> dict[str, dict[str, Rec]]:
+    """The records of each alternated run (:func:`_rounds_by_id`) by entry label, ``{round_id:
+    {label: (path, record)}}``. A record names the other entries of its run
+    (``alternated_with``), so its own label is the one name of the run that it does not list;
+    a run where that leaves fewer than two labels is left out."""
+    out: dict[str, dict[str, Rec]] = {}
+    for members in _rounds_by_id(records):
+        names = set().union(*(set(r.get("alternated_with") or ()) for _, r in members))
+        by_label = {}
+        for path, rec in members:
+            own = names - set(rec.get("alternated_with") or ())
+            if len(own) == 1:
+                by_label[own.pop()] = (path, rec)
+        if len(by_label) >= 2:
+            out[str(members[0][1]["round_id"])] = by_label
+    return out
+
+
+def problem_label(rec: Mapping[str, Any]) -> str:
+    """The record's problem as the alternate table names it (``Problem.label``: the fields
+    that differ from their defaults, and the workload's always-shown ones), rebuilt through
+    its implementation's plan; every field (:func:`short_problem`) where that fails."""
+    cls = implementation_class(rec.get("package"), rec.get("kernel"))
+    try:
+        return cls().problem(rec.get("problem") or {}).label()
+    except Exception:  # a retired kernel or an old record: every field as written
+        return short_problem(rec.get("problem") or {})
+
+
+def _label_in(label: str, run: Mapping[str, Rec]) -> str | None:
+    """``label`` as a run names it: exactly, or without its ``package/`` prefix."""
+    if label in run:
+        return label
+    hits = [n for n in run if n.split("/", 1)[-1] == label]
+    return hits[0] if len(hits) == 1 else None
+
+
+def round_ratios(
+    records: Sequence[Rec],
+    a: str,
+    b: str,
+    round_prefix: str | None = None,
+    since: str | None = None,
+) -> list[dict[str, Any]]:
+    """For every alternated run holding both entries ``a`` and ``b`` (labels as the
+    ``kernelplan.alternate`` table prints them, e.g. ``mla/mla_decode_sm90[step=33]``; the
+    ``package/`` prefix may be left out), oldest first: the run's ``round_id``, its time, the
+    problem, both medians (us), the median of the per-round ratios a / b (``per_round_ratio``:
+    each round's two times come from one round, so a clock change between rounds cancels),
+    the busy SM clock range (MHz) and both record paths. ``round_prefix`` keeps the runs whose
+    id starts with it, ``since`` those created at or after it (ISO text, e.g. 2026-12-06 or
+    2026-12-06T10:00). Raises KernelPlanError when no run holds both, naming the labels of the
+    runs that hold one of them."""
+    from .alternate import per_round_ratio
+
+    rows = []
+    near: set[str] = set()
+    for rid, run in rounds_by_label(records).items():
+        if round_prefix and not rid.startswith(round_prefix):
+            continue
+        la, lb = _label_in(a, run), _label_in(b, run)
+        if la is None or lb is None:
+            if la is not None or lb is not None:
+                near.update(run)
+            continue
+        (pa, ra), (pb, rb) = run[la], run[lb]
+        created = str(ra.get("created_utc") or "")
+        if since and created < since:
+            continue
+        ta, tb = ra.get("timing") or {}, rb.get("timing") or {}
+        busy = [
+            x
+            for t in (ta, tb)
+            for x in ((t.get("clocks_during") or {}).get("busy_sm_mhz") or [])
+            if isinstance(x, (int, float)) and math.isfinite(x)
+        ]
+        rows.append(
+            {
+                "round_id": rid,
+                "created_utc": created,
+                "problem": problem_label(ra),
+                "a_us": ta.get("median_us"),
+                "b_us": tb.get("median_us"),
+                "ratio": per_round_ratio(ta.get("samples_us"), tb.get("samples_us")),
+                "sm_mhz": (min(busy), max(busy)) if busy else None,
+                "a_record": pa,
+                "b_record": pb,
+            }
+        )
+    if not rows:
+        seen = ", ".join(sorted(near)[:12]) or "none"
+        raise KernelPlanError(
+            f"no alternated run holds both {a!r} and {b!r} (labels as the alternate table "
+            f"prints them; labels of the runs holding one of them: {seen})"
+        )
+    rows.sort(key=lambda r: (r["created_utc"], r["round_id"]))
+    return rows
+
+
+def ratios_table(rows: Sequence[Mapping[str, Any]], a: str, b: str) -> str:
+    """The markdown table of :func:`round_ratios`."""
+    lines = [
+        f"| problem | {a} us | {b} us | {a} / {b} per round | SM MHz | round | records |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        mhz = "-" if r["sm_mhz"] is None else f"{r['sm_mhz'][0]:.0f}-{r['sm_mhz'][1]:.0f}"
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        lines.append(
+            f"| {r['problem']} | {_f(r['a_us'])} | {_f(r['b_us'])} | {ratio} | {mhz} | "
+            f"{r['round_id']} ({r['created_utc'][:19]}) | "
+            f"{Path(r['a_record']).name} {Path(r['b_record']).name} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .cli import die
 
@@ -1642,6 +1758,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an implementation (package/kernel or a unique kernel name): the alternated "
         "table adds its ratio to the fastest other implementation per setting",
     )
+    q = sub.add_parser(
+        "ratios",
+        parents=[common],
+        help="per-round ratios of two entries of the same alternated runs, from their records",
+    )
+    q.add_argument("a", help="an entry's label as the alternate table prints it (A in A / B)")
+    q.add_argument("b", help="the other entry's label (B)")
+    q.add_argument("--round", default=None, help="only the runs whose round_id starts so")
+    q.add_argument("--since", default=None, help="only runs created at or after (ISO time)")
     b = sub.add_parser(
         "best-config", parents=[common], help="the fastest autotuned config, as --config items"
     )
@@ -1657,6 +1782,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_fidelity(a, root)
         if a.cmd == "report":
             render_report(a.package, root, Path(a.out) if a.out else None, focus=a.focus)
+            return 0
+        if a.cmd == "ratios":
+            rows = round_ratios(_load(root), a.a, a.b, a.round, a.since)
+            print(ratios_table(rows, a.a, a.b))
             return 0
         records = _load(root, a.package)
         found = best_config(records, a.kernel, _parse_problem(a.problem))
