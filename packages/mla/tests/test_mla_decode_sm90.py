@@ -719,7 +719,7 @@ def test_work_list_refusals_in_one_line(args, needle):
 
 
 def test_step11_with_a_split_count_builds_step9():
-    """The default (step 0, which builds 11 here) plans its own parts; an explicit ``splits``
+    """The default (step 0, which builds 33 here) plans its own parts; an explicit ``splits``
     asks for step 9's per-sequence splits, and gets them, as does step 11 with ``splits``
     (the record's meta names the step built)."""
     from kernelplan.registry import load_plan_class
@@ -878,6 +878,54 @@ def test_mla_decode_sm90_seesaw_step35_merges_in_the_split_kernel(tmp_path, monk
         {"b": 132, "t": 4096}, {"step": "35"}, tmp_path / "whole", monkeypatch
     )
     assert plan.plan(prob, cfg, plan.target("sm_90a", 132)).meta["combine"] is None
+    # its CTAs wait on each other: on a GPU of 132 SMs a grid planned for 264 would hang
+    import torch
+
+    from kernelplan import ShapeError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda i: type("P", (), {"multi_processor_count": 132})
+    )
+    plan, prob, cfg = _seesaw_case({"b": 32, "t": 4096}, {"step": "35"}, tmp_path, monkeypatch)
+    assert plan.plan(prob, cfg, plan.target("sm_90a", 132)).fn.merge_in_kernel
+    with pytest.raises(ShapeError, match="264 CTAs must all be resident"):
+        plan.plan(prob, cfg, plan.target("sm_90a", 264))
+
+
+def test_mla_decode_sm90_seesaw_step36_loads_the_combine_splits_as_vectors(tmp_path, monkeypatch):
+    """Step 36 (``--config step=36``): step 33 with the combine's batched split loads (4 splits
+    x 4 column groups per lane and round) landing in a register tensor whose 4 columns are
+    contiguous, so each is one LDG.E.128; step 33's column-major (splits, k, 4) tensor gets
+    four 4-byte LDG.E per 16 bytes. The split kernel is unchanged. Built in session 21, not yet
+    timed on a GPU."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    from kernelplan import static
+    from kernelplan.cutlass_src import repo_root
+
+    got, plan, prob, cfg = _seesaw_pair((33, 36), "combine_vec16", tmp_path, monkeypatch)
+    loads = {}
+    for step, (st, _) in got.items():
+        cubin = Path(st["cubin_path"])
+        cubin = cubin if cubin.is_absolute() else repo_root() / cubin
+        sass = subprocess.run(
+            [str(static.find_tool("cuobjdump")), "-sass", str(cubin)],
+            capture_output=True, text=True, check=True, timeout=120,
+        ).stdout  # fmt: skip
+        loads[step] = {
+            w: len(re.findall(rf"\bLDG\.E{re.escape(w)}(?![.\w])", sass))
+            for w in ("", ".64", ".128")
+        }
+    assert loads[36][".128"] - loads[33][".128"] == 16
+    assert loads[33][""] - loads[36][""] == 64
+    (a, _), (b, _) = got[33], got[36]
+    assert a["instructions"] == b["instructions"] and a["registers"] == b["registers"]
+    assert b["functions"][0]["instructions"] < a["functions"][0]["instructions"]
+    assert plan.build_label(prob, cfg) == "seesaw step 36"
 
 
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
@@ -1169,7 +1217,7 @@ def test_fp8_seesaw_step24_reloads_while_it_stores(tmp_path, monkeypatch):
 def test_mla_decode_sm90_build_label_names_what_is_built():
     """``step=0`` (the config default) builds the step measured fastest for the problem: the
     label the CLI prints and every record keeps as ``build`` names the resolved schedule and
-    step (42 at s*h = 16, 11 at s*h = 32 and above, 22 with the FP8 cache, at s*h = 16 47 with
+    step (42 at s*h = 16, 33 at s*h = 32 and above, 22 with the FP8 cache, at s*h = 16 47 with
     per_token scales and 43 with per_block ones, 9 with splits)."""
     from kernelplan.registry import load_plan_class
 

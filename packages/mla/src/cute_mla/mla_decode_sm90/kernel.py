@@ -150,6 +150,12 @@ class MlaDecodeSm90Kernel:
         #: the combine reads the partial O of this many splits per round (1: one split at a
         #: time, as measured in steps 1-7; the seesaw schedule's step 8 batches 4)
         self.combine_batch = 1
+        #: the combine's batched split loads land in registers laid out split-major with each
+        #: lane's 4 columns contiguous, so each is one 16-byte load (seesaw step 36); without
+        #: it the (splits, k, 4) register tensor is column-major, its 4 columns 4 * splits
+        #: apart, and ptxas issues four 4-byte loads per 16 bytes (a CPU compile of step 33's
+        #: combine: 64 LDG.E where step 36 has 16 LDG.E.128)
+        self.combine_vec16 = False
         #: the L2 cache hint of the page TMA loads (None: none; the seesaw schedule's step 7
         #: sets evict-first)
         self.kv_cache_policy = None
@@ -1020,7 +1026,8 @@ class MlaDecodeSm90Kernel:
     ):
         """Merge the splits of one packed row per warp: m = max_i lse_i, w_i = 2^(lse_i - m),
         O = sum_i w_i O_i / sum_i w_i, LSE = (m + log2 sum_i w_i) ln 2. Lane l owns columns
-        128 k + 4 l .. +3 (k < 4): 16-byte loads, a warp reads 512 contiguous bytes each.
+        128 k + 4 l .. +3 (k < 4), a warp reads 512 contiguous bytes per (split, k): 16-byte
+        loads where ``combine_vec16`` is set (step 36), four 4-byte ones otherwise.
         With the work list, a row merges its sequence's pieces, and a sequence in one piece
         (stored by its CTA) is skipped."""
         tidx, _, _ = cute.arch.thread_idx()
@@ -1083,7 +1090,11 @@ class MlaDecodeSm90Kernel:
         else:
             # nb splits per round: all their weights, then all their loads (independent,
             # in flight together), then the FMAs; empty splits (weight 0) are not read
-            parts = cute.make_rmem_tensor(cute.make_layout((nb, D_V // 128, 4)), pdt)
+            if cutlass.const_expr(self.combine_vec16):
+                parts_layout = cute.make_layout((nb, D_V // 128, 4), stride=(D_V // 32, 4, 1))
+            else:
+                parts_layout = cute.make_layout((nb, D_V // 128, 4))
+            parts = cute.make_rmem_tensor(parts_layout, pdt)
             wts = cute.make_rmem_tensor(cute.make_layout((nb,)), cutlass.Float32)
             for i0 in cutlass.range(0, num_splits, nb, unroll=1):
                 for u in cutlass.range_constexpr(nb):

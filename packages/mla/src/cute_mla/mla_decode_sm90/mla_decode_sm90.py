@@ -90,6 +90,27 @@ def steps_text(steps: tuple[int, ...]) -> str:
     return ", ".join(parts[:-1]) + (" or " if len(parts) > 1 else "") + parts[-1]
 
 
+def _grid_fits_at_once(name: str, ctas: int) -> None:
+    """Step 35's CTAs wait inside the kernel for pieces that other CTAs store, so its grid
+    (``ctas``, one CTA per SM: 223 KB of SMEM each) must be resident all at once. Where torch
+    sees a GPU, refuse a grid larger than its SM count (an ``--sm_count`` above the GPU's would
+    hang); without a GPU the kernel only compiles. Raises ShapeError."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return
+        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    except Exception:  # no torch CUDA here: compile only
+        return
+    if ctas > sms:
+        raise ShapeError(
+            f"{name}: step 35 merges inside the kernel, so its {ctas} CTAs must all be resident "
+            f"at once, and this GPU has {sms} SMs (one CTA each): drop --sm_count, or take "
+            "another step"
+        )
+
+
 def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
     """Whether seesaw ``step`` builds FlashMLA's crossover (step 26, seesaw.py): the FP8 cache
     and m-tiles (64 query rows each) that pair up into clusters of 2; elsewhere step 26 is
@@ -102,8 +123,9 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: with WG0's next S issued behind its last PV; 32: 31 with that PV queued after WG1's PV0R;
 #: 33: 11 with WG1's S = Q K^T over its page's chunks in the order 4-7, 0-3, 8; 34: 33 with
 #: the partial O of the cut sequences stored in the 16-bit dtype; 35: 33 merging the cut
-#: sequences' rows in the same kernel, every warp of the grid, no combine kernel)
-BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35)
+#: sequences' rows in the same kernel, every warp of the grid, no combine kernel; 36: 33 with
+#: the combine's split loads as 16-byte vectors)
+BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36)
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
 #: (:meth:`MlaDecodeSm90.kernel_step`): :data:`BF16_DEFAULT_STEP` for a 16-bit cache,
@@ -112,15 +134,15 @@ AUTO_STEP = 0
 #: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
 WORK_LIST_STEP = 11
 #: the 16-bit cache's default at s*h > 16: step 33, 11 with warpgroup 1's S = Q K^T over its
-#: page's chunks in their release order, measured on an H100 at 0.981-0.987x step 11's time per
-#: round at the four h=128 s=1 rows of issue 11's table, 0.995x at h=64 (128, 4096), 1.002x at
+#: page's chunks in their release order, measured on an H100 at 0.982-0.987x step 11's time per
+#: round at the five h=128 s=1 rows of the table, 0.995x at h=64 (128, 4096), 1.002x at
 #: s=2 (session 21, window 1; the devlog, "Session 21"); step 34 (16-bit partials) was slower
 BF16_DEFAULT_STEP = 33
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
 #: a later run; the devlog, "Session 16"); at s*h = 32 it was slower than step 11 (163.3
-#: against 158.5 us), so there 11 stays
+#: against 158.5 us), so there the 16-bit default (11, then 33 from session 21) stays
 Q_ON_N_STEP = 42
 #: the builds of q_on_n.py, the s*h query rows on WGMMA's N dimension, one warpgroup: 40, and
 #: 42 (40 with S^T's 36 k-blocks in 4 accumulators, not one chain; 41, a ring of chunk slots
@@ -559,7 +581,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 34, see :data:`.seesaw.STEPS`, 40 or 42,
+    the devlog step of the seesaw schedule to build (4 to 36, see :data:`.seesaw.STEPS`, 40 or 42,
     one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49
     to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs),
     or 0, the default:
@@ -587,12 +609,13 @@ class MlaSm90Config(Config):
     step 12's early pages; 31 is 11 with warpgroup 0's next S issued right behind its last PV
     (FlashMLA's order), 32 is 31 with that PV queued after warpgroup 1's PV0R (both measured
     1-3.5% slower than 11 in session 11), 33 is 11 with warpgroup 1's S = Q K^T over its page's
-    chunks in the order they are released, 4-7, 0-3, 8 (0.981-0.987x step 11's time per round at
-    the four h=128 s=1 rows on an H100 in session 21), 34 is 33 with the cut sequences' partial
+    chunks in the order they are released, 4-7, 0-3, 8 (0.982-0.987x step 11's time per round at
+    the five h=128 s=1 rows on an H100 in session 21), 34 is 33 with the cut sequences' partial
     O stored in the dtype instead of fp32 (half the workspace bytes written and combined;
     1.008-1.046x step 33's time at h=128 in session 21), 35 is 33 with no combine kernel: every
     warp of the grid merges cut rows once their pieces are counted stored (1.05-1.10x step
-    33's time at h=128 s=1 in session 21: one row per warp at a time is latency-bound).
+    33's time at h=128 s=1 in session 21: one row per warp at a time is latency-bound), 36 is
+    33 with the combine's split loads as 16-byte vectors (built in session 21, not yet timed).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -620,7 +643,7 @@ class MlaSm90Config(Config):
     drops 56's CTA barrier at each page's end (the devlog, "Session 20").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-32, and
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-36, and
     steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
@@ -864,14 +887,16 @@ class MlaDecodeSm90(KernelPlan):
         kv_scales fp32 (pages, 64, G), kv_rope (pages, 64, 64)), each with a dynamic layout
         (leading_dim = last mode): one compile per (s, h, causal, dtype, kv format, split or
         not); plus the split workspace (fp32 partial O and LSE for :func:`split_cap` splits;
-        zeroed once, written before read), step 10's counters and step 11's work list."""
+        zeroed once, written before read), the counters of steps 10 and 35 and step 11's
+        work list."""
         p = problem
         specs = dict(self.workload.tensor_specs(p))
         cap = split_cap(p)
         specs["o_acc"] = TensorSpec((cap, p.b, p.s, p.h, p.d_latent), "float32", init="empty")
         specs["lse_acc"] = TensorSpec((cap, p.b, p.s, p.h), "float32", init="empty")
-        # the seesaw step 10's arrival counters per (sequence, m-tile): zero once, and the
-        # last CTA of each resets its counter, so every launch finds them zero
+        # the arrival counters per (sequence, m-tile) of seesaw steps 10 and 35: zero once,
+        # and the last CTA (step 10) or the last merging warp (step 35) of each resets its
+        # counter, so every launch finds them zero
         specs["split_count"] = TensorSpec((p.b, _ceil(p.s * p.h, 64)), "int32", init="zeros")
         # the seesaw step 11's work list (WorkList.rows), filled at bind by the plan's setup
         specs["work"] = TensorSpec((work_rows(p.b), 4), "int32", init="zeros")
@@ -883,7 +908,7 @@ class MlaDecodeSm90(KernelPlan):
         return specs
 
     def build_label(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
-        """The schedule and step a call builds (the default ``step=0`` builds 11, 42 at s*h =
+        """The schedule and step a call builds (the default ``step=0`` builds 33, 42 at s*h =
         16, 22 with the FP8 cache (47 or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
         pages``."""
@@ -1050,6 +1075,8 @@ class MlaDecodeSm90(KernelPlan):
             per_sm = ctas_per_sm(step)
             work = planner(_pages(p), _work_parts(p, target.sm_count or 132, per_sm))
             splits, per = work.parts, work.per
+            if step == 35:
+                _grid_fits_at_once(self.name, work.parts * _ceil(p.s * p.h, 64))
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
         extra = ("kv_scales", "kv_rope") if p.kv_fp8 else ("kv_cache", "kv_cache")

@@ -210,7 +210,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35,
+    28, 29, 30, 31, 32, 33, 34, 35, 36,
 )  # fmt: skip
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
 STEP = 33
@@ -353,14 +353,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (stage 1) 4-7 first, which it releases itself after its PV1R, then 0-3 and 8, which
         #: WG0 releases only after its PV1L, just before WG1's next S1 starts. At h=128
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
-        #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.981-0.987x step
-        #: 11's time per round at the four h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35)
+        #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
+        #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
+        self.qk_release_order = step in (33, 34, 35, 36)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
-        #: that is 132 parts x 128 rows x 512 columns, 34.6 MB as fp32, and step 33's combine
-        #: kernel took 11 us of the call's 90 under ncu on an H100 (the devlog, "Session 21")
+        #: 64 pieces (32 sequences in 2 each) x 128 rows x 512 columns, 16.8 MB as fp32, and
+        #: step 33's combine kernel took 11 us of the call's 90 under ncu on an H100. Measured
+        #: slower (the devlog, "Session 21")
         self.partials_16bit = step == 34
         #: step 35 (16-bit cache; builds on 33): no combine kernel. Each CTA counts a cut
         #: piece's partials on its (sequence, m-tile) counter once they are stored; after its
@@ -376,6 +377,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: and 8 warps per SM hold far fewer loads in flight than the combine kernel's grid
         #: (ncu at (128, 16384): 1085.7 us against 33's 1029.2 + 19.4 us of combine).
         self.merge_in_kernel = step == 35
+        #: step 36 (16-bit cache; builds on 33): the combine's split loads as 16-byte vectors
+        #: (MlaDecodeSm90Kernel.combine_vec16). Found by a review in session 21: step 33's
+        #: combine read each lane's 4 fp32 columns with four 4-byte loads, which fits step 34's
+        #: finding that halving the combine's bytes did not shorten it. Built, not yet measured.
+        self.combine_vec16 = step == 36
 
     @cute.jit
     def __call__(
@@ -390,7 +396,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         lse_acc: cute.Tensor,  # (cap, b, s, h) float32 workspace (log2)
         kv_scales: cute.Tensor,  # unused (the 16-bit cache only)
         kv_rope: cute.Tensor,  # unused
-        split_count: cute.Tensor,  # (b, m_tiles) int32, zero: step 10's counters; else unused
+        split_count: cute.Tensor,  # (b, m_tiles) int32, zero: steps 10 and 35's counters
         work: cute.Tensor,  # (rows, 4) int32: step 11's work list (WorkList.rows); else unused
         softmax_scale: cutlass.Float32,
         num_splits: cutlass.Int32,
@@ -450,7 +456,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
         self.shared_storage = SharedStorage
 
-        # step 10's arrival counters, one per (sequence, m-tile)
+        # the arrival counters of steps 10 and 35, one per (sequence, m-tile)
         mCnt = cute.make_tensor(
             split_count.iterator,
             cute.make_layout((q.shape[0], self.m_tiles), stride=(self.m_tiles, 1)),
