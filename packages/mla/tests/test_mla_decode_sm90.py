@@ -928,6 +928,44 @@ def test_mla_decode_sm90_seesaw_step36_loads_the_combine_splits_as_vectors(tmp_p
     assert plan.build_label(prob, cfg) == "seesaw step 36"
 
 
+def test_mla_decode_sm90_seesaw_step37_merges_four_rows_per_warp(tmp_path, monkeypatch):
+    """Step 37 (``--config step=37``): step 35 (the merge in the split kernel, no combine
+    kernel) with each warp merging MERGE_ROWS = 4 rows together: per piece, the 4 rows' 4
+    16-byte partial-O loads each (16 LDG.E.128, which 35's one-row merge issues as 4-byte
+    LDG.E), and the rows' counter waits as acquire loads. One kernel, 0 spills; refused as
+    35 is where the grid would not be resident at once. Built in session 21, not yet timed."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    from cute_mla.mla_decode_sm90.seesaw import MERGE_ROWS
+
+    from kernelplan import static
+    from kernelplan.cutlass_src import repo_root
+
+    assert MERGE_ROWS == 4
+    sass = {}
+    for step in (35, 37):
+        plan, prob, cfg = _seesaw_case(
+            {"b": 32, "t": 4096}, {"step": str(step)}, tmp_path / str(step), monkeypatch
+        )
+        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+        assert k.fn.merge_in_kernel and k.meta["combine"] == "in kernel"
+        assert k.fn.merge_rows == (MERGE_ROWS if step == 37 else 1)
+        st = plan.run_static(prob, cfg)
+        assert st["spill_store_bytes"] == 0 and st["functions"] == []
+        cubin = Path(st["cubin_path"])
+        cubin = cubin if cubin.is_absolute() else repo_root() / cubin
+        sass[step] = subprocess.run(
+            [str(static.find_tool("cuobjdump")), "-sass", str(cubin)],
+            capture_output=True, text=True, check=True, timeout=120,
+        ).stdout  # fmt: skip
+    wide = {n: len(re.findall(r"\bLDG\.E\.128(?![.\w])", t)) for n, t in sass.items()}
+    assert wide[37] - wide[35] == 4 * MERGE_ROWS
+    assert all(len(re.findall(r"\bLDG\.E\.STRONG\.GPU\b", t)) >= 2 for t in sass.values())
+    assert plan.build_label(prob, cfg) == "seesaw step 37"
+
+
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
 def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
     """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the

@@ -124,8 +124,8 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: 33: 11 with WG1's S = Q K^T over its page's chunks in the order 4-7, 0-3, 8; 34: 33 with
 #: the partial O of the cut sequences stored in the 16-bit dtype; 35: 33 merging the cut
 #: sequences' rows in the same kernel, every warp of the grid, no combine kernel; 36: 33 with
-#: the combine's split loads as 16-byte vectors)
-BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36)
+#: the combine's split loads as 16-byte vectors; 37: 35 merging 4 rows per warp together)
+BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37)
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
 #: (:meth:`MlaDecodeSm90.kernel_step`): :data:`BF16_DEFAULT_STEP` for a 16-bit cache,
@@ -581,7 +581,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 36, see :data:`.seesaw.STEPS`, 40 or 42,
+    the devlog step of the seesaw schedule to build (4 to 37, see :data:`.seesaw.STEPS`, 40 or 42,
     one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49
     to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs),
     or 0, the default:
@@ -615,7 +615,8 @@ class MlaSm90Config(Config):
     1.008-1.046x step 33's time at h=128 in session 21), 35 is 33 with no combine kernel: every
     warp of the grid merges cut rows once their pieces are counted stored (1.05-1.10x step
     33's time at h=128 s=1 in session 21: one row per warp at a time is latency-bound), 36 is
-    33 with the combine's split loads as 16-byte vectors (built in session 21, not yet timed).
+    33 with the combine's split loads as 16-byte vectors, 37 is 35 with each warp merging 4
+    rows together, their loads in flight at once (both built in session 21, not yet timed).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -643,7 +644,7 @@ class MlaSm90Config(Config):
     drops 56's CTA barrier at each page's end (the devlog, "Session 20").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-36, and
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-37, and
     steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
@@ -1075,7 +1076,7 @@ class MlaDecodeSm90(KernelPlan):
             per_sm = ctas_per_sm(step)
             work = planner(_pages(p), _work_parts(p, target.sm_count or 132, per_sm))
             splits, per = work.parts, work.per
-            if step == 35:
+            if step in (35, 37):
                 _grid_fits_at_once(self.name, work.parts * _ceil(p.s * p.h, 64))
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
@@ -1155,7 +1156,7 @@ class MlaDecodeSm90(KernelPlan):
                 "combine": (
                     None
                     if (work and max(work.pieces, default=0) <= 1) or (not work and splits == 1)
-                    else ("last CTA" if step == 10 else "in kernel" if step == 35 else "pdl")
+                    else ("last CTA" if step == 10 else "in kernel" if step in (35, 37) else "pdl")
                 ),
                 "kv_cache": kv,
             },

@@ -113,6 +113,7 @@ from .kernel import (
     D_ROPE,
     D_V,
     FP8_VEC,
+    LN_2,
     LOG2_E,
     N_CHUNKS,
     NUM_WG,
@@ -210,8 +211,11 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37,
 )  # fmt: skip
+#: step 37: packed rows one warp merges together in the split kernel (their loads in flight
+#: together), where step 35 merges one row at a time
+MERGE_ROWS = 4
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
 STEP = 33
 
@@ -355,7 +359,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36)
+        self.qk_release_order = step in (33, 34, 35, 36, 37)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -376,12 +380,17 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: h=128 s=1: a warp merges one row at a time, two dependent global round trips each,
         #: and 8 warps per SM hold far fewer loads in flight than the combine kernel's grid
         #: (ncu at (128, 16384): 1085.7 us against 33's 1029.2 + 19.4 us of combine).
-        self.merge_in_kernel = step == 35
+        self.merge_in_kernel = step in (35, 37)
+        #: step 37 (builds on 35): each warp merges MERGE_ROWS rows together, their LSEs, then
+        #: per piece their weights and all their 16-byte partial-O loads at once, so a warp
+        #: keeps 4 x 4 x 16 B in flight per piece where 35 kept one row's; the lesson of 35,
+        #: whose merge was latency-bound. Built in session 21, not yet measured.
+        self.merge_rows = MERGE_ROWS if step == 37 else 1
         #: step 36 (16-bit cache; builds on 33): the combine's split loads as 16-byte vectors
         #: (MlaDecodeSm90Kernel.combine_vec16). Found by a review in session 21: step 33's
         #: combine read each lane's 4 fp32 columns with four 4-byte loads, which fits step 34's
         #: finding that halving the combine's bytes did not shorten it. Built, not yet measured.
-        self.combine_vec16 = step == 36
+        self.combine_vec16 = step in (36, 37)
 
     @cute.jit
     def __call__(
@@ -1020,12 +1029,21 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 # ---- step 35: the merge, every warp of the grid, after its CTA's segments ------
                 warps = THREADS // 32
                 gwarp = (sp * self.m_tiles + m_blk) * warps + tidx // 32
-                for row in cutlass.range(gwarp, total, num_splits * self.m_tiles * warps, unroll=1):
-                    rseq = row // self.rows
-                    rpieces = mWork[PARTS_CAP + rseq, 0]
-                    if rpieces > 1:
-                        self.merge_when_stored(
-                            vO, vL, vOut, vLse, mCnt, row, rseq, rpieces, lane
+                nwarps = num_splits * self.m_tiles * warps
+                if cutlass.const_expr(self.merge_rows == 1):
+                    for row in cutlass.range(gwarp, total, nwarps, unroll=1):
+                        rseq = row // self.rows
+                        rpieces = mWork[PARTS_CAP + rseq, 0]
+                        if rpieces > 1:
+                            self.merge_when_stored(
+                                vO, vL, vOut, vLse, mCnt, row, rseq, rpieces, lane
+                            )  # fmt: skip
+                else:
+                    # step 37: rows gwarp + (j * R + r) * nwarps, r < R, merged together
+                    step_rows = nwarps * self.merge_rows
+                    for row0 in cutlass.range(gwarp, total, step_rows, unroll=1):
+                        self.merge_rows_when_stored(
+                            vO, vL, vOut, vLse, mCnt, mWork, row0, nwarps, total, lane
                         )  # fmt: skip
 
         else:
@@ -1388,6 +1406,117 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
             if old == pieces + tile_rows - 1:
                 cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+
+    @cute.jit
+    def merge_rows_when_stored(
+        self,
+        vO: cute.Tensor,
+        vL: cute.Tensor,
+        vOut: cute.Tensor,
+        vLse: cute.Tensor,
+        mCnt: cute.Tensor,
+        mWork: cute.Tensor,
+        row0: cutlass.Int32,
+        stride: cutlass.Int32,
+        total: cutlass.Int32,
+        lane: cutlass.Int32,
+    ):
+        """Step 37, one warp: packed rows ``row0 + r * stride`` (r < MERGE_ROWS, those below
+        ``total`` whose sequence is cut) merged together, as :meth:`merge_row` merges one: wait
+        for each row's (sequence, m-tile) counter to show all its pieces (acquire loads, every
+        lane), each row's max and weight sum over its pieces' LSEs, then per piece every row's
+        weight and all the rows' 16-byte partial-O loads before their FMAs, so that R x 4
+        loads per lane are in flight at once; O, LSE, and 1 added per row to its counter (the
+        last of the tile's rows resets it, as in :meth:`merge_when_stored`)."""
+        R = self.merge_rows
+        rows = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Int32)
+        pcs = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Int32)
+        seqs = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Int32)
+        npmax = cutlass.Int32(0)
+        for r in cutlass.range_constexpr(R):
+            row = row0 + r * stride
+            rows[r] = row
+            pcs[r] = cutlass.Int32(0)
+            seqs[r] = cutlass.Int32(0)
+            if row < total:
+                sq = row // self.rows
+                pc = mWork[PARTS_CAP + sq, 0]
+                if pc > 1:
+                    pcs[r] = pc
+                    seqs[r] = sq
+                    npmax = cutlass.max(npmax, pc)
+                    ptr = (
+                        mCnt.iterator + (sq * self.m_tiles + (row - sq * self.rows) // TILE_M)
+                    ).llvm_ptr
+                    seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
+                    while seen < pc:
+                        seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
+        # each row's max and weight sum over its pieces (lane i holds pieces i, i + 32, ...)
+        mxs = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Float32)
+        bases = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Float32)
+        wsums = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Float32)
+        invs = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Float32)
+        for r in cutlass.range_constexpr(R):
+            mx = -cutlass.Float32.inf
+            for i in cutlass.range(lane, pcs[r], 32, unroll=1):
+                mx = cute.arch.fmax(mx, vL[i, rows[r]])
+            mxs[r] = cute.arch.warp_reduction_max(mx)
+        for r in cutlass.range_constexpr(R):
+            base = mxs[r]
+            if base == -cutlass.Float32.inf:
+                base = cutlass.Float32(0.0)  # no piece saw a key: every weight is 0
+            bases[r] = base
+            ws = cutlass.Float32(0.0)
+            for i in cutlass.range(lane, pcs[r], 32, unroll=1):
+                ws += cute.math.exp2(vL[i, rows[r]] - base, fastmath=True)
+            ws = cute.arch.warp_reduction_sum(ws)
+            wsums[r] = ws
+            inv = cutlass.Float32(0.0)
+            if ws > 0.0:
+                inv = 1.0 / ws
+            invs[r] = inv
+        # per piece: every row's weight, then all the rows' loads, then the FMAs
+        acc = cute.make_rmem_tensor(
+            cute.make_layout((R, D_V // 128, 4), stride=(D_V // 32, 4, 1)), cutlass.Float32
+        )
+        acc.fill(0.0)
+        part = cute.make_rmem_tensor(
+            cute.make_layout((R, D_V // 128, 4), stride=(D_V // 32, 4, 1)), vO.element_type
+        )
+        wts = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Float32)
+        for i in cutlass.range(npmax, unroll=1):
+            for r in cutlass.range_constexpr(R):
+                wts[r] = cutlass.Float32(0.0)
+                if i < pcs[r]:
+                    wts[r] = cute.math.exp2(vL[i, rows[r]] - bases[r], fastmath=True) * invs[r]
+            for r in cutlass.range_constexpr(R):
+                if wts[r] > 0.0:  # an empty piece (weight 0) is not read
+                    for k in cutlass.range_constexpr(D_V // 128):
+                        cute.autovec_copy(vO[i, rows[r], k, lane, None], part[r, k, None])
+            for r in cutlass.range_constexpr(R):
+                if wts[r] > 0.0:
+                    for k in cutlass.range_constexpr(D_V // 128):
+                        for v in cutlass.range_constexpr(4):
+                            acc[r, k, v] = acc[r, k, v] + wts[r] * part[r, k, v].to(cutlass.Float32)
+        out = cute.make_rmem_tensor(cute.make_layout((4,)), self.dtype)
+        for r in cutlass.range_constexpr(R):
+            if pcs[r] > 1:
+                row = rows[r]
+                for k in cutlass.range_constexpr(D_V // 128):
+                    out.store(acc[r, k, None].load().to(self.dtype))
+                    cute.autovec_copy(out, vOut[row, k, lane, None])
+                sq = seqs[r]
+                m_blk = (row - sq * self.rows) // TILE_M
+                ptr = (mCnt.iterator + (sq * self.m_tiles + m_blk)).llvm_ptr
+                tile_rows = cutlass.min(self.rows - m_blk * TILE_M, TILE_M)
+                if lane == 0:
+                    val = -cutlass.Float32.inf
+                    if wsums[r] > 0.0:
+                        val = (mxs[r] + cute.math.log2(wsums[r])) * LN_2
+                    vLse[row] = val
+                    old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
+                    if old == pcs[r] + tile_rows - 1:
+                        cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
 
     @cute.jit
     def release_to_producer(
