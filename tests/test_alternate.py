@@ -198,3 +198,29 @@ def test_per_round_ratio_skips_rounds_it_cannot_read():
     assert alternate.per_round_ratio([nan], [1.0]) is None
     stats = type("S", (), {"clocks_during": {"busy_sm_mhz": [nan, 1710, 1980]}})()
     assert alternate.sm_clock_span(stats) == (1710, 1980)
+
+
+def test_run_check_poisons_scratch_not_inputs_before_the_last_launch(monkeypatch):
+    """``run_check(launches=2)`` poisons the outputs and the tensors of role ``scratch`` before
+    the last launch, never an input: the attention backward's ``o`` and ``lse`` are inputs
+    with ``init="empty"`` that ``prepare_inputs`` fills from the forward pass, and its check
+    keeps a finite tolerance with two launches (it became inf while every ``init="empty"``
+    tensor was poisoned). On the CPU: torch's SDPA math backward, the sync stubbed."""
+    import torch
+
+    from kernelplan.registry import load_plan_class
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    plan = load_plan_class("fmha", "sdpa_math_bwd")()
+    orig = plan.prepare_inputs
+    monkeypatch.setattr(
+        plan, "prepare_inputs", lambda p, seed, device="cuda": orig(p, seed, device="cpu")
+    )
+    prob = plan.workload.problem_type(b=1, sq=64, h_q=2, d_qk=64, dtype="bfloat16")
+    specs = plan.tensor_specs(prob)
+    assert specs["o"].role == "input" and specs["o"].init == "empty"
+    ok, results, _ = plan.run_check(prob, plan.default_config(prob), seed=1, launches=2)
+    assert ok and all("inf" not in r.line() for r in results), [r.line() for r in results]
+    mla = load_plan_class("mla", "mla_decode_sm90")()
+    mspecs = mla.tensor_specs(mla.problem(b=2, t=100))
+    assert mspecs["o_acc"].role == mspecs["lse_acc"].role == "scratch"

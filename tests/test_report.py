@@ -722,8 +722,18 @@ def test_report_ratios_pairs_two_entries_round_by_round(tmp_path, capsys):
     assert rows[0]["ratio"] == pytest.approx(0.5) and rows[0]["sm_mhz"] == (1710.0, 1980.0)
     assert (rows[0]["a_us"], rows[0]["b_us"]) == (20.0, 40.0)
     assert [r["round_id"] for r in report.round_ratios(recs, labels[2], labels[0])] == ["r1", "r2"]
-    with pytest.raises(KernelPlanError, match="no alternated run holds both"):
+    with pytest.raises(KernelPlanError, match="2 alternated run.s. hold both .* none created"):
         report.round_ratios(recs, labels[0], labels[2], since="2099-01-01")
+    with pytest.raises(KernelPlanError, match="is not an ISO date"):
+        report.round_ratios(recs, labels[0], labels[2], since="yesterday")
+    with pytest.raises(KernelPlanError, match="name the same entry"):
+        report.round_ratios(recs, "hopper_dense_gemm", labels[0])
+    # UTC where no zone is given, compared as times: r1 and r2 both at T1 (10:05 UTC)
+    assert len(report.round_ratios(recs, labels[2], labels[0], since="2026-11-30 10:05")) == 2
+    with pytest.raises(KernelPlanError, match="none created at or after 2026-11-30T10:06Z"):
+        report.round_ratios(recs, labels[2], labels[0], since="2026-11-30T10:06Z")
+    rc = report.main(["ratios", "a", "b", "--results-dir", str(tmp_path / "nothing")])
+    assert rc != 0 and "not a folder of records" in capsys.readouterr().err
     rc = report.main(["ratios", "gemm/nosuch", labels[0], "--results-dir", str(root)])
     err = capsys.readouterr().err
     assert rc != 0 and "gemm/torch_matmul" in err and "Traceback" not in err

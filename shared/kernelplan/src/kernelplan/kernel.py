@@ -42,7 +42,10 @@ class TensorSpec:
             "float8_e4m3fn", "uint8", ...).
         perm: the kernel sees ``storage.permute(perm)`` (e.g. (1, 2, 0) turns (L, M, K) into
             the CUTLASS (M, K, L) view); None keeps the storage order.
-        role: "input" or "output" (outputs are poisoned before a checked run).
+        role: "input", "output" (outputs are poisoned before a checked run) or "scratch" (a
+            workspace the kernel writes before it reads, such as a split-KV workspace: poisoned
+            with the outputs before the last of several checked launches, so a launch that
+            reads what an earlier one left fails the check).
         init: "randn" (normal * scale), "uniform" (U(-scale, scale)), "randint" (integers
             drawn uniformly from [-scale, scale], as the CUTLASS examples' own runs use; such
             values have few mantissa bits set, which lowers the tensor cores' power draw; for

@@ -234,10 +234,11 @@ class KernelPlan(abc.ABC):
         ``launches`` > 1 launches the kernel that many times on the same inputs and poisons
         the outputs again before the last launch, so that state a kernel keeps between
         launches (arrival counters it must reset, semaphores, a workspace) is checked too:
-        only what the last launch wrote is compared. The scratch tensors (inputs with
-        ``init="empty"``: written before read, such as a split-KV workspace) are poisoned
-        with them, so a last launch that reads a stale workspace (a counter left unreset
-        lets it skip its wait) fails instead of finding the previous launch's equal values.
+        only what the last launch wrote is compared. The tensors of role ``scratch`` (written
+        before read, such as a split-KV workspace) are poisoned with them, so a last launch
+        that reads a stale workspace (a counter left unreset lets it skip its wait) fails
+        instead of finding the previous launch's equal values. The references are computed
+        from the inputs, which are never poisoned.
 
         ``fault`` plants a defect to show the check can fail: "skip-launch" (the kernel never
         runs; the poison must be caught), "perturb" (one output element moved by four times
@@ -262,11 +263,7 @@ class KernelPlan(abc.ABC):
         outs = self.output_names(problem)
         for n in outs:
             poison(inputs[n])
-        scratch = [
-            n
-            for n, spec in self.tensor_specs(problem).items()
-            if spec.role != "output" and spec.init == "empty" and n in inputs
-        ]
+        scratch = [n for n, spec in self.tensor_specs(problem).items() if spec.role == "scratch"]
         seen = inputs
         if fault in self.workload.input_faults:  # the kernel sees corrupted inputs
             seen = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in inputs.items()}

@@ -1641,6 +1641,18 @@ def _label_in(label: str, run: Mapping[str, Rec]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
+def _since_time(since: str) -> _dt.datetime:
+    """``--since`` as an aware time (UTC where no zone is given). Raises KernelPlanError for
+    text that is not an ISO date or time."""
+    try:
+        t = _dt.datetime.fromisoformat(since.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise KernelPlanError(
+            f"--since {since!r} is not an ISO date or time (e.g. 2026-12-06 or 2026-12-06T10:00)"
+        ) from None
+    return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+
+
 def round_ratios(
     records: Sequence[Rec],
     a: str,
@@ -1651,27 +1663,33 @@ def round_ratios(
     """For every alternated run holding both entries ``a`` and ``b`` (labels as the
     ``kernelplan.alternate`` table prints them, e.g. ``mla/mla_decode_sm90[step=33]``; the
     ``package/`` prefix may be left out), oldest first: the run's ``round_id``, its time, the
-    problem, both medians (us), the median of the per-round ratios a / b (``per_round_ratio``:
-    each round's two times come from one round, so a clock change between rounds cancels),
-    the busy SM clock range (MHz) and both record paths. ``round_prefix`` keeps the runs whose
-    id starts with it, ``since`` those created at or after it (ISO text, e.g. 2026-12-06 or
-    2026-12-06T10:00). Raises KernelPlanError when no run holds both, naming the labels of the
-    runs that hold one of them."""
+    device, the problem, both medians (us), the median of the per-round ratios a / b
+    (``per_round_ratio``: each round's two times come from one round, so a clock change
+    between rounds cancels), the busy SM clock range (MHz) and both record paths.
+    ``round_prefix`` keeps the runs whose id starts with it, ``since`` those created at or
+    after it (an ISO date or time, UTC unless it names a zone). Raises KernelPlanError when
+    ``a`` and ``b`` name the same entry, when ``since`` does not parse, and when no run is
+    left: naming the labels of the runs that hold one of them, or how many runs the filters
+    left out."""
     from .alternate import per_round_ratio
 
+    after = _since_time(since) if since else None
     rows = []
     near: set[str] = set()
+    both = 0
     for rid, run in rounds_by_label(records).items():
-        if round_prefix and not rid.startswith(round_prefix):
-            continue
         la, lb = _label_in(a, run), _label_in(b, run)
         if la is None or lb is None:
             if la is not None or lb is not None:
                 near.update(run)
             continue
+        if la == lb:
+            raise KernelPlanError(f"{a!r} and {b!r} name the same entry ({la}): give two entries")
+        both += 1
         (pa, ra), (pb, rb) = run[la], run[lb]
-        created = str(ra.get("created_utc") or "")
-        if since and created < since:
+        if round_prefix and not rid.startswith(round_prefix):
+            continue
+        if after and _created(ra) < after:
             continue
         ta, tb = ra.get("timing") or {}, rb.get("timing") or {}
         busy = [
@@ -1683,7 +1701,8 @@ def round_ratios(
         rows.append(
             {
                 "round_id": rid,
-                "created_utc": created,
+                "created_utc": str(ra.get("created_utc") or ""),
+                "device": (ra.get("device") or {}).get("name") or "?",
                 "problem": problem_label(ra),
                 "a_us": ta.get("median_us"),
                 "b_us": tb.get("median_us"),
@@ -1693,28 +1712,44 @@ def round_ratios(
                 "b_record": pb,
             }
         )
+    if not rows and both:
+        filters = " and ".join(
+            f for f in (
+                f"created at or after {since}" if since else "",
+                f"with a round id starting {round_prefix!r}" if round_prefix else "",
+            ) if f
+        )  # fmt: skip
+        raise KernelPlanError(
+            f"{both} alternated run(s) hold both {a!r} and {b!r}, none {filters}: widen "
+            "--since or --round"
+        )
     if not rows:
-        seen = ", ".join(sorted(near)[:12]) or "none"
+        labels = sorted(near)
+        seen = ", ".join(labels[:12]) or "none"
+        if len(labels) > 12:
+            seen += f", and {len(labels) - 12} more"
         raise KernelPlanError(
             f"no alternated run holds both {a!r} and {b!r} (labels as the alternate table "
             f"prints them; labels of the runs holding one of them: {seen})"
         )
-    rows.sort(key=lambda r: (r["created_utc"], r["round_id"]))
+    rows.sort(key=lambda r: (_created({"created_utc": r["created_utc"]}), r["round_id"]))
     return rows
 
 
 def ratios_table(rows: Sequence[Mapping[str, Any]], a: str, b: str) -> str:
-    """The markdown table of :func:`round_ratios`."""
+    """The markdown table of :func:`round_ratios`, headed by what A and B are."""
     lines = [
-        f"| problem | {a} us | {b} us | {a} / {b} per round | SM MHz | round | records |",
-        "|---|---|---|---|---|---|---|",
+        f"A = {a}, B = {b}; A / B is the median of the per-round ratios of one run",
+        "",
+        "| problem | A us | B us | A / B per round | SM MHz | device | round | records (A, B) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         mhz = "-" if r["sm_mhz"] is None else f"{r['sm_mhz'][0]:.0f}-{r['sm_mhz'][1]:.0f}"
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
         lines.append(
             f"| {r['problem']} | {_f(r['a_us'])} | {_f(r['b_us'])} | {ratio} | {mhz} | "
-            f"{r['round_id']} ({r['created_utc'][:19]}) | "
+            f"{r['device']} | {r['round_id']} ({r['created_utc'][:19]}) | "
             f"{Path(r['a_record']).name} {Path(r['b_record']).name} |"
         )
     return "\n".join(lines)
@@ -1784,6 +1819,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             render_report(a.package, root, Path(a.out) if a.out else None, focus=a.focus)
             return 0
         if a.cmd == "ratios":
+            if root is not None and not root.is_dir():
+                return die(f"--results-dir {root}: not a folder of records")
             rows = round_ratios(_load(root), a.a, a.b, a.round, a.since)
             print(ratios_table(rows, a.a, a.b))
             return 0

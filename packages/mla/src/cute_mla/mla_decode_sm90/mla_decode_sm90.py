@@ -90,7 +90,7 @@ def steps_text(steps: tuple[int, ...]) -> str:
     return ", ".join(parts[:-1]) + (" or " if len(parts) > 1 else "") + parts[-1]
 
 
-def _grid_fits_at_once(name: str, ctas: int) -> None:
+def _grid_fits_at_once(name: str, step: int, ctas: int) -> None:
     """Step 35's CTAs wait inside the kernel for pieces that other CTAs store, so its grid
     (``ctas``, one CTA per SM: 223 KB of SMEM each) must be resident all at once. Where torch
     sees a GPU, refuse a grid larger than its SM count (an ``--sm_count`` above the GPU's would
@@ -105,9 +105,9 @@ def _grid_fits_at_once(name: str, ctas: int) -> None:
         return
     if ctas > sms:
         raise ShapeError(
-            f"{name}: step 35 merges inside the kernel, so its {ctas} CTAs must all be resident "
-            f"at once, and this GPU has {sms} SMs (one CTA each): drop --sm_count, or take "
-            "another step"
+            f"{name}: step {step} merges inside the kernel, so its {ctas} CTAs must all be "
+            f"resident at once, and this GPU has {sms} SMs (one CTA each): drop --sm_count, or "
+            "take another step"
         )
 
 
@@ -893,8 +893,10 @@ class MlaDecodeSm90(KernelPlan):
         p = problem
         specs = dict(self.workload.tensor_specs(p))
         cap = split_cap(p)
-        specs["o_acc"] = TensorSpec((cap, p.b, p.s, p.h, p.d_latent), "float32", init="empty")
-        specs["lse_acc"] = TensorSpec((cap, p.b, p.s, p.h), "float32", init="empty")
+        specs["o_acc"] = TensorSpec(
+            (cap, p.b, p.s, p.h, p.d_latent), "float32", role="scratch", init="empty"
+        )
+        specs["lse_acc"] = TensorSpec((cap, p.b, p.s, p.h), "float32", role="scratch", init="empty")
         # the arrival counters per (sequence, m-tile) of seesaw steps 10 and 35: zero once,
         # and the last CTA (step 10) or the last merging warp (step 35) of each resets its
         # counter, so every launch finds them zero
@@ -1077,7 +1079,7 @@ class MlaDecodeSm90(KernelPlan):
             work = planner(_pages(p), _work_parts(p, target.sm_count or 132, per_sm))
             splits, per = work.parts, work.per
             if step in (35, 37):
-                _grid_fits_at_once(self.name, work.parts * _ceil(p.s * p.h, 64))
+                _grid_fits_at_once(self.name, step, work.parts * _ceil(p.s * p.h, 64))
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
         extra = ("kv_scales", "kv_rope") if p.kv_fp8 else ("kv_cache", "kv_cache")

@@ -390,7 +390,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (MlaDecodeSm90Kernel.combine_vec16). Found by a review in session 21: step 33's
         #: combine read each lane's 4 fp32 columns with four 4-byte loads, which fits step 34's
         #: finding that halving the combine's bytes did not shorten it. Built, not yet measured.
-        self.combine_vec16 = step in (36, 37)
+        self.combine_vec16 = step == 36  # (step 37's merge loads 16-byte vectors of its own)
 
     @cute.jit
     def __call__(
