@@ -802,6 +802,22 @@ def test_mla_decode_sm90_seesaw_step11_walks_the_work_list(
         )  # the combine kernel beside the main one
 
 
+def _sass_text(st) -> str:
+    """The SASS text (``cuobjdump -sass``) of a static record's cubin."""
+    import subprocess
+    from pathlib import Path
+
+    from kernelplan import static
+    from kernelplan.cutlass_src import repo_root
+
+    cubin = Path(st["cubin_path"])
+    cubin = cubin if cubin.is_absolute() else repo_root() / cubin
+    return subprocess.run(
+        [str(static.find_tool("cuobjdump")), "-sass", str(cubin)],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout  # fmt: skip
+
+
 def _seesaw_pair(steps, flag, tmp_path, monkeypatch):
     """Plan and statically compile seesaw ``steps`` (two step numbers) at h=128 (32, 4096):
     {step: static record}, after checking that the kernel's attribute ``flag`` is set in the
@@ -901,21 +917,11 @@ def test_mla_decode_sm90_seesaw_step36_loads_the_combine_splits_as_vectors(tmp_p
     four 4-byte LDG.E per 16 bytes. The split kernel is unchanged. Built in session 21, not yet
     timed on a GPU."""
     import re
-    import subprocess
-    from pathlib import Path
-
-    from kernelplan import static
-    from kernelplan.cutlass_src import repo_root
 
     got, plan, prob, cfg = _seesaw_pair((33, 36), "combine_vec16", tmp_path, monkeypatch)
     loads = {}
     for step, (st, _) in got.items():
-        cubin = Path(st["cubin_path"])
-        cubin = cubin if cubin.is_absolute() else repo_root() / cubin
-        sass = subprocess.run(
-            [str(static.find_tool("cuobjdump")), "-sass", str(cubin)],
-            capture_output=True, text=True, check=True, timeout=120,
-        ).stdout  # fmt: skip
+        sass = _sass_text(st)
         loads[step] = {
             w: len(re.findall(rf"\bLDG\.E{re.escape(w)}(?![.\w])", sass))
             for w in ("", ".64", ".128")
@@ -935,13 +941,8 @@ def test_mla_decode_sm90_seesaw_step37_merges_four_rows_per_warp(tmp_path, monke
     LDG.E), and the rows' counter waits as acquire loads. One kernel, 0 spills; refused as
     35 is where the grid would not be resident at once. Built in session 21, not yet timed."""
     import re
-    import subprocess
-    from pathlib import Path
 
     from cute_mla.mla_decode_sm90.seesaw import MERGE_ROWS
-
-    from kernelplan import static
-    from kernelplan.cutlass_src import repo_root
 
     assert MERGE_ROWS == 4
     sass = {}
@@ -954,12 +955,7 @@ def test_mla_decode_sm90_seesaw_step37_merges_four_rows_per_warp(tmp_path, monke
         assert k.fn.merge_rows == (MERGE_ROWS if step == 37 else 1)
         st = plan.run_static(prob, cfg)
         assert st["spill_store_bytes"] == 0 and st["functions"] == []
-        cubin = Path(st["cubin_path"])
-        cubin = cubin if cubin.is_absolute() else repo_root() / cubin
-        sass[step] = subprocess.run(
-            [str(static.find_tool("cuobjdump")), "-sass", str(cubin)],
-            capture_output=True, text=True, check=True, timeout=120,
-        ).stdout  # fmt: skip
+        sass[step] = _sass_text(st)
     wide = {n: len(re.findall(r"\bLDG\.E\.128(?![.\w])", t)) for n, t in sass.items()}
     assert wide[37] - wide[35] == 4 * MERGE_ROWS
     assert all(len(re.findall(r"\bLDG\.E\.STRONG\.GPU\b", t)) >= 2 for t in sass.values())
@@ -1227,11 +1223,6 @@ def test_fp8_seesaw_step24_reloads_while_it_stores(tmp_path, monkeypatch):
     the current group's stores (7 of its 8 vectors' loads in each group of the page loop),
     where step 22 issues none there (ptxas sinks them to the group's end, after the last
     STS.128, unless a warp sync holds each in place)."""
-    import subprocess
-    from pathlib import Path
-
-    from kernelplan import static
-    from kernelplan.cutlass_src import repo_root
 
     got = {}
     for step in (22, 24):
@@ -1240,12 +1231,7 @@ def test_fp8_seesaw_step24_reloads_while_it_stores(tmp_path, monkeypatch):
             tmp_path / str(step), monkeypatch,
         )  # fmt: skip
         st = plan.run_static(prob, cfg)
-        cubin = Path(st["cubin_path"])
-        cubin = cubin if cubin.is_absolute() else repo_root() / cubin
-        sass = subprocess.run(
-            [str(static.find_tool("cuobjdump")), "-sass", str(cubin)],
-            capture_output=True, text=True, check=True, timeout=120,
-        ).stdout  # fmt: skip
+        sass = _sass_text(st)
         got[step] = _producer_loop_groups(sass)
     assert len(got[22]) == len(got[24]) == 2  # the page loop's two groups (w = 0, 1)
     assert got[22] == [0, 0]

@@ -1036,14 +1036,14 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         rpieces = mWork[PARTS_CAP + rseq, 0]
                         if rpieces > 1:
                             self.merge_when_stored(
-                                vO, vL, vOut, vLse, mCnt, row, rseq, rpieces, lane
+                                (vO, vL, vOut, vLse), mCnt, row, rseq, rpieces, lane
                             )  # fmt: skip
                 else:
                     # step 37: rows gwarp + (j * R + r) * nwarps, r < R, merged together
                     step_rows = nwarps * self.merge_rows
                     for row0 in cutlass.range(gwarp, total, step_rows, unroll=1):
                         self.merge_rows_when_stored(
-                            vO, vL, vOut, vLse, mCnt, mWork, row0, nwarps, total, lane
+                            (vO, vL, vOut, vLse), mCnt, mWork, row0, nwarps, total, lane
                         )  # fmt: skip
 
         else:
@@ -1379,10 +1379,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     @cute.jit
     def merge_when_stored(
         self,
-        vO: cute.Tensor,
-        vL: cute.Tensor,
-        vOut: cute.Tensor,
-        vLse: cute.Tensor,
+        views: tuple,  # (vO, vL, vOut, vLse): MlaDecodeSm90Kernel.combine_views
         mCnt: cute.Tensor,
         row: cutlass.Int32,
         seq: cutlass.Int32,
@@ -1394,26 +1391,41 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         the row (:meth:`merge_row`, the combine kernel's code), then add 1 for the row. The
         warp that brings the counter to ``pieces`` + the m-tile's rows is the last to use it
         (every waiter is past its wait) and sets it back to 0 for the next launch."""
-        r = row - seq * self.rows
-        m_blk = r // TILE_M
+        ptr, tile_rows = self.row_counter(mCnt, row, seq)
+        self.wait_for_pieces(ptr, pieces)
+        self.merge_row(*views, row, lane, pieces)
+        if lane == 0:
+            self.count_merged_row(ptr, pieces, tile_rows)
+
+    @cute.jit
+    def row_counter(self, mCnt: cute.Tensor, row: cutlass.Int32, seq: cutlass.Int32):
+        """Steps 35 and 37: the pointer to packed row ``row``'s (sequence ``seq``, m-tile)
+        counter, and that m-tile's row count (64, fewer in the last m-tile of s*h rows)."""
+        m_blk = (row - seq * self.rows) // TILE_M
         ptr = (mCnt.iterator + (seq * self.m_tiles + m_blk)).llvm_ptr
+        return ptr, cutlass.min(self.rows - m_blk * TILE_M, TILE_M)
+
+    @cute.jit
+    def wait_for_pieces(self, ptr, pieces: cutlass.Int32):
+        """Steps 35 and 37, every lane: spin on acquire loads (GPU scope) until the counter at
+        ``ptr`` shows ``pieces`` stored pieces; what they stored is visible after it."""
         seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
         while seen < pieces:
             seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
-        self.merge_row(vO, vL, vOut, vLse, row, lane, pieces)
-        tile_rows = cutlass.min(self.rows - m_blk * TILE_M, TILE_M)
-        if lane == 0:
-            old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
-            if old == pieces + tile_rows - 1:
-                cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+
+    @cute.jit
+    def count_merged_row(self, ptr, pieces: cutlass.Int32, tile_rows: cutlass.Int32):
+        """Steps 35 and 37, one lane per merged row: add 1 to the counter; the row that brings
+        it to ``pieces`` + ``tile_rows`` is the m-tile's last (every waiter is past its
+        wait) and sets it back to 0 for the next launch."""
+        old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
+        if old == pieces + tile_rows - 1:
+            cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
 
     @cute.jit
     def merge_rows_when_stored(
         self,
-        vO: cute.Tensor,
-        vL: cute.Tensor,
-        vOut: cute.Tensor,
-        vLse: cute.Tensor,
+        views: tuple,  # (vO, vL, vOut, vLse): MlaDecodeSm90Kernel.combine_views
         mCnt: cute.Tensor,
         mWork: cute.Tensor,
         row0: cutlass.Int32,
@@ -1428,6 +1440,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         weight and all the rows' 16-byte partial-O loads before their FMAs, so that R x 4
         loads per lane are in flight at once; O, LSE, and 1 added per row to its counter (the
         last of the tile's rows resets it, as in :meth:`merge_when_stored`)."""
+        vO, vL, vOut, vLse = views
         R = self.merge_rows
         rows = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Int32)
         pcs = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Int32)
@@ -1445,12 +1458,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     pcs[r] = pc
                     seqs[r] = sq
                     npmax = cutlass.max(npmax, pc)
-                    ptr = (
-                        mCnt.iterator + (sq * self.m_tiles + (row - sq * self.rows) // TILE_M)
-                    ).llvm_ptr
-                    seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
-                    while seen < pc:
-                        seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
+                    ptr, _ = self.row_counter(mCnt, row, sq)
+                    self.wait_for_pieces(ptr, pc)
         # each row's max and weight sum over its pieces (lane i holds pieces i, i + 32, ...)
         mxs = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Float32)
         bases = cute.make_rmem_tensor(cute.make_layout((R,)), cutlass.Float32)
@@ -1505,18 +1514,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 for k in cutlass.range_constexpr(D_V // 128):
                     out.store(acc[r, k, None].load().to(self.dtype))
                     cute.autovec_copy(out, vOut[row, k, lane, None])
-                sq = seqs[r]
-                m_blk = (row - sq * self.rows) // TILE_M
-                ptr = (mCnt.iterator + (sq * self.m_tiles + m_blk)).llvm_ptr
-                tile_rows = cutlass.min(self.rows - m_blk * TILE_M, TILE_M)
+                ptr, tile_rows = self.row_counter(mCnt, row, seqs[r])
                 if lane == 0:
                     val = -cutlass.Float32.inf
                     if wsums[r] > 0.0:
                         val = (mxs[r] + cute.math.log2(wsums[r])) * LN_2
                     vLse[row] = val
-                    old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
-                    if old == pcs[r] + tile_rows - 1:
-                        cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+                    self.count_merged_row(ptr, pcs[r], tile_rows)
 
     @cute.jit
     def release_to_producer(
