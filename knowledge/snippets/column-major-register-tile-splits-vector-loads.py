@@ -1,5 +1,6 @@
 """A register tensor made with a default (column-major) layout splits each 16-byte global load
-into four 4-byte ones when a thread copies into one of its rows.
+into one load per element (four 4-byte ones for fp32) when a thread copies into one of its
+rows with ``cute.autovec_copy``.
 
 Each thread of a warp merges NB pieces: for piece u it copies 4 contiguous fp32 (16 bytes,
 16-byte aligned) from global memory into row u of a register tensor, then adds the rows. With
@@ -10,7 +11,8 @@ both for sm_90a on the CPU (fake tensors) and counts ``LDG.E`` and ``LDG.E.128``
 cubin's SASS. check() runs both on the GPU against torch.
 
 The MLA decode's combine kernel (``packages/mla/src/cute_mla/mla_decode_sm90/kernel.py``,
-``merge_row``) had this shape from seesaw step 8 to 35; step 36 fixes it.
+``merge_row``) has this shape since seesaw step 8; step 36 gives its tile contiguous rows (the
+defaults still build the column-major one until 36 is timed).
 
 Shown in knowledge/languages/cute-dsl/anti-patterns/
 column-major-register-tile-splits-vector-loads.md.
