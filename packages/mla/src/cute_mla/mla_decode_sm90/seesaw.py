@@ -1865,30 +1865,24 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         k_per_chunk = CHUNK // 16
         c_lo, c_hi = (0, N_CHUNKS) if part == -1 else V_L if part == 0 else (V_R[0], N_CHUNKS)
         warpgroup.fence()
-        if self.qk_release_order and part == -1 and not self.crossover:
-            # step 33: latent chunk c at (c + 4 stage) % 8, the rope chunk (8) last: WG1's
-            # stage 1 gives 4-7, 0-3, 8; WG0's stage 0 the natural order
-            for c in range(N_CHUNKS):
-                pc = release_order_chunk(c, stage)
-                cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + pc, phase)
-                for kk in range(k_per_chunk):
-                    k = pc * k_per_chunk + kk
-                    qk_mma.set(warpgroup.Field.ACCUMULATE, c + kk != 0)
-                    cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, stage], acc_s)
-            warpgroup.commit_group()
-            return qk_mma
-        for k in range(c_lo * k_per_chunk, c_hi * k_per_chunk):
-            c = k // k_per_chunk
-            if k % k_per_chunk == 0 and not self.crossover:
+        # step 33: the i-th chunk issued is latent chunk (i + 4 stage) % 8, the rope chunk (8)
+        # last: WG1's stage 1 gives 4-7, 0-3, 8; WG0's stage 0 the natural order
+        reorder = self.qk_release_order and part == -1 and not self.crossover
+        for i in range(c_lo * k_per_chunk, c_hi * k_per_chunk):
+            c = i // k_per_chunk
+            if reorder:
+                c = release_order_chunk(c, stage)
+            k = c * k_per_chunk + i % k_per_chunk  # the k-block issued i-th
+            if i % k_per_chunk == 0 and not self.crossover:
                 cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + c, phase)
-            if k % k_per_chunk == 0 and self.crossover and c % 4 == 0:
+            if i % k_per_chunk == 0 and self.crossover and c % 4 == 0:
                 # step 26: a latent group lands at once (from one producer); its 4 chunks,
                 # then one proxy fence (the rope chunk: a TMA)
                 for cc in range(c, min(c + 4, N_CHUNKS)):
                     cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + cc, phase)
                 if c < P_CHUNK:
                     self.fence_remote_chunk()
-            qk_mma.set(warpgroup.Field.ACCUMULATE, k != 0)
+            qk_mma.set(warpgroup.Field.ACCUMULATE, i != 0)
             cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, stage], acc_s)
         warpgroup.commit_group()
         return qk_mma
