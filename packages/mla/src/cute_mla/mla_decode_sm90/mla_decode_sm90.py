@@ -91,18 +91,17 @@ def steps_text(steps: tuple[int, ...]) -> str:
 
 
 def _grid_fits_at_once(name: str, step: int, ctas: int) -> None:
-    """Step 35's CTAs wait inside the kernel for pieces that other CTAs store, so its grid
-    (``ctas``, one CTA per SM: 223 KB of SMEM each) must be resident all at once. Where torch
-    sees a GPU, refuse a grid larger than its SM count (an ``--sm_count`` above the GPU's would
-    hang); without a GPU the kernel only compiles. Raises ShapeError."""
-    try:
-        import torch
+    """The CTAs of the :data:`MERGE_IN_KERNEL_STEPS` wait inside the kernel for pieces that
+    other CTAs store, so the grid (``ctas``, one CTA per SM: 223 KB of SMEM each) must be
+    resident all at once. Where torch sees a GPU, refuse a grid larger than its SM count (an
+    ``--sm_count`` above the GPU's would hang); without a GPU the kernel only compiles.
+    Raises ShapeError."""
+    from kernelplan.device import current_device
 
-        if not torch.cuda.is_available():
-            return
-        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
-    except Exception:  # no torch CUDA here: compile only
+    dev = current_device()
+    if dev is None:  # no GPU here: compile only
         return
+    sms = dev.sm_count
     if ctas > sms:
         raise ShapeError(
             f"{name}: step {step} merges inside the kernel, so its {ctas} CTAs must all be "
@@ -138,6 +137,9 @@ WORK_LIST_STEP = 11
 #: round at the five h=128 s=1 rows of the table, 0.995x at h=64 (128, 4096), 1.002x at
 #: s=2 (session 21, window 1; the devlog, "Session 21"); step 34 (16-bit partials) was slower
 BF16_DEFAULT_STEP = 33
+#: the 16-bit builds that merge the cut sequences inside the split kernel, no combine kernel:
+#: 35 (one row per warp) and 37 (4 rows per warp); their grid must be resident at once
+MERGE_IN_KERNEL_STEPS = (35, 37)
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
@@ -1078,7 +1080,7 @@ class MlaDecodeSm90(KernelPlan):
             per_sm = ctas_per_sm(step)
             work = planner(_pages(p), _work_parts(p, target.sm_count or 132, per_sm))
             splits, per = work.parts, work.per
-            if step in (35, 37):
+            if step in MERGE_IN_KERNEL_STEPS:
                 _grid_fits_at_once(self.name, step, work.parts * _ceil(p.s * p.h, 64))
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
@@ -1090,6 +1092,16 @@ class MlaDecodeSm90(KernelPlan):
                 kv += " into the WGMMA register A operand"
             elif schedule == "seesaw":
                 kv += " by a producer warpgroup"
+        # whether any sequence is in more than one piece (with the work list) or split
+        split = max(work.pieces, default=0) > 1 if work else splits > 1
+        if not split:
+            combine = None
+        elif step == 10:
+            combine = "last CTA"
+        elif step in MERGE_IN_KERNEL_STEPS:
+            combine = "in kernel"
+        else:
+            combine = "pdl"
         return CuteKernel(
             self.name,
             k,
@@ -1109,8 +1121,7 @@ class MlaDecodeSm90(KernelPlan):
                 cutlass.Float32(p.scale()),
                 cutlass.Int32(splits),
                 cutlass.Int32(per),
-                # with the work list: whether any sequence is in more than one piece
-                Const(max(work.pieces, default=0) > 1 if work else splits > 1),
+                Const(split),
                 STREAM,
             ),  # fmt: skip
             self.tensor_specs(p),
@@ -1155,11 +1166,7 @@ class MlaDecodeSm90(KernelPlan):
                 ),
                 # step 26: the m-tile pairs as clusters of 2, each producer one group per page
                 "crossover": bool(getattr(k, "crossover", False)),
-                "combine": (
-                    None
-                    if (work and max(work.pieces, default=0) <= 1) or (not work and splits == 1)
-                    else ("last CTA" if step == 10 else "in kernel" if step in (35, 37) else "pdl")
-                ),
+                "combine": combine,
                 "kv_cache": kv,
             },
         )

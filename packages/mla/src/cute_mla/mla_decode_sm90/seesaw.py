@@ -123,7 +123,7 @@ from .kernel import (
     MlaDecodeSm90Kernel,
     _mn_view,
 )
-from .mla_decode_sm90 import FP8_STEPS, PARTS_CAP, crossover_built
+from .mla_decode_sm90 import FP8_STEPS, MERGE_IN_KERNEL_STEPS, PARTS_CAP, crossover_built
 
 STAGES = 2  # K0 and K1
 WG_THREADS = 128
@@ -380,7 +380,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: h=128 s=1: a warp merges one row at a time, two dependent global round trips each,
         #: and 8 warps per SM hold far fewer loads in flight than the combine kernel's grid
         #: (ncu at (128, 16384): 1085.7 us against 33's 1029.2 + 19.4 us of combine).
-        self.merge_in_kernel = step in (35, 37)
+        self.merge_in_kernel = step in MERGE_IN_KERNEL_STEPS
         #: step 37 (builds on 35): each warp merges MERGE_ROWS rows together, their LSEs, then
         #: per piece their weights and all their 16-byte partial-O loads at once, so a warp
         #: keeps 4 x 4 x 16 B in flight per piece where 35 kept one row's; the lesson of 35,
