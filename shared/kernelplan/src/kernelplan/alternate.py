@@ -36,7 +36,7 @@ import math
 import secrets
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,15 +62,23 @@ def per_round_ratio(samples: Sequence[float] | None, ref: Sequence[float] | None
     return statistics.median(ratios) if ratios else None
 
 
-def sm_clock_span(stats: Any) -> tuple[float, float] | None:
-    """(lowest, highest) busy SM clock in MHz sampled during the run (``stats.clocks_during``),
-    or None when the clock was not sampled."""
+def busy_clock_span(*clocks_during: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """(lowest, highest) busy SM clock in MHz over the samples of one or more
+    ``clocks_during`` summaries (a timing's, as records keep it), or None when none holds a
+    finite sample."""
     busy = [
         x
-        for x in ((getattr(stats, "clocks_during", None) or {}).get("busy_sm_mhz") or [])
+        for c in clocks_during
+        for x in ((c or {}).get("busy_sm_mhz") or [])
         if isinstance(x, (int, float)) and math.isfinite(x)
     ]
     return (min(busy), max(busy)) if busy else None
+
+
+def sm_clock_span(stats: Any) -> tuple[float, float] | None:
+    """(lowest, highest) busy SM clock in MHz sampled during the run (``stats.clocks_during``),
+    or None when the clock was not sampled."""
+    return busy_clock_span(getattr(stats, "clocks_during", None))
 
 
 def clock_note(problem: str, span: tuple[float, float] | None) -> str | None:

@@ -1671,7 +1671,7 @@ def round_ratios(
     ``a`` and ``b`` name the same entry, when ``since`` does not parse, and when no run is
     left: naming the labels of the runs that hold one of them, or how many runs the filters
     left out."""
-    from .alternate import per_round_ratio
+    from .alternate import busy_clock_span, per_round_ratio
 
     after = _since_time(since) if since else None
     rows = []
@@ -1692,12 +1692,6 @@ def round_ratios(
         if after and _created(ra) < after:
             continue
         ta, tb = ra.get("timing") or {}, rb.get("timing") or {}
-        busy = [
-            x
-            for t in (ta, tb)
-            for x in ((t.get("clocks_during") or {}).get("busy_sm_mhz") or [])
-            if isinstance(x, (int, float)) and math.isfinite(x)
-        ]
         rows.append(
             {
                 "round_id": rid,
@@ -1707,7 +1701,7 @@ def round_ratios(
                 "a_us": ta.get("median_us"),
                 "b_us": tb.get("median_us"),
                 "ratio": per_round_ratio(ta.get("samples_us"), tb.get("samples_us")),
-                "sm_mhz": (min(busy), max(busy)) if busy else None,
+                "sm_mhz": busy_clock_span(ta.get("clocks_during"), tb.get("clocks_during")),
                 "a_record": pa,
                 "b_record": pb,
             }
