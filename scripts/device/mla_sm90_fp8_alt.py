@@ -40,13 +40,18 @@ FP8 = "float8_e4m3fn"
 OURS = "mla_decode_sm90"
 
 
-def _seesaw(step: int, kv_scale: str = "per_token"):
-    """The table entry of seesaw step ``step`` on the FP8 cache: ("fp8 <kv_scale> step<N>",
-    problem fields, config overrides)."""
+def _step(step: int, kv_scale: str = "per_token", **config: str):
+    """The table entry of ``step`` on the FP8 cache: ("fp8 <kv_scale> step<N>", problem fields,
+    config overrides: ``config`` and the step)."""
     fields = (
         {"kv_dtype": FP8} if kv_scale == "per_token" else {"kv_dtype": FP8, "kv_scale": kv_scale}
     )
-    return (f"fp8 {kv_scale} step{step}", fields, {"schedule": "seesaw", "step": str(step)})
+    return (f"fp8 {kv_scale} step{step}", fields, {**config, "step": str(step)})
+
+
+def _seesaw(step: int, kv_scale: str = "per_token"):
+    """The table entry of seesaw step ``step`` on the FP8 cache (``schedule=seesaw`` named)."""
+    return _step(step, kv_scale, schedule="seesaw")
 
 
 def _against_step22(step: int):
@@ -183,125 +188,125 @@ FORMAT_SETS = {
     "step43": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step43", {"kv_dtype": FP8}, {"step": "43"}),
-        ("fp8 per_token step44", {"kv_dtype": FP8}, {"step": "44"}),
-        ("fp8 per_block step43", {"kv_dtype": FP8, "kv_scale": "per_block"}, {"step": "43"}),
-        ("fp8 per_block step44", {"kv_dtype": FP8, "kv_scale": "per_block"}, {"step": "44"}),
+        _step(43),
+        _step(44),
+        _step(43, "per_block"),
+        _step(44, "per_block"),
     ),
     # step 45 (43 with V^T in fp16 by F2FP, the per-token scale folded into P) against 43
     "step45": (
         ("bf16", {}, {}),
-        ("fp8 per_token step43", {"kv_dtype": FP8}, {"step": "43"}),
-        ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
+        _step(43),
+        _step(45),
     ),
     # step 46 (45 with S^T's latent part in fp16 too: K by F2FP, Q scaled per row) against
     # 43, 45 and the 16-bit default
     "step46": (
         ("bf16", {}, {}),
-        ("fp8 per_token step43", {"kv_dtype": FP8}, {"step": "43"}),
-        ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
-        ("fp8 per_token step46", {"kv_dtype": FP8}, {"step": "46"}),
+        _step(43),
+        _step(45),
+        _step(46),
     ),
     # step 47 (46 with the next page's index fetched a page early) against 46, 45 and bf16
     "step47": (
         ("bf16", {}, {}),
-        ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
-        ("fp8 per_token step46", {"kv_dtype": FP8}, {"step": "46"}),
-        ("fp8 per_token step47", {"kv_dtype": FP8}, {"step": "47"}),
+        _step(45),
+        _step(46),
+        _step(47),
     ),
     # step 48 (47 releasing the stage before the last O^T WGMMAs retire) against 47 and bf16
     "step48": (
         ("bf16", {}, {}),
-        ("fp8 per_token step47", {"kv_dtype": FP8}, {"step": "47"}),
-        ("fp8 per_token step48", {"kv_dtype": FP8}, {"step": "48"}),
+        _step(47),
+        _step(48),
     ),
     # session 19 (the H200): the FP8 builds at s*h = 16 side by side, from the old default
     # (step 22) through the register-operand steps 43 and 45-48, against ours on bf16
     "h16": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step43", {"kv_dtype": FP8}, {"step": "43"}),
-        ("fp8 per_token step45", {"kv_dtype": FP8}, {"step": "45"}),
-        ("fp8 per_token step46", {"kv_dtype": FP8}, {"step": "46"}),
-        ("fp8 per_token step47", {"kv_dtype": FP8}, {"step": "47"}),
-        ("fp8 per_token step48", {"kv_dtype": FP8}, {"step": "48"}),
+        _step(43),
+        _step(45),
+        _step(46),
+        _step(47),
+        _step(48),
     ),
     # step 49 (s*h = 64: two warpgroups, the e4m3 page in the register A operand) against the
     # FP8 default there (step 22) and ours on bf16
     "h64": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step49", {"kv_dtype": FP8}, {"step": "49"}),
+        _step(49),
     ),
     # steps 50 and 51 (49 with the K bytes addressed by offset; and S^T in 2 accumulators)
     # against 49 and ours on bf16
     "h64b": (
         ("bf16", {}, {}),
-        ("fp8 per_token step49", {"kv_dtype": FP8}, {"step": "49"}),
-        ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
-        ("fp8 per_token step51", {"kv_dtype": FP8}, {"step": "51"}),
+        _step(49),
+        _step(50),
+        _step(51),
     ),
     # step 52 (51 with a page's O^T WGMMAs running while the next page's S^T is issued)
     # against 50, the FP8 default (22) and ours on bf16
     "h64c": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
-        ("fp8 per_token step52", {"kv_dtype": FP8}, {"step": "52"}),
+        _step(50),
+        _step(52),
     ),
     # step 53 (50 with S^T's latent part by FP8 WGMMAs from the page in SMEM, Q in two e4m3
     # terms) against 50, the FP8 default (22) and ours on bf16
     "h64d": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
-        ("fp8 per_token step53", {"kv_dtype": FP8}, {"step": "53"}),
+        _step(50),
+        _step(53),
     ),
     # session 19's h=64 candidates on one card: step 50 (the best correct two-warpgroup
     # build) against the FP8 default (22) and ours on bf16
     "h64e": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
+        _step(50),
     ),
     # step 54 (50 with Q read by 16-byte loads) against 50, the FP8 default (22) and bf16
     "h64f": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step50", {"kv_dtype": FP8}, {"step": "50"}),
-        ("fp8 per_token step54", {"kv_dtype": FP8}, {"step": "54"}),
+        _step(50),
+        _step(54),
     ),
     # steps 55 (54 with V addressed by offset) and 56 (55 with S^T cut by K's columns, one
     # conversion of each K byte per page) against 54, the FP8 default (22) and bf16
     "h64g": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step54", {"kv_dtype": FP8}, {"step": "54"}),
-        ("fp8 per_token step55", {"kv_dtype": FP8}, {"step": "55"}),
-        ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
+        _step(54),
+        _step(55),
+        _step(56),
     ),
     # step 57 (56 without the CTA barrier at each page's end) against 56, 55, the FP8
     # default (22) and bf16
     "h64i": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step55", {"kv_dtype": FP8}, {"step": "55"}),
-        ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
-        ("fp8 per_token step57", {"kv_dtype": FP8}, {"step": "57"}),
+        _step(55),
+        _step(56),
+        _step(57),
     ),
     # step 57 (the FP8 default at s*h = 64 from B = 128) against step 22 and bf16 at longer
     # sequences than the runs that chose it
     "h64j": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step57", {"kv_dtype": FP8}, {"step": "57"}),
+        _step(57),
     ),
     # step 56 against the FP8 default (22) and ours on bf16 over sizes: where 56's lower cost
     # per page outweighs its fixed cost per part (the FP8 default at h=64)
     "h64h": (
         ("bf16", {}, {}),
         _seesaw(22),
-        ("fp8 per_token step56", {"kv_dtype": FP8}, {"step": "56"}),
+        _step(56),
     ),
     # the defaults as a user gets them (no --config): the 16-bit cache, and the FP8 cache at
     # both granularities (step 22, or 47/43 at s*h = 16, or 57 at s*h = 64 from B = 128 on)
