@@ -206,6 +206,10 @@ def test_default_command_profiles_the_timed_nvtx_range_with_clocks_as_found():
     assert cmd[0] == "/x/ncu" and cmd[-5:] == child
     assert "--clock-control none" in s and "--cache-control all" in s
     assert "-o /r/base" in s and "-c 48" in s
+    warm = build_command(
+        "/x/ncu", "/r/base", child, NcuOptions(cache_control="none"), range_name=RANGE
+    )
+    assert warm[warm.index("--cache-control") + 1] == "none"
     i = cmd.index("--nvtx-include")
     assert "--nvtx" in cmd and cmd[i + 1] == nvtx_filter(RANGE, "kernelplan")
     assert cmd[i + 1] == "regex:kernelplan@gemm.hopper_dense_gemm tile_mn=128x256 cluster_mn=1x1/"
@@ -258,6 +262,8 @@ def test_options_from_the_cli():
             "full",
             "--ncu-clock-control",
             "base",
+            "--ncu-cache-control",
+            "none",
             "--ncu-launches",
             "5",
             "--ncu-metrics",
@@ -267,9 +273,11 @@ def test_options_from_the_cli():
     )
     o = NcuOptions.from_args(args)
     assert (o.set, o.clock_control, o.launches, o.pair) == ("full", "base", 5, True)
+    assert o.cache_control == "none"
     assert o.metrics()[-2:] == ["a.sum", "b.sum"]
     d = NcuOptions.from_args(build_parser(AxpbyPlan()).parse_args([]))
     assert (d.set, d.clock_control, d.range, d.launches) == ("kernelplan", "none", "nvtx", 3)
+    assert d.cache_control == "all"
 
 
 def _child_round_trip(plan, problem, config, target, **kw):

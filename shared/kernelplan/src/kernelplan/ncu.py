@@ -22,7 +22,9 @@ How a run goes:
 4. Clocks: ``--clock-control none`` by default (the GPU as found, as the harness sees it;
    never lock the clocks of a shared machine); ``--ncu-clock-control base`` is for machines
    one owns. Cache: ``--cache-control all`` (ncu flushes caches before each replay pass: cold
-   L2, as the harness's rotating workspaces). Both are recorded.
+   L2, as the harness's rotating workspaces); ``--ncu-cache-control none`` leaves the caches
+   as the previous replay pass or kernel left them (warm L2: a split-KV combine that reads
+   what its split kernel just wrote). Both are recorded.
 5. Sections: ``--ncu-set kernelplan`` (default) collects SpeedOfLight, LaunchStats, Occupancy,
    ComputeWorkloadAnalysis, MemoryWorkloadAnalysis and WarpStateStats; any other name is
    passed to ncu's ``--set`` (basic, detailed, full, ...). The metrics of :data:`METRICS` are
@@ -324,6 +326,7 @@ class NcuOptions:
         return cls(
             set=getattr(args, "ncu_set", cls.set),
             clock_control=getattr(args, "ncu_clock_control", cls.clock_control),
+            cache_control=getattr(args, "ncu_cache_control", cls.cache_control),
             range=getattr(args, "ncu_range", cls.range),
             kernel_regex=getattr(args, "ncu_kernel", None),
             launches=max(1, int(getattr(args, "ncu_launches", cls.launches))),
@@ -356,6 +359,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="none",
         help="none (default): the clocks as found, as the harness sees them; base: ncu locks "
         "the base clock while profiling (only on a GPU you own). Recorded",
+    )
+    g.add_argument(
+        "--ncu-cache-control",
+        choices=("all", "none"),
+        default="all",
+        help="all (default): ncu flushes the caches before each replay pass (cold L2); none: "
+        "it leaves them, so a kernel finds in L2 what ran before it (the previous replay pass "
+        "or kernel), closer to a CUDA graph for a split-KV combine that reads the partials "
+        "its split kernel just wrote. Recorded",
     )
     g.add_argument(
         "--ncu-range",
