@@ -207,7 +207,12 @@ def test_default_command_profiles_the_timed_nvtx_range_with_clocks_as_found():
     assert "--clock-control none" in s and "--cache-control all" in s
     assert "-o /r/base" in s and "-c 48" in s
     warm = build_command(
-        "/x/ncu", "/r/base", child, NcuOptions(cache_control="none"), range_name=RANGE
+        "/x/ncu",
+        "/r/base",
+        child,
+        NcuOptions(cache_control="none"),
+        range_name=RANGE,
+        nvtx_domain=None,
     )
     assert warm[warm.index("--cache-control") + 1] == "none"
     i = cmd.index("--nvtx-include")
