@@ -957,6 +957,36 @@ def test_mla_decode_sm90_seesaw_step37_merges_four_rows_per_warp(tmp_path, monke
     assert plan.build_label(prob, cfg) == "seesaw step 37"
 
 
+def _combine_loads(st) -> list[str]:
+    """The global loads of a static record's combine kernel in SASS order, by width: "4B"
+    (LDG.E), ".64", ".128"."""
+    import re
+
+    for func in re.split(r"\n\s*Function : ", _sass_text(st))[1:]:
+        if "combine" in func.split("\n", 1)[0]:
+            return [m.group(1) or "4B" for m in re.finditer(r"\bLDG\.E((?:\.\w+)*)", func)]
+    raise AssertionError("no combine kernel in the cubin")
+
+
+def test_mla_decode_sm90_seesaw_step38_issues_the_combine_loads_in_one_trip(tmp_path, monkeypatch):
+    """Step 38 (``--config step=38``): step 36 (16-byte split loads) with the combine's first
+    round of partial-O loads (4 pieces x 4 vectors per lane, predicated on the row's piece
+    count) issued right after the work list's piece count, before any LSE load: in step 36 the
+    LSEs come first and the partial O only once their weights are known, two round trips per
+    row. The split kernel is unchanged; 0 spills. Built in session 22, not yet timed."""
+    got, plan, prob, cfg = _seesaw_pair((36, 38), "combine_one_trip", tmp_path, monkeypatch)
+    (a, ka), (b, kb) = got[36], got[38]
+    assert ka.fn.combine_vec16 and kb.fn.combine_vec16 and kb.fn.qk_release_order
+    assert a["instructions"] == b["instructions"] and a["registers"] == b["registers"]
+    early, late = _combine_loads(b), _combine_loads(a)
+    # 36: the piece count, the LSE loads, then the 16-byte loads
+    assert late[0] == "4B" and late[1] == "4B" and ".128" in late
+    # 38: the piece count, then one round's 16 vectors before the first LSE load
+    assert early[0] == "4B" and early[1:17] == [".128"] * 16
+    assert early.count(".128") == late.count(".128") + 16
+    assert plan.build_label(prob, cfg) == "seesaw step 38"
+
+
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
 def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
     """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the

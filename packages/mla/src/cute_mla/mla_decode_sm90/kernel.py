@@ -156,6 +156,12 @@ class MlaDecodeSm90Kernel:
         #: apart, and ptxas issues four 4-byte loads per 16 bytes (a CPU compile of step 33's
         #: combine: 64 LDG.E where step 36 has 16 LDG.E.128)
         self.combine_vec16 = False
+        #: the combine issues the first ``combine_batch`` pieces' partial-O loads before it
+        #: reads the pieces' LSEs, so a row costs one round trip to memory instead of two (the
+        #: weights, which need the LSEs, gate only the FMAs; seesaw step 38, with
+        #: ``combine_vec16``): steps 34 and 36 found the combine bound by neither its bytes nor
+        #: its load instructions
+        self.combine_one_trip = False
         #: the L2 cache hint of the page TMA loads (None: none; the seesaw schedule's step 7
         #: sets evict-first)
         self.kv_cache_policy = None
@@ -1027,7 +1033,8 @@ class MlaDecodeSm90Kernel:
         """Merge the splits of one packed row per warp: m = max_i lse_i, w_i = 2^(lse_i - m),
         O = sum_i w_i O_i / sum_i w_i, LSE = (m + log2 sum_i w_i) ln 2. Lane l owns columns
         128 k + 4 l .. +3 (k < 4), a warp reads 512 contiguous bytes per (split, k): 16-byte
-        loads where ``combine_vec16`` is set (step 36), four 4-byte ones otherwise.
+        loads where ``combine_vec16`` is set (step 36), four 4-byte ones otherwise; with
+        ``combine_one_trip`` (step 38) the first round's loads go out before the LSEs are read.
         With the work list, a row merges its sequence's pieces, and a sequence in one piece
         (stored by its CTA) is skipped."""
         tidx, _, _ = cute.arch.thread_idx()
@@ -1057,6 +1064,15 @@ class MlaDecodeSm90Kernel:
         """One warp merges packed row ``row`` from its ``num_splits`` partials (views of
         :meth:`combine_views`): m = max_i lse_i, w_i = 2^(lse_i - m), O = sum_i w_i O_i /
         sum_i w_i, LSE = (m + log2 sum_i w_i) ln 2; lane l owns columns 128 k + 4 l .. +3."""
+        early = None
+        if cutlass.const_expr(self.combine_one_trip):
+            # step 38: the first round's partial O (pieces 0..nb-1 that exist) loaded before
+            # the LSEs are read, so both loads are in flight together
+            early = cute.make_rmem_tensor(self.parts_layout(), vO.element_type)
+            for u in cutlass.range_constexpr(self.combine_batch):
+                if u < num_splits:
+                    for k in cutlass.range_constexpr(D_V // 128):
+                        cute.autovec_copy(vO[u, row, k, lane, None], early[u, k, None])
         # the max and the weight sum over the splits (lane i holds splits i, i + 32, ...)
         mx = -cutlass.Float32.inf
         for i in cutlass.range(lane, num_splits, 32, unroll=1):
@@ -1090,27 +1106,22 @@ class MlaDecodeSm90Kernel:
         else:
             # nb splits per round: all their weights, then all their loads (independent,
             # in flight together), then the FMAs; empty splits (weight 0) are not read
-            if cutlass.const_expr(self.combine_vec16):
-                parts_layout = cute.make_layout((nb, D_V // 128, 4), stride=(D_V // 32, 4, 1))
-            else:
-                parts_layout = cute.make_layout((nb, D_V // 128, 4))
-            parts = cute.make_rmem_tensor(parts_layout, pdt)
             wts = cute.make_rmem_tensor(cute.make_layout((nb,)), cutlass.Float32)
-            for i0 in cutlass.range(0, num_splits, nb, unroll=1):
-                for u in cutlass.range_constexpr(nb):
-                    wts[u] = cutlass.Float32(0.0)
-                    if i0 + u < num_splits:
-                        wts[u] = cute.math.exp2(vL[i0 + u, row] - base, fastmath=True) * inv
+            first = 0
+            if cutlass.const_expr(self.combine_one_trip):
+                # step 38: the first round's loads were issued before the LSEs (early); its
+                # weights gate the FMAs alone, so an empty piece's loaded values are unused
+                self.batch_weights(vL, row, 0, num_splits, base, inv, wts)
+                self.batch_fma(acc, wts, self.widened(early))
+                first = nb
+            parts = cute.make_rmem_tensor(self.parts_layout(), pdt)
+            for i0 in cutlass.range(first, num_splits, nb, unroll=1):
+                self.batch_weights(vL, row, i0, num_splits, base, inv, wts)
                 for u in cutlass.range_constexpr(nb):
                     if wts[u] > 0.0:
                         for k in cutlass.range_constexpr(D_V // 128):
                             cute.autovec_copy(vO[i0 + u, row, k, lane, None], parts[u, k, None])
-                pf = self.widened(parts)
-                for u in cutlass.range_constexpr(nb):
-                    if wts[u] > 0.0:
-                        for k in cutlass.range_constexpr(D_V // 128):
-                            for v in cutlass.range_constexpr(4):
-                                acc[k, v] = acc[k, v] + wts[u] * pf[u, k, v]
+                self.batch_fma(acc, wts, self.widened(parts))
         out = cute.make_rmem_tensor(cute.make_layout((4,)), self.dtype)
         for k in cutlass.range_constexpr(D_V // 128):
             out.store(acc[k, None].load().to(self.dtype))
@@ -1120,6 +1131,45 @@ class MlaDecodeSm90Kernel:
             if wsum > 0.0:
                 val = (mx + cute.math.log2(wsum)) * LN_2
             vLse[row] = val
+
+    def parts_layout(self) -> cute.Layout:
+        """The register layout of one round's partial O, (combine_batch, 4, 4): split-major
+        with each lane's 4 columns contiguous (one 16-byte load each) where
+        ``combine_vec16`` or ``combine_one_trip`` is set, else the default column-major
+        layout (four 4-byte loads per 16 bytes; steps 8-35)."""
+        nb = self.combine_batch
+        if self.combine_vec16 or self.combine_one_trip:
+            return cute.make_layout((nb, D_V // 128, 4), stride=(D_V // 32, 4, 1))
+        return cute.make_layout((nb, D_V // 128, 4))
+
+    @cute.jit
+    def batch_weights(
+        self,
+        vL: cute.Tensor,
+        row: cutlass.Int32,
+        i0: cutlass.Int32,
+        num_splits: cutlass.Int32,
+        base: cutlass.Float32,
+        inv: cutlass.Float32,
+        wts: cute.Tensor,
+    ):
+        """The weights of splits ``i0 .. i0 + combine_batch - 1`` of packed row ``row``,
+        2^(lse_i - base) / sum, into ``wts``; 0 for a split past ``num_splits``."""
+        for u in cutlass.range_constexpr(self.combine_batch):
+            wts[u] = cutlass.Float32(0.0)
+            if i0 + u < num_splits:
+                wts[u] = cute.math.exp2(vL[i0 + u, row] - base, fastmath=True) * inv
+
+    @cute.jit
+    def batch_fma(self, acc: cute.Tensor, wts: cute.Tensor, pf: cute.Tensor):
+        """acc += w_u * O_u over one round's splits (fp32 ``pf``, (combine_batch, 4, 4));
+        a split of weight 0 (empty, or past the row's pieces) is skipped, whatever was loaded
+        for it."""
+        for u in cutlass.range_constexpr(self.combine_batch):
+            if wts[u] > 0.0:
+                for k in cutlass.range_constexpr(D_V // 128):
+                    for v in cutlass.range_constexpr(4):
+                        acc[k, v] = acc[k, v] + wts[u] * pf[u, k, v]
 
     @cute.jit
     def widened(self, part: cute.Tensor) -> cute.Tensor:

@@ -123,8 +123,9 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: 33: 11 with WG1's S = Q K^T over its page's chunks in the order 4-7, 0-3, 8; 34: 33 with
 #: the partial O of the cut sequences stored in the 16-bit dtype; 35: 33 merging the cut
 #: sequences' rows in the same kernel, every warp of the grid, no combine kernel; 36: 33 with
-#: the combine's split loads as 16-byte vectors; 37: 35 merging 4 rows per warp together)
-BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37)
+#: the combine's split loads as 16-byte vectors; 37: 35 merging 4 rows per warp together;
+#: 38: 36 with the combine's first partial-O loads issued before its LSE reads)
+BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38)
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
 #: (:meth:`MlaDecodeSm90.kernel_step`): :data:`BF16_DEFAULT_STEP` for a 16-bit cache,
@@ -583,7 +584,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 37, see :data:`.seesaw.STEPS`, 40 or 42,
+    the devlog step of the seesaw schedule to build (4 to 38, see :data:`.seesaw.STEPS`, 40 or 42,
     one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49
     to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs),
     or 0, the default:
@@ -617,8 +618,11 @@ class MlaSm90Config(Config):
     1.008-1.046x step 33's time at h=128 in session 21), 35 is 33 with no combine kernel: every
     warp of the grid merges cut rows once their pieces are counted stored (1.05-1.10x step
     33's time at h=128 s=1 in session 21: one row per warp at a time is latency-bound), 36 is
-    33 with the combine's split loads as 16-byte vectors, 37 is 35 with each warp merging 4
-    rows together, their loads in flight at once (both built in session 21, not yet timed).
+    33 with the combine's split loads as 16-byte vectors (tied with 33 on an H100 in session
+    22: 0.993-1.013x per round), 37 is 35 with each warp merging 4 rows together, their loads
+    in flight at once (1.04-1.09x step 33 at h=128 s=1 in session 22), 38 is 36 with the
+    combine's first round of partial-O loads issued before it reads the LSEs, one round trip
+    per row instead of two (built in session 22).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -646,7 +650,7 @@ class MlaSm90Config(Config):
     drops 56's CTA barrier at each page's end (the devlog, "Session 20").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-37, and
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-38, and
     steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the

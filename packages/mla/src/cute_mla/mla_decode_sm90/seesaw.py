@@ -72,7 +72,11 @@ next, 28 is 11 loading the next segment's Q in the current one's last pair, 29 i
 12's early pages, 31 is 11 with WG0's next S0 issued right behind its PV1L (FlashMLA's order)
 and 32 is 31 with PV1L queued after WG1's PV0R; 33 is 11 with WG1's S1 taking its page's
 chunks in their release order, 4-7 (its own) before 0-3 and 8 (WG0's, released last)
-(:func:`release_order_chunk`; built, not yet timed). Steps 14-24, 26, 27 and 30 take the FP8
+(:func:`release_order_chunk`; the 16-bit default since session 21), 34 is 33 with 16-bit
+partials, 35 merges the cut sequences in the split kernel (one row per warp), 36 is 33 with the
+combine's 16-byte split loads, 37 is 35 with 4 rows per warp, and 38 is 36 with the combine's
+first partial-O loads issued before its LSE reads (one round trip). Steps 14-24, 26, 27 and
+30 take the FP8
 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -211,7 +215,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -359,7 +363,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36, 37)
+        self.qk_release_order = step in (33, 34, 35, 36, 37, 38)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -390,7 +394,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (MlaDecodeSm90Kernel.combine_vec16). Found by a review in session 21: step 33's
         #: combine read each lane's 4 fp32 columns with four 4-byte loads, which fits step 34's
         #: finding that halving the combine's bytes did not shorten it. Built, not yet measured.
-        self.combine_vec16 = step == 36  # (step 37's merge loads 16-byte vectors of its own)
+        self.combine_vec16 = step in (36, 38)  # (step 37's merge loads 16-byte vectors of its own)
+        #: step 38 (builds on 36): the combine issues its first round's partial-O loads (the
+        #: pieces 0-3 that a row has) before it reads the pieces' LSEs, so a row's merge waits
+        #: on one round trip to memory instead of two (the LSEs, then the partial O they
+        #: weigh); the weights then gate only the FMAs
+        #: (MlaDecodeSm90Kernel.combine_one_trip). Session 22 measured step 36 no faster than
+        #: 33 (0.993-1.013x per round) and its combine under ncu as long as 33's (10.7-11.6
+        #: us at (32, 4096) h=128), so neither the combine's bytes (step 34) nor its load
+        #: instructions set its time; latency is what is left. Built, not yet timed.
+        self.combine_one_trip = step == 38
 
     @cute.jit
     def __call__(
