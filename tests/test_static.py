@@ -420,3 +420,31 @@ def test_dynamic_smem_from_llvm_sample():
     smem = static.dynamic_smem_from_llvm_ir(LLVM_SAMPLE, ["kernel_gemm_0", "kernel_tail_1"])
     # the second launch stores a runtime value (%arg7): unknown at compile time
     assert smem == {"kernel_gemm_0": 230400, "kernel_tail_1": None}
+
+
+def test_static_table_lists_the_other_kernels_of_a_module():
+    """A static result whose module holds a second kernel (a split-KV combine) gets a row for
+    it, named after the DSL function inside its mangled symbol, with its own registers and
+    instructions; a symbol that is not the DSL's keeps its name."""
+    from kernelplan.tables import function_label, static_table
+
+    common = {
+        "arch": "sm_90a", "spill_store_bytes": 0, "spill_load_bytes": 0, "spill_source": "ptxas",
+        "stack_bytes": 0, "local_bytes": 0, "static_smem_bytes": 1024, "dynamic_smem_bytes": 0,
+        "cubin_bytes": 73968, "opcodes": {},
+    }  # fmt: skip
+    base = {**common, "registers": 220, "instructions": 3280, "categories": {"mma": 48}}
+    combine = {
+        **common,
+        "kernel": "kernel_cutlass_combine_cute_mlamla_decode_sm90seesaw_object_at__x_1",
+        "registers": 126,
+        "instructions": 525,
+        "categories": {"ldg_stg": 48},
+    }
+    text = static_table([{**base, "kernel": "k", "label": "mla/x", "functions": [combine]}])
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert [r.split("|")[1].strip() for r in rows] == ["`mla/x`", "`mla/x / combine`"]
+    assert "| 126 |" in rows[1] and "| 525 |" in rows[1] and "| 3280 |" in rows[0]
+    assert function_label("mla/x", "my_ptx_kernel") == "mla/x / my_ptx_kernel"
+    one = static_table([{**base, "kernel": "k", "label": "mla/x", "functions": []}])
+    assert len([line for line in one.splitlines() if line.startswith("| `")]) == 1

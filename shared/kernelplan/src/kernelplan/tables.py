@@ -46,9 +46,22 @@ def show(rows: Sequence[Mapping[str, Any]], title: str, *, log=print) -> None:
     Console().print(t)
 
 
+def function_label(kernel_label: str, symbol: str) -> str:
+    """The table's name for another kernel of the same module (e.g. a split-KV combine
+    launched after the main kernel): ``<kernel label> / <name>``, where ``<name>`` is the
+    DSL function's name inside its mangled symbol (``kernel_cutlass_combine_cute_...`` ->
+    ``combine``), or the symbol itself when it is not one of the DSL's."""
+    import re
+
+    m = re.match(r"kernel_cutlass_(\w+?)_cute_", symbol)
+    return f"{kernel_label} / {m.group(1) if m else symbol}"
+
+
 def static_table(static_dicts: Sequence[Mapping[str, Any]]) -> str:
     """Markdown table of static-analysis results (the dicts ``KernelPlan.run_static``
-    returns), then a note per kernel with a launch constant compiled in
+    returns), one row per kernel and one more per other kernel of its module (its
+    ``functions``, e.g. a split-KV combine: ``<kernel> / combine``), then a note per kernel
+    with a launch constant compiled in
     (``max_active_clusters``: the value and where it came from), whose registers a separate
     ``cuobjdump -res-usage`` run did not confirm, or that spills registers."""
     import dataclasses
@@ -61,6 +74,10 @@ def static_table(static_dicts: Sequence[Mapping[str, Any]]) -> str:
         r = static.StaticReport(**{k: v for k, v in d.items() if k in fields})
         r.kernel = d.get("label", r.kernel)
         reports.append(r)
+        for f in d.get("functions") or []:
+            fr = static.StaticReport(**{k: v for k, v in f.items() if k in fields})
+            fr.kernel = function_label(r.kernel, str(f.get("kernel", "?")))
+            reports.append(fr)
         meta = d.get("meta") or {}
         consts = {k: v for k, v in meta.items() if k.endswith("max_active_clusters")}
         if d.get("max_active_clusters") is not None:

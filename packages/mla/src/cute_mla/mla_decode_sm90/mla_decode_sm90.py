@@ -688,8 +688,8 @@ class MlaSm90Config(Config):
                 f"{steps_text(FP8_STEPS)} for the FP8 one, {steps_text(Q_ON_N_STEPS)} (the "
                 f"query rows on WGMMA's N, s*h = 16 or 32) or {steps_text(Q_ON_N_FP8_STEPS)} "
                 f"(the same with the FP8 cache, s*h = 16) or {steps_text(Q_ON_N_FP8_H64_STEPS)} "
-                f"(the FP8 cache at s*h = 64, two warpgroups; got {self.step}; the lockstep "
-                "schedule has no step: --config schedule=lockstep)"
+                f"(the FP8 cache at s*h = 64, two warpgroups); got {self.step}. The lockstep "
+                "schedule takes no step (--config schedule=lockstep)"
             )
         if self.schedule not in ("auto", "lockstep", "seesaw"):
             raise ShapeError(f"schedule must be auto, lockstep or seesaw (got {self.schedule!r})")

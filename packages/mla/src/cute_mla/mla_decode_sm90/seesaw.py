@@ -65,8 +65,9 @@ indices early, 6 stores P with stmatrix, 7 marks page loads evict-first, 8 batch
 reads, 9 is 8 without 5, 10 is 9 with the combine merged into the split kernel's last CTA per
 (sequence, m-tile), 11 is 9 with a host-planned work list (the pages of all sequences end to end
 cut into one part per SM and m-tile; each CTA walks its part's segments, FlashMLA's tile
-scheduler idea; :class:`.mla_decode_sm90.WorkList`; the default), 12 is 11 with the next
-segment's first two pages loaded during the current one's last pairs, 13 is 11 with the combine
+scheduler idea; :class:`.mla_decode_sm90.WorkList`; the default until session 21), 12 is 11
+with the next segment's first two pages loaded during the current one's last pairs, 13 is 11
+with the combine
 merging 2 pieces per round, not 4, 25 is 11 with an L2 prefetch stream of the pair after
 next, 28 is 11 loading the next segment's Q in the current one's last pair, 29 is 28 with
 12's early pages, 31 is 11 with WG0's next S0 issued right behind its PV1L (FlashMLA's order)
@@ -154,7 +155,7 @@ P_CHUNK = 8
 #: (results/logs/2026-12-01-h200-session4/mla-sm90-steps/table.log; devlog
 #: knowledge/kernels/mla-decode-sm90.md)
 #: 10 is 9 without the combine kernel: the last CTA of a (sequence, m-tile) to finish merges
-#: the splits in registers (MlaDecodeSm90Kernel.merge_splits); built, not yet measured
+#: the splits in registers (MlaDecodeSm90Kernel.merge_splits); measured slower in session 4
 #: 11 is 9 with a work list (mla_decode_sm90.WorkList, planned on the host): the pages of all
 #: sequences end to end cut into one equal range per CTA and m-tile, so a CTA may walk the end
 #: of one sequence and the start of the next (FlashMLA's tile scheduler); only the sequences
@@ -388,12 +389,14 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: step 37 (builds on 35): each warp merges MERGE_ROWS rows together, their LSEs, then
         #: per piece their weights and all their 16-byte partial-O loads at once, so a warp
         #: keeps 4 x 4 x 16 B in flight per piece where 35 kept one row's; the lesson of 35,
-        #: whose merge was latency-bound. Built in session 21, not yet measured.
+        #: whose merge was latency-bound. Measured in session 22 (H100): no better than 35,
+        #: 1.04-1.09x step 33's time at h=128 s=1 (the devlog, "Session 22").
         self.merge_rows = MERGE_ROWS if step == 37 else 1
         #: step 36 (16-bit cache; builds on 33): the combine's split loads as 16-byte vectors
         #: (MlaDecodeSm90Kernel.combine_vec16). Found by a review in session 21: step 33's
         #: combine read each lane's 4 fp32 columns with four 4-byte loads, which fits step 34's
-        #: finding that halving the combine's bytes did not shorten it. Built, not yet measured.
+        #: finding that halving the combine's bytes did not shorten it. Measured in session 22
+        #: (H100): tied with 33, 0.993-1.013x per round, its combine as long under ncu.
         self.combine_vec16 = step in (36, 38)  # (step 37's merge loads 16-byte vectors of its own)
         #: step 38 (builds on 36): the combine issues its first round's partial-O loads (the
         #: pieces 0-3 that a row has) before it reads the pieces' LSEs, so a row's merge waits
