@@ -987,6 +987,33 @@ def test_mla_decode_sm90_seesaw_step38_issues_the_combine_loads_in_one_trip(tmp_
     assert plan.build_label(prob, cfg) == "seesaw step 38"
 
 
+def test_mla_decode_sm90_seesaw_step39_reloads_v1r_once_pv1r_retires(tmp_path, monkeypatch):
+    """Step 39 (``--config step=39``): step 33 with warpgroup 1 reloading stage 1's chunks 4-7
+    (V1R, the chunks its next S1 reads first) as soon as its PV1R has retired: one
+    ``wait_group(1)`` (WARPGROUP.DEPBAR.LE gsb0, 0x1, which step 33's split kernel has none
+    of), a warpgroup barrier, and the 4 chunk TMAs issued between it and the wait for PV0R,
+    not after. The same 36 page-TMA sites, MMAs and registers, 0 spills; the combine is 33's.
+    Built in session 22, not yet timed."""
+    import re
+
+    got, plan, prob, cfg = _seesaw_pair((33, 39), "early_v1r", tmp_path, monkeypatch)
+    (a, _), (b, kb) = got[33], got[39]
+    assert kb.fn.qk_release_order and not kb.fn.combine_one_trip
+    assert b["mma_mnemonics"] == a["mma_mnemonics"] and b["registers"] == a["registers"]
+    assert b["functions"][0]["instructions"] == a["functions"][0]["instructions"]
+    mains = {}
+    for step, (st, _) in got.items():
+        funcs = re.split(r"\n\s*Function : ", _sass_text(st))[1:]
+        mains[step] = next(f for f in funcs if "combine" not in f.split("\n", 1)[0])
+    for step in (33, 39):
+        assert len(re.findall(r"\bUTMALDG\b", mains[step])) == 36
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" not in mains[33]
+    (i,) = [m.start() for m in re.finditer(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1", mains[39])]
+    j = mains[39].index("WARPGROUP.DEPBAR.LE gsb0, 0x0", i)
+    assert len(re.findall(r"\bUTMALDG\b", mains[39][i:j])) == 4
+    assert plan.build_label(prob, cfg) == "seesaw step 39"
+
+
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
 def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
     """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the

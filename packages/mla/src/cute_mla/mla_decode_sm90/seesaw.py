@@ -76,8 +76,9 @@ chunks in their release order, 4-7 (its own) before 0-3 and 8 (WG0's, released l
 (:func:`release_order_chunk`; the 16-bit default since session 21), 34 is 33 with 16-bit
 partials, 35 merges the cut sequences in the split kernel (one row per warp), 36 is 33 with the
 combine's 16-byte split loads, 37 is 35 with 4 rows per warp, and 38 is 36 with the combine's
-first partial-O loads issued before its LSE reads (one round trip). Steps 14-24, 26, 27 and
-30 take the FP8
+first partial-O loads issued before its LSE reads (one round trip), and 39 is 33 with WG1
+reloading stage 1's chunks 4-7 right after its PV1R retires. Steps 14-24, 26, 27 and 30 take
+the FP8
 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -216,7 +217,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -364,7 +365,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36, 37, 38)
+        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -407,6 +408,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: us at (32, 4096) h=128), so neither the combine's bytes (step 34) nor its load
         #: instructions set its time; latency is what is left. Built, not yet timed.
         self.combine_one_trip = step == 38
+        #: step 39 (16-bit cache; builds on 33): WG1 reloads stage 1's chunks 4-7 (V1R, page
+        #: pg0 + 3) as soon as its PV1R has retired, right after it issues PV0R, where 33 waits
+        #: for PV0R as well and reloads both stages' right halves together. Those chunks are
+        #: the first that WG1's next S1 reads (step 33's release order), and the wait on the
+        #: first chunk of S holds 13.7% of step 33's stall samples at h=128 (128, 16384) on an
+        #: H100 (the devlog, "Session 22"): the reload gains PV0R's duration of lead. Only WG1
+        #: reads or waits on those chunks (its S1 and PV1R), so the early reload is safe as
+        #: the FP8 producer's step 16 release is. Built in session 22, not yet timed.
+        self.early_v1r = step == 39
 
     @cute.jit
     def __call__(
@@ -957,6 +967,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 cute.arch.barrier_arrive(
                                     barrier_id=BAR_V0R, number_of_threads=THREADS
                                 )
+                        if cutlass.const_expr(self.early_v1r):
+                            # step 39: PV1R (the older group) retired in every warp of WG1:
+                            # K1's chunks 4-7 take page pg0 + 3 now, while PV0R runs
+                            warpgroup.wait_group(1)
+                            cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                            if warp == NUM_WG * 2 and pg0 + 3 < p1:
+                                self.issue_chunks(
+                                    tma_atom, tKgK, tKsKt, mbar, mPT[seq, pg0 + 3], 1, V_R[0],
+                                    V_R[1],
+                                )  # fmt: skip
                         if cutlass.const_expr(self.release_order):
                             # step 16: PV1R (the older group) done in every warp of WG1: K1's
                             # chunks 4-7 to the producer now, while PV0R runs
@@ -980,13 +1000,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     self.issue_chunks(
                                         tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS
                                     )
-                                if pg0 + 3 < p1:  # V1R (chunks 4-7 of stage 1)
-                                    pg = nx1
-                                    if cutlass.const_expr(not self.early_pages):
-                                        pg = mPT[seq, pg0 + 3]
-                                    self.issue_chunks(
-                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
-                                    )
+                                # V1R (chunks 4-7 of stage 1), unless step 39 reloaded them
+                                if cutlass.const_expr(not self.early_v1r):  # noqa: SIM102
+                                    if pg0 + 3 < p1:
+                                        pg = nx1
+                                        if cutlass.const_expr(not self.early_pages):
+                                            pg = mPT[seq, pg0 + 3]
+                                        self.issue_chunks(
+                                            tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
+                                        )
                                 if cutlass.const_expr(self.prefetch_next):
                                     # each stage's last page of this segment: the next one's first
                                     # (stage 0) and second (stage 1, only in a pair that has one)
