@@ -134,11 +134,13 @@ FP8_STEP = 22
 AUTO_STEP = 0
 #: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
 WORK_LIST_STEP = 11
-#: the 16-bit cache's default at s*h > 16: step 33, 11 with warpgroup 1's S = Q K^T over its
-#: page's chunks in their release order, measured on an H100 at 0.982-0.987x step 11's time per
-#: round at the five h=128 s=1 rows of the table, 0.995x at h=64 (128, 4096), 1.002x at
-#: s=2 (session 21, window 1; the devlog, "Session 21"); step 34 (16-bit partials) was slower
-BF16_DEFAULT_STEP = 33
+#: the 16-bit cache's default at s*h > 16: step 39, 33 with warpgroup 1 reloading stage 1's
+#: chunks 4-7 as soon as its PV1R retires, measured on an H100 at 0.955-0.975x step 33's time
+#: per round at the six h=128 fixed-length rows of the table (s=2 included), 0.978x at varlen,
+#: 1.001x at h=64 (session 22, window 4; the devlog, "Session 22"). Step 33 (11 with warpgroup
+#: 1's S over its page's chunks in their release order) was the default in session 21, 11
+#: before it
+BF16_DEFAULT_STEP = 39
 #: the 16-bit builds that merge the cut sequences inside the split kernel, no combine kernel:
 #: 35 (one row per warp) and 37 (4 rows per warp); their grid must be resident at once
 MERGE_IN_KERNEL_STEPS = (35, 37)
@@ -592,7 +594,7 @@ class MlaSm90Config(Config):
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
     of at least 128 columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an
-    explicit ``splits``, else 33 (11 until session 21). 11 is a work list of the
+    explicit ``splits``, else 39 (33 in session 21, 11 before). 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
     per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
@@ -625,7 +627,8 @@ class MlaSm90Config(Config):
     combine's first round of partial-O loads issued before it reads the LSEs, one round trip
     per row instead of two (tied with 33 on an H100 in session 22: 0.996-1.008x per round), 39
     is 33 with warpgroup 1 reloading stage 1's chunks 4-7, which its next S reads first, as
-    soon as its PV1R retires instead of after its PV0R (built in session 22).
+    soon as its PV1R retires instead of after its PV0R (0.955-0.978x step 33's time per round
+    at every h=128 row on an H100 in session 22: the default since).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -1009,7 +1012,7 @@ class MlaDecodeSm90(KernelPlan):
         step 11 with an explicit ``splits`` build step 9 (the work list plans its own parts; a
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
-        16 and :data:`BF16_DEFAULT_STEP` (33) elsewhere, and that the FP8 cache
+        16 and :data:`BF16_DEFAULT_STEP` (39) elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
         :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns,
