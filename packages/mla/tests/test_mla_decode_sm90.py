@@ -1015,6 +1015,37 @@ def test_mla_decode_sm90_seesaw_step39_reloads_v1r_once_pv1r_retires(tmp_path, m
     assert plan.build_label(prob, cfg) == "seesaw step 39"
 
 
+def test_mla_decode_sm90_seesaw_step58_combine_fits_beside_a_split_cta(tmp_path, monkeypatch):
+    """Step 58 (``--config step=58``): step 39 with combine CTAs of 2 warps (``combine_rows``)
+    instead of 4. The point is residency: an SM holds 65536 registers; the split CTA's 8 warps
+    take theirs (per thread rounded up to 8, times 32 per warp), and a combine CTA of 2 warps
+    at the combine's register count must fit in what is left, where one of 4 warps must not,
+    so that PDL can place one combine CTA per SM before the split kernel ends. The split
+    kernel and the combine's code are 39's. Built in session 22, not yet timed."""
+    got = {}
+    for step in (39, 58):
+        plan, prob, cfg = _seesaw_case(
+            {"b": 32, "t": 4096}, {"step": str(step)}, tmp_path / str(step), monkeypatch
+        )
+        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
+        st = plan.run_static(prob, cfg)
+        assert st["spill_store_bytes"] == 0 and k.fn.early_v1r
+        got[step] = (st, k)
+    (a, ka), (b, kb) = got[39], got[58]
+    assert (ka.fn.combine_rows, kb.fn.combine_rows) == (4, 2)
+    assert a["instructions"] == b["instructions"] and a["registers"] == b["registers"]
+    (comb39,), (comb58,) = a["functions"], b["functions"]
+    assert comb58["instructions"] == comb39["instructions"]
+
+    def warp_regs(regs: int) -> int:
+        return -(-regs // 8) * 8 * 32
+
+    split_regs = 8 * warp_regs(b["registers"])
+    combine_warp = warp_regs(comb58["registers"])
+    assert split_regs + 2 * combine_warp <= 65536 < split_regs + 4 * combine_warp
+    assert plan.build_label(prob, cfg) == "seesaw step 58"
+
+
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
 def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
     """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the

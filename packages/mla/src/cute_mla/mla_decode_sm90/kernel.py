@@ -162,6 +162,10 @@ class MlaDecodeSm90Kernel:
         #: ``combine_vec16``): steps 34 and 36 found the combine bound by neither its bytes nor
         #: its load instructions
         self.combine_one_trip = False
+        #: packed rows per combine CTA, one warp each (:data:`COMBINE_ROWS`; seesaw step 58
+        #: takes 2, so that a combine CTA fits beside a split CTA and PDL can make it resident
+        #: before the split kernel has finished)
+        self.combine_rows = COMBINE_ROWS
         #: the L2 cache hint of the page TMA loads (None: none; the seesaw schedule's step 7
         #: sets evict-first)
         self.kv_cache_policy = None
@@ -369,12 +373,12 @@ class MlaDecodeSm90Kernel:
     def launch_combine(self, o, lse, o_acc, lse_acc, num_splits, b, stream, work=None):
         """Launch :meth:`combine` over every packed row (trace time, after the split kernel);
         with ``self.work_list``, each sequence's piece count is row PARTS_CAP + b of ``work``.
-        One warp per packed row of every sequence (b*s*h rows, a multiple of 16), launched as
-        a programmatic dependent of the split kernel."""
+        One warp per packed row of every sequence (b*s*h rows, a multiple of 16), ``combine_rows``
+        warps per CTA, launched as a programmatic dependent of the split kernel."""
         vO, vL, vOut, vLse, vPieces, total = self.combine_views(o, lse, o_acc, lse_acc, b, work)
         self.combine(vO, vL, vOut, vLse, num_splits, total, vPieces).launch(
-            grid=[(total + COMBINE_ROWS - 1) // COMBINE_ROWS, 1, 1],
-            block=[32 * COMBINE_ROWS, 1, 1],
+            grid=[(total + self.combine_rows - 1) // self.combine_rows, 1, 1],
+            block=[32 * self.combine_rows, 1, 1],
             stream=stream,
             use_pdl=True,
         )
@@ -1040,7 +1044,7 @@ class MlaDecodeSm90Kernel:
         tidx, _, _ = cute.arch.thread_idx()
         blk, _, _ = cute.arch.block_idx()
         lane = tidx % 32
-        row = blk * COMBINE_ROWS + tidx // 32
+        row = blk * self.combine_rows + tidx // 32
         busy = row < total
         if cutlass.const_expr(self.work_list):  # noqa: SIM102 (compile-time, then run-time)
             if busy:

@@ -125,8 +125,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: sequences' rows in the same kernel, every warp of the grid, no combine kernel; 36: 33 with
 #: the combine's split loads as 16-byte vectors; 37: 35 merging 4 rows per warp together;
 #: 38: 36 with the combine's first partial-O loads issued before its LSE reads; 39: 33 with
-#: WG1 reloading stage 1's chunks 4-7 as soon as its PV1R retires)
-BF16_STEPS = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39)
+#: WG1 reloading stage 1's chunks 4-7 as soon as its PV1R retires; 58 (the next free number):
+#: 39 with 2-warp combine CTAs, which fit beside a split CTA)
+BF16_STEPS = (
+    4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58,
+)  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
 #: (:meth:`MlaDecodeSm90.kernel_step`): :data:`BF16_DEFAULT_STEP` for a 16-bit cache,
@@ -587,9 +590,10 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 39, see :data:`.seesaw.STEPS`, 40 or 42,
-    one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49
-    to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs),
+    the devlog step of the seesaw schedule to build (4 to 39 and 58, see :data:`.seesaw.STEPS`,
+    40 or 42, one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8
+    cache, or 49 to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for
+    before/after runs),
     or 0, the default:
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
@@ -628,7 +632,10 @@ class MlaSm90Config(Config):
     per row instead of two (tied with 33 on an H100 in session 22: 0.996-1.008x per round), 39
     is 33 with warpgroup 1 reloading stage 1's chunks 4-7, which its next S reads first, as
     soon as its PV1R retires instead of after its PV0R (0.955-0.978x step 33's time per round
-    at every h=128 row on an H100 in session 22: the default since).
+    at every h=128 row on an H100 in session 22: the default since). 58 (the next free number
+    after the query-rows-on-N builds) is 39 with combine CTAs of 2 warps instead of 4, which at
+    128 registers a thread fit beside a split CTA, so that PDL can make the combine resident
+    before the split kernel ends (built in session 22, not yet timed).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -656,8 +663,8 @@ class MlaSm90Config(Config):
     drops 56's CTA barrier at each page's end (the devlog, "Session 20").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39, and
-    steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39 and
+    58, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,

@@ -78,7 +78,8 @@ partials, 35 merges the cut sequences in the split kernel (one row per warp), 36
 combine's 16-byte split loads, 37 is 35 with 4 rows per warp, and 38 is 36 with the combine's
 first partial-O loads issued before its LSE reads (one round trip), and 39 is 33 with WG1
 reloading stage 1's chunks 4-7 right after its PV1R retires (the 16-bit default since session
-22). Steps 14-24, 26, 27 and 30 take
+22), and 58 (the next free number) is 39 with combine CTAs of 2 warps, small enough to be
+resident beside a split CTA. Steps 14-24, 26, 27 and 30 take
 the FP8
 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
@@ -218,7 +219,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -366,7 +367,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39)
+        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -418,7 +419,20 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: reads or waits on those chunks (its S1 and PV1R), so the early reload is safe as
         #: the FP8 producer's step 16 release is. Measured in session 22 (H100): 0.955-0.978x
         #: step 33's time per round at every h=128 row, 1.001x at h=64: the 16-bit default.
-        self.early_v1r = step == 39
+        self.early_v1r = step in (39, 58)
+        #: step 58 (16-bit cache; builds on 39; the next free step number, 40-57 being the
+        #: query-rows-on-N builds): combine CTAs of 2 warps instead of 4. A split CTA holds 256
+        #: threads x 224 allocated registers = 57344 of the SM's 65536 and 219 KB of SMEM; a
+        #: 4-warp combine CTA at 128 registers a thread needs 16384, so no combine CTA can start
+        #: on an SM until its split CTA has left, while a 2-warp one needs 8192 and 1 KB and fits
+        #: beside it. PDL launches the combine once every split CTA has reached its epilogue's
+        #: griddepcontrol.launch_dependents, so with 2-warp CTAs one per SM can be resident,
+        #: waiting at griddepcontrol.wait, before the split kernel ends. Session 22 measured the
+        #: combine at about 7.5 us of the h=128 (32, 4096) call with warm L2, bound by neither its
+        #: bytes (34), its load instructions (36) nor its round trips (38): its launch and ramp
+        #: are what is left. Built in session 22, not yet timed.
+        if step == 58:
+            self.combine_rows = 2
 
     @cute.jit
     def __call__(
