@@ -1020,8 +1020,9 @@ def test_mla_decode_sm90_seesaw_step58_combine_fits_beside_a_split_cta(tmp_path,
     instead of 4. The point is residency: an SM holds 65536 registers; the split CTA's 8 warps
     take theirs (per thread rounded up to 8, times 32 per warp), and a combine CTA of 2 warps
     at the combine's register count must fit in what is left, where one of 4 warps must not,
-    so that PDL can place one combine CTA per SM before the split kernel ends. The split
-    kernel and the combine's code are 39's. Built in session 22, not yet timed."""
+    so that PDL can place one combine CTA per SM before the split kernel ends; their SMEM fits
+    the SM's 228 KB as well. The split kernel and the combine's code are 39's. Built in
+    session 22, not yet timed."""
     got = {}
     for step in (39, 58):
         plan, prob, cfg = _seesaw_case(
@@ -1043,6 +1044,10 @@ def test_mla_decode_sm90_seesaw_step58_combine_fits_beside_a_split_cta(tmp_path,
     split_regs = 8 * warp_regs(b["registers"])
     combine_warp = warp_regs(comb58["registers"])
     assert split_regs + 2 * combine_warp <= 65536 < split_regs + 4 * combine_warp
+    # and SMEM: 228 KB per SM on the H100 and H200, 1 KB reserved per resident CTA
+    split_smem = b["dynamic_smem_bytes"] + b["static_smem_bytes"] + 1024
+    combine_smem = comb58["dynamic_smem_bytes"] + comb58["static_smem_bytes"] + 1024
+    assert split_smem + combine_smem <= 228 * 1024
     assert plan.build_label(prob, cfg) == "seesaw step 58"
 
 

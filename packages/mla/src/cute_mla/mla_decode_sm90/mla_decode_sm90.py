@@ -151,7 +151,8 @@ MERGE_IN_KERNEL_STEPS = (35, 37)
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
 #: a later run; the devlog, "Session 16"); at s*h = 32 it was slower than step 11 (163.3
-#: against 158.5 us), so there the 16-bit default (11, then 33 from session 21) stays
+#: against 158.5 us), so there the 16-bit default (11, then 33 from session 21, 39 from
+#: session 22) stays
 Q_ON_N_STEP = 42
 #: the builds of q_on_n.py, the s*h query rows on WGMMA's N dimension, one warpgroup: 40, and
 #: 42 (40 with S^T's 36 k-blocks in 4 accumulators, not one chain; 41, a ring of chunk slots
@@ -930,7 +931,7 @@ class MlaDecodeSm90(KernelPlan):
         return specs
 
     def build_label(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
-        """The schedule and step a call builds (the default ``step=0`` builds 33, 42 at s*h =
+        """The schedule and step a call builds (the default ``step=0`` builds 39, 42 at s*h =
         16, 22 with the FP8 cache (47 or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
         pages``."""
