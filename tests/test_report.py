@@ -732,6 +732,16 @@ def test_report_ratios_pairs_two_entries_round_by_round(tmp_path, capsys):
     assert len(report.round_ratios(recs, labels[2], labels[0], since="2026-11-30 10:05")) == 2
     with pytest.raises(KernelPlanError, match="none created at or after 2026-11-30T10:06Z"):
         report.round_ratios(recs, labels[2], labels[0], since="2026-11-30T10:06Z")
+    # --until: before it, exclusive; with --since it pins a run
+    assert len(report.round_ratios(recs, labels[2], labels[0], until="2026-11-30T10:06Z")) == 2
+    with pytest.raises(KernelPlanError, match="none created before 2026-11-30T10:05Z"):
+        report.round_ratios(recs, labels[2], labels[0], until="2026-11-30T10:05Z")
+    with pytest.raises(KernelPlanError, match="--until 'noon' is not an ISO date"):
+        report.round_ratios(recs, labels[2], labels[0], until="noon")
+    pinned = report.round_ratios(
+        recs, labels[2], labels[0], since="2026-11-30T10:05Z", until="2026-11-30T10:06Z"
+    )
+    assert [r["round_id"] for r in pinned] == ["r1", "r2"]
     rc = report.main(["ratios", "a", "b", "--results-dir", str(tmp_path / "nothing")])
     assert rc != 0 and "not a folder of records" in capsys.readouterr().err
     rc = report.main(["ratios", "gemm/nosuch", labels[0], "--results-dir", str(root)])

@@ -1641,14 +1641,14 @@ def _label_in(label: str, run: Mapping[str, Rec]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _since_time(since: str) -> _dt.datetime:
-    """``--since`` as an aware time (UTC where no zone is given). Raises KernelPlanError for
-    text that is not an ISO date or time."""
+def _since_time(since: str, option: str = "--since") -> _dt.datetime:
+    """``--since`` (or ``option``, e.g. ``--until``) as an aware time (UTC where no zone is
+    given). Raises KernelPlanError for text that is not an ISO date or time."""
     try:
         t = _dt.datetime.fromisoformat(since.strip().replace("Z", "+00:00"))
     except ValueError:
         raise KernelPlanError(
-            f"--since {since!r} is not an ISO date or time (e.g. 2026-12-06 or 2026-12-06T10:00)"
+            f"{option} {since!r} is not an ISO date or time (e.g. 2026-12-06 or 2026-12-06T10:00)"
         ) from None
     return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
 
@@ -1659,6 +1659,7 @@ def round_ratios(
     b: str,
     round_prefix: str | None = None,
     since: str | None = None,
+    until: str | None = None,
 ) -> list[dict[str, Any]]:
     """For every alternated run holding both entries ``a`` and ``b`` (labels as the
     ``kernelplan.alternate`` table prints them, e.g. ``mla/mla_decode_sm90[step=33]``; the
@@ -1667,13 +1668,15 @@ def round_ratios(
     (``per_round_ratio``: each round's two times come from one round, so a clock change
     between rounds cancels), the busy SM clock range (MHz) and both record paths.
     ``round_prefix`` keeps the runs whose id starts with it, ``since`` those created at or
-    after it (an ISO date or time, UTC unless it names a zone). Raises KernelPlanError when
-    ``a`` and ``b`` name the same entry, when ``since`` does not parse, and when no run is
+    after it and ``until`` those created before it (ISO dates or times, UTC unless they name a
+    zone), so that one run can be pinned. Raises KernelPlanError when ``a`` and ``b`` name
+    the same entry, when ``since`` or ``until`` does not parse, and when no run is
     left: naming the labels of the runs that hold one of them, or how many runs the filters
     left out."""
     from .alternate import busy_clock_span, per_round_ratio
 
     after = _since_time(since) if since else None
+    before = _since_time(until, "--until") if until else None
     rows = []
     near: set[str] = set()
     both = 0
@@ -1690,6 +1693,8 @@ def round_ratios(
         if round_prefix and not rid.startswith(round_prefix):
             continue
         if after and _created(ra) < after:
+            continue
+        if before and _created(ra) >= before:
             continue
         ta, tb = ra.get("timing") or {}, rb.get("timing") or {}
         rows.append(
@@ -1710,12 +1715,13 @@ def round_ratios(
         filters = " and ".join(
             f for f in (
                 f"created at or after {since}" if since else "",
+                f"created before {until}" if until else "",
                 f"with a round id starting {round_prefix!r}" if round_prefix else "",
             ) if f
         )  # fmt: skip
         raise KernelPlanError(
             f"{both} alternated run(s) hold both {a!r} and {b!r}, none {filters}: widen "
-            "--since or --round"
+            "--since, --until or --round"
         )
     if not rows:
         labels = sorted(near)
@@ -1796,6 +1802,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("b", help="the other entry's label (B)")
     q.add_argument("--round", default=None, help="only the runs whose round_id starts so")
     q.add_argument("--since", default=None, help="only runs created at or after (ISO time)")
+    q.add_argument("--until", default=None, help="only runs created before (ISO time)")
     b = sub.add_parser(
         "best-config", parents=[common], help="the fastest autotuned config, as --config items"
     )
@@ -1815,7 +1822,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.cmd == "ratios":
             if root is not None and not root.is_dir():
                 return die(f"--results-dir {root}: not a folder of records")
-            rows = round_ratios(_load(root), a.a, a.b, a.round, a.since)
+            rows = round_ratios(_load(root), a.a, a.b, a.round, a.since, a.until)
             print(ratios_table(rows, a.a, a.b))
             return 0
         records = _load(root, a.package)
