@@ -1641,14 +1641,14 @@ def _label_in(label: str, run: Mapping[str, Rec]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _since_time(since: str, option: str = "--since") -> _dt.datetime:
-    """``--since`` (or ``option``, e.g. ``--until``) as an aware time (UTC where no zone is
-    given). Raises KernelPlanError for text that is not an ISO date or time."""
+def _iso_time(text: str, option: str) -> _dt.datetime:
+    """The value ``text`` of ``option`` (``--since``, ``--until``) as an aware time (UTC where
+    no zone is given). Raises KernelPlanError for text that is not an ISO date or time."""
     try:
-        t = _dt.datetime.fromisoformat(since.strip().replace("Z", "+00:00"))
+        t = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise KernelPlanError(
-            f"{option} {since!r} is not an ISO date or time (e.g. 2026-12-06 or 2026-12-06T10:00)"
+            f"{option} {text!r} is not an ISO date or time (e.g. 2026-12-06 or 2026-12-06T10:00)"
         ) from None
     return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
 
@@ -1675,8 +1675,8 @@ def round_ratios(
     left out."""
     from .alternate import busy_clock_span, per_round_ratio
 
-    after = _since_time(since) if since else None
-    before = _since_time(until, "--until") if until else None
+    after = _iso_time(since, "--since") if since else None
+    before = _iso_time(until, "--until") if until else None
     rows = []
     near: set[str] = set()
     both = 0

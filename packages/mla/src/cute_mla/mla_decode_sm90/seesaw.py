@@ -984,23 +984,21 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 cute.arch.barrier_arrive(
                                     barrier_id=BAR_V0R, number_of_threads=THREADS
                                 )
-                        if cutlass.const_expr(self.early_v1r):
-                            # step 39: PV1R (the older group) retired in every warp of WG1:
-                            # K1's chunks 4-7 take page pg0 + 3 now, while PV0R runs
+                        if cutlass.const_expr(self.release_order or self.early_v1r):
+                            # steps 16 and 39: PV1R (the older group) retired in every warp of
+                            # WG1: K1's chunks 4-7 are free now, while PV0R runs; to the
+                            # producer (16, the FP8 cache), or page pg0 + 3 by TMA (39)
                             warpgroup.wait_group(1)
                             cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                            if warp == NUM_WG * 2 and pg0 + 3 < p1:
-                                self.issue_chunks(
-                                    tma_atom, tKgK, tKsKt, mbar, mPT[seq, pg0 + 3], 1, V_R[0],
-                                    V_R[1],
-                                )  # fmt: skip
-                        if cutlass.const_expr(self.release_order):
-                            # step 16: PV1R (the older group) done in every warp of WG1: K1's
-                            # chunks 4-7 to the producer now, while PV0R runs
-                            warpgroup.wait_group(1)
-                            cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                            if has1:
-                                self.release_to_producer(mbar, 1, 1, wg_tidx)
+                            if cutlass.const_expr(self.release_order):
+                                if has1:
+                                    self.release_to_producer(mbar, 1, 1, wg_tidx)
+                            else:  # noqa: PLR5501 (compile time, then run time)
+                                if warp == NUM_WG * 2 and pg0 + 3 < p1:
+                                    self.issue_chunks(
+                                        tma_atom, tKgK, tKsKt, mbar, mPT[seq, pg0 + 3], 1,
+                                        V_R[0], V_R[1],
+                                    )  # fmt: skip
                         warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
                         cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
                         # step 14: K0's chunks 4-8 and K1's 4-7 to the producer
