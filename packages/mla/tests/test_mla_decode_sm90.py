@@ -957,15 +957,24 @@ def test_mla_decode_sm90_seesaw_step37_merges_four_rows_per_warp(tmp_path, monke
     assert plan.build_label(prob, cfg) == "seesaw step 37"
 
 
+def _kernel_sass(st, combine: bool) -> str:
+    """The SASS of one kernel of a static record's cubin: its combine kernel, or the split
+    kernel (the one that is not the combine)."""
+    import re
+
+    for func in re.split(r"\n\s*Function : ", _sass_text(st))[1:]:
+        if ("combine" in func.split("\n", 1)[0]) == combine:
+            return func
+    raise AssertionError(f"no {'combine' if combine else 'split'} kernel in the cubin")
+
+
 def _combine_loads(st) -> list[str]:
     """The global loads of a static record's combine kernel in SASS order, by width: "4B"
     (LDG.E), ".64", ".128"."""
     import re
 
-    for func in re.split(r"\n\s*Function : ", _sass_text(st))[1:]:
-        if "combine" in func.split("\n", 1)[0]:
-            return [m.group(1) or "4B" for m in re.finditer(r"\bLDG\.E((?:\.\w+)*)", func)]
-    raise AssertionError("no combine kernel in the cubin")
+    func = _kernel_sass(st, combine=True)
+    return [m.group(1) or "4B" for m in re.finditer(r"\bLDG\.E((?:\.\w+)*)", func)]
 
 
 def test_mla_decode_sm90_seesaw_step38_issues_the_combine_loads_in_one_trip(tmp_path, monkeypatch):
@@ -1002,10 +1011,7 @@ def test_mla_decode_sm90_seesaw_step39_reloads_v1r_once_pv1r_retires(tmp_path, m
     assert kb.fn.qk_release_order and not kb.fn.combine_one_trip
     assert b["mma_mnemonics"] == a["mma_mnemonics"] and b["registers"] == a["registers"]
     assert b["functions"][0]["instructions"] == a["functions"][0]["instructions"]
-    mains = {}
-    for step, (st, _) in got.items():
-        funcs = re.split(r"\n\s*Function : ", _sass_text(st))[1:]
-        mains[step] = next(f for f in funcs if "combine" not in f.split("\n", 1)[0])
+    mains = {step: _kernel_sass(st, combine=False) for step, (st, _) in got.items()}
     for step in (33, 39):
         assert len(re.findall(r"\bUTMALDG\b", mains[step])) == 36
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" not in mains[33]
