@@ -1057,6 +1057,53 @@ def test_mla_decode_sm90_seesaw_step58_combine_fits_beside_a_split_cta(tmp_path,
     assert plan.build_label(prob, cfg) == "seesaw step 58"
 
 
+def test_mla_decode_sm90_seesaw_step59_merges_in_the_first_pieces_cta(tmp_path, monkeypatch):
+    """Step 59 (``--config step=59``): step 39 with no combine kernel. The module holds one
+    kernel (39: the split kernel and the combine); the pieces after the first count
+    themselves with a release atomic (ATOMG, none in 39's split kernel) and the first piece's
+    CTA waits with acquire loads, then merges from the workspace: more global loads than 39's
+    split kernel. The first piece's partial O is never stored, so the split kernel's global
+    stores do not grow by a second partial-store loop. 0 spills. The plan labels the merge,
+    needs the grid resident at once, and refuses a work list whose first pieces are not last
+    in their parts (a wait there could hold back a piece that a later segment stores)."""
+    got, plan, prob, cfg = _seesaw_pair((39, 59), "owner_merge", tmp_path, monkeypatch)
+    for step, (_, k) in got.items():
+        assert k.fn.qk_release_order and k.fn.early_v1r
+        assert k.meta["combine"] == ("first piece's CTA" if step == 59 else "pdl")
+    (a, _), (b, _) = got[39], got[59]
+    assert len(a["functions"]) == 1 and b["functions"] == []
+    assert b["mma_mnemonics"] == a["mma_mnemonics"]
+    assert "ATOMG" not in a["opcodes"] and b["opcodes"]["ATOMG"] == 1
+    assert b["opcodes"]["LDG"] > a["opcodes"]["LDG"]
+    assert plan.build_label(prob, cfg) == "seesaw step 59"
+
+    from kernelplan import ShapeError, device
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
+        WorkList,
+        _first_pieces_last,
+        costed_work_list,
+        work_list,
+    )
+
+    # both planners fill parts in order: every cut sequence's first piece ends its part
+    rng = __import__("random").Random(59)
+    for _ in range(200):
+        pages = [rng.choice([0, 1, 2, 5, 17, 64, 65, 200]) for _ in range(rng.randint(1, 40))]
+        parts = rng.randint(1, 140)
+        for planner in (work_list, costed_work_list):
+            w = planner(pages, parts)
+            _first_pieces_last("t", w)
+            firsts = [seg for lo, hi in w.part_segs for seg in w.segments[lo:hi][-1:]]
+            assert all(seg in firsts for seg in w.segments if seg[3] == 0 and w.pieces[seg[0]] > 1)
+    # a plan with a cut sequence's first piece ahead of another segment is refused
+    bad = WorkList(2, 4, ((0, 2), (2, 3)), ((0, 0, 2, 0), (1, 0, 2, 0), (0, 2, 4, 1)), (2, 1))
+    with pytest.raises(ShapeError, match="step 59 needs each cut sequence's first piece last"):
+        _first_pieces_last("mla_decode_sm90", bad)
+    monkeypatch.setattr(device, "current_device", lambda: type("D", (), {"sm_count": 132}))
+    with pytest.raises(ShapeError, match="264 CTAs must all be resident"):
+        plan.plan(prob, cfg, plan.target("sm_90a", 264))
+
+
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
 def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
     """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the

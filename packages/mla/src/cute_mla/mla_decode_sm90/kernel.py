@@ -172,6 +172,10 @@ class MlaDecodeSm90Kernel:
         #: split-KV without a combine kernel (the seesaw schedule's step 10): the last CTA of a
         #: (sequence, m-tile) to finish merges every split's partial O (:meth:`merge_splits`)
         self.fused_combine = False
+        #: split-KV without a combine kernel (the seesaw schedule's step 59): the CTA of a cut
+        #: sequence's first piece keeps its partial O in registers, waits for the other pieces'
+        #: partials and merges them there (:meth:`merge_splits`)
+        self.owner_merge = False
         #: the seesaw schedule's step 11: each CTA walks a list of (sequence, page range)
         #: segments from the ``work`` tensor, and the combine merges each sequence's own number
         #: of pieces (rows of sequences in one piece are skipped: their CTA stored O)
@@ -779,6 +783,7 @@ class MlaDecodeSm90Kernel:
         sFlag: Optional[cute.Tensor] = None,  # noqa: UP045 (fused_combine: 1 int32 of SMEM)
         num_splits: Optional[cutlass.Int32] = None,  # noqa: UP045 (fused_combine)
         tidx: Optional[cutlass.Int32] = None,  # noqa: UP045 (fused_combine)
+        keep_o: Optional[cutlass.Boolean] = None,  # noqa: UP045 (owner_merge: the first piece)
     ):
         """Both schedules' epilogue: each warpgroup's row sums (its threads' columns; ``row_sum``
         per thread and row) meet in SMEM (``sSum``, one CTA barrier), O_half / sum, then either
@@ -788,6 +793,8 @@ class MlaDecodeSm90Kernel:
         partials, the CTA takes a ticket (:meth:`split_ticket`) and the last of the
         (sequence, m-tile)'s ``num_splits`` CTAs merges them (:meth:`merge_splits`) and stores
         O and LSE as an unsplit CTA does.
+        With ``keep_o`` true (``self.owner_merge``, the first piece of a cut sequence) only the
+        LSE goes to the workspace: the partial O stays in ``acc_o`` for the merge.
         ``m_log2``: each row's running max in the log2 domain, already times the softmax scale;
         ``thr_pv``: the PV MMA's thread slice (O's 64 x 256 partition)."""
         n_rows = cute.size(tScS, mode=[0])
@@ -808,24 +815,15 @@ class MlaDecodeSm90Kernel:
 
         tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
         if cutlass.const_expr(split):
-            if cutlass.const_expr(not self.fused_combine):
+            if cutlass.const_expr(not self.fused_combine and not self.owner_merge):
                 cute.arch.griddepcontrol_launch_dependents()
-            gOa = cute.local_tile(
-                mOa[sp, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg)
-            )
-            tOgOa = thr_pv.partition_C(gOa)
-            if cutlass.const_expr(mOa.element_type == cutlass.Float32):
-                for e in cutlass.range_constexpr(cute.size(acc_o)):
-                    if tOcO[e][0] < valid_rows:
-                        tOgOa[e] = acc_o[e]
-            else:
-                # seesaw step 34: the partial O in the workspace's 16-bit type (the adapter
-                # allocates it so), half the bytes to write here and to read in the combine
-                rOa = cute.make_rmem_tensor(acc_o.layout, mOa.element_type)
-                rOa.store(acc_o.load().to(mOa.element_type))
-                for e in cutlass.range_constexpr(cute.size(rOa)):
-                    if tOcO[e][0] < valid_rows:
-                        tOgOa[e] = rOa[e]
+            if cutlass.const_expr(keep_o is None):
+                self.store_partial_o(acc_o, tOcO, thr_pv, mOa, bidx, m_blk, sp, wg, valid_rows)
+            else:  # noqa: PLR5501 (compile time, then run time)
+                if not keep_o:
+                    self.store_partial_o(
+                        acc_o, tOcO, thr_pv, mOa, bidx, m_blk, sp, wg, valid_rows
+                    )  # fmt: skip
             if wg == 0 and lane % 4 == 0:
                 gLa = mLa[sp, bidx, m_blk, None]
                 for i in cutlass.range_constexpr(n_rows):
@@ -850,6 +848,36 @@ class MlaDecodeSm90Kernel:
                 acc_o, row_sum, m_log2, tScS, tOcO, thr_pv, mO, mL, bidx, m_blk, wg, lane,
                 valid_rows,
             )  # fmt: skip
+
+    @cute.jit
+    def store_partial_o(
+        self,
+        acc_o: cute.Tensor,
+        tOcO: cute.Tensor,
+        thr_pv,
+        mOa: cute.Tensor,
+        bidx: cutlass.Int32,
+        m_blk: cutlass.Int32,
+        sp: cutlass.Int32,
+        wg: cutlass.Int32,
+        valid_rows: cutlass.Int32,
+    ):
+        """The split's partial O (already divided by its row sums) into workspace slot ``sp``,
+        this thread's elements of O's 64 x 256 half ``wg``, the valid rows only: fp32, or the
+        workspace's 16-bit type (seesaw step 34: half the bytes to write here and to read in
+        the combine; the adapter allocates it so)."""
+        gOa = cute.local_tile(mOa[sp, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
+        tOgOa = thr_pv.partition_C(gOa)
+        if cutlass.const_expr(mOa.element_type == cutlass.Float32):
+            for e in cutlass.range_constexpr(cute.size(acc_o)):
+                if tOcO[e][0] < valid_rows:
+                    tOgOa[e] = acc_o[e]
+        else:
+            rOa = cute.make_rmem_tensor(acc_o.layout, mOa.element_type)
+            rOa.store(acc_o.load().to(mOa.element_type))
+            for e in cutlass.range_constexpr(cute.size(rOa)):
+                if tOcO[e][0] < valid_rows:
+                    tOgOa[e] = rOa[e]
 
     @cute.jit
     def store_o(
@@ -940,7 +968,8 @@ class MlaDecodeSm90Kernel:
         num_splits: cutlass.Int32,
         valid_rows: cutlass.Int32,
     ):
-        """The combine in the CTA that finished last, in O's register layout: per row, the
+        """The combine in one CTA of the (sequence, m-tile), in O's register layout (the CTA
+        that finished last, step 10; the first piece's, step 59): per row, the
         max m of the splits' log2 LSEs, w_i = 2^(lse_i - m) / sum_i 2^(lse_i - m), O =
         w_sp O_sp (this CTA's own, still in ``acc_o``) + sum over the other splits of w_i O_i
         (read from the workspace, this thread's elements only); then ``m_log2`` = m and

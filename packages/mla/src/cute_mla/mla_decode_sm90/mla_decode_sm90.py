@@ -91,7 +91,8 @@ def steps_text(steps: tuple[int, ...]) -> str:
 
 
 def _grid_fits_at_once(name: str, step: int, ctas: int) -> None:
-    """The CTAs of the :data:`MERGE_IN_KERNEL_STEPS` wait inside the kernel for pieces that
+    """The CTAs of the :data:`MERGE_IN_KERNEL_STEPS` and :data:`OWNER_MERGE_STEPS` wait
+    inside the kernel for pieces that
     other CTAs store, so the grid (``ctas``, one CTA per SM: 223 KB of SMEM each) must be
     resident all at once. Where torch sees a GPU, refuse a grid larger than its SM count (an
     ``--sm_count`` above the GPU's would hang); without a GPU the kernel only compiles.
@@ -110,6 +111,26 @@ def _grid_fits_at_once(name: str, step: int, ctas: int) -> None:
         )
 
 
+def _first_pieces_last(name: str, work: WorkList) -> None:
+    """Step 59's premise (:data:`OWNER_MERGE_STEPS`): the CTA of a cut sequence's first piece
+    waits, after that piece, for the sequence's other pieces, so that piece must be the last
+    segment of its part, and no other piece may come after a wait in its own part (each is a
+    first or only segment). The planners fill parts in order (:func:`work_list`,
+    :func:`costed_work_list`), which gives both; a plan that does not is refused here rather
+    than left to hang. Raises ShapeError."""
+    for lo, hi in work.part_segs:
+        for k in range(lo, hi):
+            seq, _, _, slot = work.segments[k]
+            if work.pieces[seq] < 2:
+                continue
+            if (slot == 0 and k != hi - 1) or (slot > 0 and k != lo):
+                raise ShapeError(
+                    f"{name}: step 59 needs each cut sequence's first piece last in its part "
+                    f"and its other pieces first in theirs (sequence {seq}, piece {slot} is "
+                    f"segment {k - lo + 1} of {hi - lo}): take another step"
+                )
+
+
 def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
     """Whether seesaw ``step`` builds FlashMLA's crossover (step 26, seesaw.py): the FP8 cache
     and m-tiles (64 query rows each) that pair up into clusters of 2; elsewhere step 26 is
@@ -126,9 +147,10 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: the combine's split loads as 16-byte vectors; 37: 35 merging 4 rows per warp together;
 #: 38: 36 with the combine's first partial-O loads issued before its LSE reads; 39: 33 with
 #: WG1 reloading stage 1's chunks 4-7 as soon as its PV1R retires; 58 (the next free number):
-#: 39 with 2-warp combine CTAs, which fit beside a split CTA)
+#: 39 with 2-warp combine CTAs, which fit beside a split CTA; 59: 39 with no combine kernel,
+#: the first piece's CTA merging a cut sequence's other pieces into its registers)
 BF16_STEPS = (
-    4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58,
+    4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -147,6 +169,9 @@ BF16_DEFAULT_STEP = 39
 #: the 16-bit builds that merge the cut sequences inside the split kernel, no combine kernel:
 #: 35 (one row per warp) and 37 (4 rows per warp); their grid must be resident at once
 MERGE_IN_KERNEL_STEPS = (35, 37)
+#: the 16-bit build whose first piece of a cut sequence merges the others in its CTA's
+#: registers, no combine kernel (59); its grid must be resident at once too
+OWNER_MERGE_STEPS = (59,)
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
@@ -591,7 +616,8 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 39 and 58, see :data:`.seesaw.STEPS`,
+    the devlog step of the seesaw schedule to build (4 to 39, 58 and 59, see
+    :data:`.seesaw.STEPS`,
     40 or 42, one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8
     cache, or 49 to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for
     before/after runs),
@@ -636,7 +662,10 @@ class MlaSm90Config(Config):
     at every h=128 row on an H100 in session 22: the default since). 58 (the next free number
     after the query-rows-on-N builds) is 39 with combine CTAs of 2 warps instead of 4, which at
     128 registers a thread fit beside a split CTA, so that PDL can make the combine resident
-    before the split kernel ends (built in session 22, not yet timed).
+    before the split kernel ends (tied with 39 on an H100 in session 23). 59 is 39 with no
+    combine kernel: the CTA of a cut sequence's first piece, always its part's last segment,
+    keeps that piece's O in registers, waits for the other pieces' partials and merges them
+    (built in session 23).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -664,8 +693,8 @@ class MlaSm90Config(Config):
     drops 56's CTA barrier at each page's end (the devlog, "Session 20").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39 and
-    58, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39, 58
+    and 59, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
@@ -1098,8 +1127,10 @@ class MlaDecodeSm90(KernelPlan):
             per_sm = ctas_per_sm(step)
             work = planner(_pages(p), _work_parts(p, target.sm_count or 132, per_sm))
             splits, per = work.parts, work.per
-            if step in MERGE_IN_KERNEL_STEPS:
+            if step in (*MERGE_IN_KERNEL_STEPS, *OWNER_MERGE_STEPS):
                 _grid_fits_at_once(self.name, step, work.parts * _ceil(p.s * p.h, 64))
+            if step in OWNER_MERGE_STEPS:
+                _first_pieces_last(self.name, work)
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
         extra = ("kv_scales", "kv_rope") if p.kv_fp8 else ("kv_cache", "kv_cache")
@@ -1118,6 +1149,8 @@ class MlaDecodeSm90(KernelPlan):
             combine = "last CTA"
         elif step in MERGE_IN_KERNEL_STEPS:
             combine = "in kernel"
+        elif step in OWNER_MERGE_STEPS:
+            combine = "first piece's CTA"
         else:
             combine = "pdl"
         return CuteKernel(

@@ -78,8 +78,10 @@ partials, 35 merges the cut sequences in the split kernel (one row per warp), 36
 combine's 16-byte split loads, 37 is 35 with 4 rows per warp, and 38 is 36 with the combine's
 first partial-O loads issued before its LSE reads (one round trip), and 39 is 33 with WG1
 reloading stage 1's chunks 4-7 right after its PV1R retires (the 16-bit default since session
-22), and 58 (the next free number) is 39 with combine CTAs of 2 warps, small enough to be
-resident beside a split CTA. Steps 14-24, 26, 27 and 30 take
+22), 58 (the next free number) is 39 with combine CTAs of 2 warps, small enough to be
+resident beside a split CTA, and 59 is 39 with no combine kernel: the CTA of a cut sequence's
+first piece (its part's last segment) merges the other pieces into its own partial O, still in
+registers. Steps 14-24, 26, 27 and 30 take
 the FP8
 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
@@ -131,7 +133,13 @@ from .kernel import (
     MlaDecodeSm90Kernel,
     _mn_view,
 )
-from .mla_decode_sm90 import FP8_STEPS, MERGE_IN_KERNEL_STEPS, PARTS_CAP, crossover_built
+from .mla_decode_sm90 import (
+    FP8_STEPS,
+    MERGE_IN_KERNEL_STEPS,
+    OWNER_MERGE_STEPS,
+    PARTS_CAP,
+    crossover_built,
+)
 
 STAGES = 2  # K0 and K1
 WG_THREADS = 128
@@ -219,7 +227,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -367,7 +375,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58)
+        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -420,7 +428,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: reads or waits on those chunks (its S1 and PV1R), so the early reload is safe as
         #: the FP8 producer's step 16 release is. Measured in session 22 (H100): 0.955-0.978x
         #: step 33's time per round at every h=128 row, 1.001x at h=64: the 16-bit default.
-        self.early_v1r = step in (39, 58)
+        self.early_v1r = step in (39, 58, 59)
         #: step 58 (16-bit cache; builds on 39; the next free step number, 40-57 being the
         #: query-rows-on-N builds): combine CTAs of 2 warps instead of 4. A split CTA holds 256
         #: threads x 224 allocated registers = 57344 of the SM's 65536 and 219 KB of SMEM; a
@@ -434,6 +442,25 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: are what is left. Built in session 22, not yet timed.
         if step == 58:
             self.combine_rows = 2
+        #: step 59 (16-bit cache; builds on 39): no combine kernel. The work list fills its
+        #: parts in order, so a cut sequence's first piece is always the last segment of its
+        #: part (the plan checks it: mla_decode_sm90._first_pieces_last) and every other piece
+        #: is a first or only segment of a later part. The first piece's CTA stores only its
+        #: LSE, keeps its partial O in registers, waits (thread 0, acquire loads) until the
+        #: (sequence, m-tile) counter shows the other pieces stored, and merges them from L2
+        #: in O's register layout (:meth:`merge_splits`, step 10's merge), then stores O as
+        #: an uncut sequence does; the other pieces store their partials and count them
+        #: (:meth:`piece_stored`, step 35's release). Where the plan cuts each sequence in 2
+        #: (h=128 (32, 4096): 66 parts per m-tile for 32 sequences) the second piece is the
+        #: first segment of the next part, finished half a kernel earlier, so the wait is
+        #: short, and the first piece's 128 KB partial O is neither written nor read again.
+        #: Session 23 measured the combine at 7.4 us of the default's 82.5 at (32, 4096)
+        #: (warm-L2 ncu, main kernel 75.1 us), overlapping the split kernel hardly at all,
+        #: while FlashInfer's one kernel took 80.4; steps 10, 35 and 37 merged inside the
+        #: split kernel but in the CTA finishing last (10) or in every warp of the grid from
+        #: both partials (35, 37), and lost to the separate combine. The grid must be resident
+        #: at once (one CTA per SM), as for 35.
+        self.owner_merge = step in OWNER_MERGE_STEPS
 
     @cute.jit
     def __call__(
@@ -527,7 +554,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                  block=[threads, 1, 1],
                  stream=stream,
                  **({"cluster": [2, 1, 1]} if self.crossover else {}))  # fmt: skip
-        if cutlass.const_expr(split and not self.fused_combine and not self.merge_in_kernel):
+        if cutlass.const_expr(
+            split and not self.fused_combine and not self.merge_in_kernel and not self.owner_merge
+        ):
             self.launch_combine(o, lse, o_acc, lse_acc, num_splits, q.shape[0], stream, work)
 
     @cute.kernel
@@ -1043,12 +1072,27 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     # a sequence in one piece stores O itself; the pieces of a longer one go to
                     # their workspace slots for the combine
                     if pieces > 1:
-                        self.epilogue(
-                            acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
-                            m_blk, slot, wg, lane, valid_rows, True,
-                        )  # fmt: skip
-                        if cutlass.const_expr(self.merge_in_kernel):
-                            self.piece_stored(mCnt, seq, m_blk, tidx)
+                        if cutlass.const_expr(self.owner_merge):
+                            # step 59: the first piece keeps its O and merges the others
+                            first = slot == 0
+                            self.epilogue(
+                                acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa,
+                                seq, m_blk, slot, wg, lane, valid_rows, True, keep_o=first,
+                            )  # fmt: skip
+                            if first:
+                                self.merge_as_first_piece(
+                                    acc_o, row_sum, row_max, tScS, thr_rs, mO, mL, mOa, mLa,
+                                    mCnt, seq, m_blk, wg, lane, valid_rows, pieces, tidx,
+                                )  # fmt: skip
+                            else:
+                                self.piece_stored(mCnt, seq, m_blk, tidx)
+                        else:
+                            self.epilogue(
+                                acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa,
+                                seq, m_blk, slot, wg, lane, valid_rows, True,
+                            )  # fmt: skip
+                            if cutlass.const_expr(self.merge_in_kernel):
+                                self.piece_stored(mCnt, seq, m_blk, tidx)
                     else:
                         self.epilogue(
                             acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
@@ -1428,6 +1472,53 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         if tidx == 0:
             ptr = (mCnt.iterator + (seq * self.m_tiles + m_blk)).llvm_ptr
             cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="release", scope="gpu")
+
+    @cute.jit
+    def merge_as_first_piece(
+        self,
+        acc_o: cute.Tensor,
+        row_sum: cute.Tensor,
+        m_log2: cute.Tensor,
+        tScS: cute.Tensor,
+        thr_pv,
+        mO: cute.Tensor,
+        mL: cute.Tensor,
+        mOa: cute.Tensor,
+        mLa: cute.Tensor,
+        mCnt: cute.Tensor,
+        seq: cutlass.Int32,
+        m_blk: cutlass.Int32,
+        wg: cutlass.Int32,
+        lane: cutlass.Int32,
+        valid_rows: cutlass.Int32,
+        pieces: cutlass.Int32,
+        tidx: cutlass.Int32,
+    ):
+        """Step 59, the 256 math threads of the CTA that holds piece 0 of cut sequence ``seq``
+        (its part's last segment), after its epilogue stored the piece's LSE into slot 0 and
+        kept its O (divided by its row sums) in ``acc_o``: thread 0 spins on acquire loads
+        (GPU scope) until the (``seq``, ``m_blk``) counter shows the other ``pieces`` - 1
+        pieces stored (:meth:`piece_stored`), and sets it back to 0 for the next launch (no
+        other piece counts after that); one barrier (the slot-0 LSEs of this CTA's warpgroup 0
+        become visible to every thread); every thread fences at GPU scope before it reads the
+        other pieces' partials; :meth:`merge_splits` weighs and adds them in O's register
+        layout, and :meth:`store_o` writes O and the natural-log LSE as for an uncut
+        sequence."""
+        if tidx == 0:
+            ptr = (mCnt.iterator + (seq * self.m_tiles + m_blk)).llvm_ptr
+            seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
+            while seen < pieces - 1:
+                seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
+            cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+        self.sync_math()
+        cute.arch.fence_acq_rel_gpu()
+        self.merge_splits(
+            acc_o, row_sum, m_log2, tScS, thr_pv, mOa, mLa, seq, m_blk, 0, wg, pieces, valid_rows
+        )  # fmt: skip
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
+        self.store_o(
+            acc_o, row_sum, m_log2, tScS, tOcO, thr_pv, mO, mL, seq, m_blk, wg, lane, valid_rows
+        )  # fmt: skip
 
     @cute.jit
     def merge_when_stored(
