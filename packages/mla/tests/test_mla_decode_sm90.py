@@ -1077,13 +1077,14 @@ def test_mla_decode_sm90_seesaw_step59_merges_in_the_first_pieces_cta(tmp_path, 
     assert b["opcodes"]["LDG"] > a["opcodes"]["LDG"]
     assert plan.build_label(prob, cfg) == "seesaw step 59"
 
-    from kernelplan import ShapeError, device
     from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
         WorkList,
         _first_pieces_last,
         costed_work_list,
         work_list,
     )
+
+    from kernelplan import ShapeError, device
 
     # both planners fill parts in order: every cut sequence's first piece ends its part
     rng = __import__("random").Random(59)

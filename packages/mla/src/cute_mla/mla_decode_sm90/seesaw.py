@@ -1506,9 +1506,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         sequence."""
         if tidx == 0:
             ptr = (mCnt.iterator + (seq * self.m_tiles + m_blk)).llvm_ptr
-            seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
-            while seen < pieces - 1:
-                seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
+            self.wait_for_pieces(ptr, pieces - 1)
             cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
         self.sync_math()
         cute.arch.fence_acq_rel_gpu()
@@ -1551,8 +1549,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
     @cute.jit
     def wait_for_pieces(self, ptr, pieces: cutlass.Int32):
-        """Steps 35 and 37, every lane: spin on acquire loads (GPU scope) until the counter at
-        ``ptr`` shows ``pieces`` stored pieces; what they stored is visible after it."""
+        """Steps 35 and 37, every lane (step 59: thread 0, for the other pieces): spin on
+        acquire loads (GPU scope) until the counter at ``ptr`` shows ``pieces`` stored pieces;
+        what they stored is visible after it."""
         seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
         while seen < pieces:
             seen = cute.arch.load(ptr, cutlass.Int32, sem="acquire", scope="gpu")
