@@ -1093,16 +1093,33 @@ def test_mla_decode_sm90_seesaw_step59_merges_in_the_first_pieces_cta(tmp_path, 
         parts = rng.randint(1, 140)
         for planner in (work_list, costed_work_list):
             w = planner(pages, parts)
-            _first_pieces_last("t", w)
+            _first_pieces_last("t", 59, w)
             firsts = [seg for lo, hi in w.part_segs for seg in w.segments[lo:hi][-1:]]
             assert all(seg in firsts for seg in w.segments if seg[3] == 0 and w.pieces[seg[0]] > 1)
     # a plan with a cut sequence's first piece ahead of another segment is refused
     bad = WorkList(2, 4, ((0, 2), (2, 3)), ((0, 0, 2, 0), (1, 0, 2, 0), (0, 2, 4, 1)), (2, 1))
     with pytest.raises(ShapeError, match="step 59 needs each cut sequence's first piece last"):
-        _first_pieces_last("mla_decode_sm90", bad)
+        _first_pieces_last("mla_decode_sm90", 59, bad)
     monkeypatch.setattr(device, "current_device", lambda: type("D", (), {"sm_count": 132}))
     with pytest.raises(ShapeError, match="264 CTAs must all be resident"):
         plan.plan(prob, cfg, plan.target("sm_90a", 264))
+
+
+def test_mla_decode_sm90_seesaw_step60_merges_in_one_pass(tmp_path, monkeypatch):
+    """Step 60 (``--config step=60``): step 59 with the first piece's merge in one pass
+    (``merge_pieces_online``): each other piece's LSE is read once, beside its partial O, where
+    59's merge (step 10's ``merge_splits``) reads every piece's LSE in two passes and its own
+    slot's back as well, so 60 has fewer global loads; the same MMAs, the same release atomic,
+    no combine kernel, 0 spills."""
+    got, plan, prob, cfg = _seesaw_pair((59, 60), "online_merge", tmp_path, monkeypatch)
+    (a, ka), (b, kb) = got[59], got[60]
+    assert ka.fn.owner_merge and kb.fn.owner_merge
+    assert a["functions"] == [] and b["functions"] == []
+    assert b["mma_mnemonics"] == a["mma_mnemonics"]
+    assert a["opcodes"]["ATOMG"] == b["opcodes"]["ATOMG"] == 1
+    assert b["opcodes"]["LDG"] < a["opcodes"]["LDG"]
+    assert kb.meta["combine"] == "first piece's CTA"
+    assert plan.build_label(prob, cfg) == "seesaw step 60"
 
 
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])

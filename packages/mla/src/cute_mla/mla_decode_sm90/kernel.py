@@ -1017,6 +1017,66 @@ class MlaDecodeSm90Kernel:
                             acc_mn[i, c] = acc_mn[i, c] + w * g_mn[i, c]
 
     @cute.jit
+    def merge_pieces_online(
+        self,
+        acc_o: cute.Tensor,
+        row_sum: cute.Tensor,
+        m_log2: cute.Tensor,
+        tScS: cute.Tensor,
+        thr_pv,
+        mOa: cute.Tensor,
+        mLa: cute.Tensor,
+        bidx: cutlass.Int32,
+        m_blk: cutlass.Int32,
+        wg: cutlass.Int32,
+        pieces: cutlass.Int32,
+        valid_rows: cutlass.Int32,
+    ):
+        """The merge of seesaw step 60, in the CTA of piece 0 whose O (divided by its row sums)
+        is still in ``acc_o``: one pass over pieces 1 .. ``pieces`` - 1 in O's register layout,
+        the online form of :meth:`merge_splits`. Per row, from the own LSE (m_log2 + log2
+        row_sum, -inf for a row without keys) as the running max M and S = 1 (0 without keys):
+        for each piece j with LSE l_j, M' = max(M, l_j), a = 2^(M - M'), b = 2^(l_j - M'),
+        S = a S + b, O = a O + b O_j; at the end O / S, and ``m_log2`` = M, ``row_sum`` = S, so
+        :meth:`store_o` writes LSE = (M + log2 S) ln 2, the combine's result. A piece's LSE
+        and its partial O are independent loads (the O of a row past ``valid_rows`` is never
+        stored and not read), so both go out together: one round trip per piece and row, where
+        :meth:`merge_splits` reads the LSEs in two passes before the O."""
+        n_rows = cute.size(tScS, mode=[0])
+        acc_mn = _mn_view(acc_o)
+        n_cols = cute.size(acc_mn, mode=[1])
+        mx = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+        for i in cutlass.range_constexpr(n_rows):
+            mx[i] = -cutlass.Float32.inf
+            if row_sum[i] > 0.0:
+                mx[i] = m_log2[i] + cute.math.log2(row_sum[i])
+                row_sum[i] = cutlass.Float32(1.0)
+        for j in cutlass.range(1, pieces, unroll=1):
+            gOa = cute.local_tile(mOa[j, bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
+            g_mn = _mn_view(thr_pv.partition_C(gOa))
+            for i in cutlass.range_constexpr(n_rows):
+                row = tScS[i, 0][0]
+                lse = mLa[j, bidx, m_blk, cutlass.min(row, valid_rows - 1)]
+                m_new = cute.arch.fmax(mx[i], lse)
+                base = m_new
+                if m_new == -cutlass.Float32.inf:
+                    base = cutlass.Float32(0.0)  # no piece saw a key yet: every weight is 0
+                a = cute.math.exp2(mx[i] - base, fastmath=True)
+                b = cute.math.exp2(lse - base, fastmath=True)
+                row_sum[i] = row_sum[i] * a + b
+                mx[i] = m_new
+                if row < valid_rows:
+                    for c in cutlass.range_constexpr(n_cols):
+                        acc_mn[i, c] = acc_mn[i, c] * a + b * g_mn[i, c]
+        for i in cutlass.range_constexpr(n_rows):
+            inv = cutlass.Float32(0.0)
+            if row_sum[i] > 0.0:
+                inv = 1.0 / row_sum[i]
+            for c in cutlass.range_constexpr(n_cols):
+                acc_mn[i, c] = acc_mn[i, c] * inv
+            m_log2[i] = mx[i]
+
+    @cute.jit
     def load_q(self, q_copy, mQ, sQ, bidx, m_blk, valid_rows, tidx):
         """Q's 64 x 576 tile of (sequence bidx, m-tile m_blk) into SMEM by cp.async (all 256
         threads, 16-byte vectors; the caller commits and waits); a query row past s*h takes

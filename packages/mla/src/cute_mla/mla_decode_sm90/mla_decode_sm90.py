@@ -111,8 +111,8 @@ def _grid_fits_at_once(name: str, step: int, ctas: int) -> None:
         )
 
 
-def _first_pieces_last(name: str, work: WorkList) -> None:
-    """Step 59's premise (:data:`OWNER_MERGE_STEPS`): the CTA of a cut sequence's first piece
+def _first_pieces_last(name: str, step: int, work: WorkList) -> None:
+    """The premise of the :data:`OWNER_MERGE_STEPS` (:data:`OWNER_MERGE_STEPS`): the CTA of a cut sequence's first piece
     waits, after that piece, for the sequence's other pieces, so that piece must be the last
     segment of its part, and no other piece may come after a wait in its own part (each is a
     first or only segment). The planners fill parts in order (:func:`work_list`,
@@ -125,7 +125,7 @@ def _first_pieces_last(name: str, work: WorkList) -> None:
                 continue
             if (slot == 0 and k != hi - 1) or (slot > 0 and k != lo):
                 raise ShapeError(
-                    f"{name}: step 59 needs each cut sequence's first piece last in its part "
+                    f"{name}: step {step} needs each cut sequence's first piece last in its part "
                     f"and its other pieces first in theirs (sequence {seq}, piece {slot} is "
                     f"segment {k - lo + 1} of {hi - lo}): take another step"
                 )
@@ -148,9 +148,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: 38: 36 with the combine's first partial-O loads issued before its LSE reads; 39: 33 with
 #: WG1 reloading stage 1's chunks 4-7 as soon as its PV1R retires; 58 (the next free number):
 #: 39 with 2-warp combine CTAs, which fit beside a split CTA; 59: 39 with no combine kernel,
-#: the first piece's CTA merging a cut sequence's other pieces into its registers)
+#: the first piece's CTA merging a cut sequence's other pieces into its registers; 60: 59
+#: with that merge in one pass, each piece's LSE and O loaded together)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
+    60,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -169,9 +171,10 @@ BF16_DEFAULT_STEP = 39
 #: the 16-bit builds that merge the cut sequences inside the split kernel, no combine kernel:
 #: 35 (one row per warp) and 37 (4 rows per warp); their grid must be resident at once
 MERGE_IN_KERNEL_STEPS = (35, 37)
-#: the 16-bit build whose first piece of a cut sequence merges the others in its CTA's
-#: registers, no combine kernel (59); its grid must be resident at once too
-OWNER_MERGE_STEPS = (59,)
+#: the 16-bit builds whose first piece of a cut sequence merges the others in its CTA's
+#: registers, no combine kernel (59, and 60 with a one-pass merge); their grid must be
+#: resident at once too
+OWNER_MERGE_STEPS = (59, 60)
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
@@ -616,7 +619,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 39, 58 and 59, see
+    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 60, see
     :data:`.seesaw.STEPS`,
     40 or 42, one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8
     cache, or 49 to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for
@@ -665,7 +668,8 @@ class MlaSm90Config(Config):
     before the split kernel ends (tied with 39 on an H100 in session 23). 59 is 39 with no
     combine kernel: the CTA of a cut sequence's first piece, always its part's last segment,
     keeps that piece's O in registers, waits for the other pieces' partials and merges them
-    (built in session 23).
+    (built in session 23); 60 is 59 with that merge in one pass over the other pieces, each
+    piece's LSE and partial O loaded together (built in session 23).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -693,8 +697,8 @@ class MlaSm90Config(Config):
     drops 56's CTA barrier at each page's end (the devlog, "Session 20").
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39, 58
-    and 59, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
+    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39 and
+    58-60, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
@@ -1130,7 +1134,7 @@ class MlaDecodeSm90(KernelPlan):
             if step in (*MERGE_IN_KERNEL_STEPS, *OWNER_MERGE_STEPS):
                 _grid_fits_at_once(self.name, step, work.parts * _ceil(p.s * p.h, 64))
             if step in OWNER_MERGE_STEPS:
-                _first_pieces_last(self.name, work)
+                _first_pieces_last(self.name, step, work)
         # the FP8 cache's scales and rope part; the 16-bit path passes its cache in their
         # places (unused: the compile-time kv_fp8 leaves them out of the code)
         extra = ("kv_scales", "kv_rope") if p.kv_fp8 else ("kv_cache", "kv_cache")

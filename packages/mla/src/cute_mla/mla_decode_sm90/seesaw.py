@@ -81,7 +81,8 @@ reloading stage 1's chunks 4-7 right after its PV1R retires (the 16-bit default 
 22), 58 (the next free number) is 39 with combine CTAs of 2 warps, small enough to be
 resident beside a split CTA, and 59 is 39 with no combine kernel: the CTA of a cut sequence's
 first piece (its part's last segment) merges the other pieces into its own partial O, still in
-registers. Steps 14-24, 26, 27 and 30 take
+registers, and 60 is 59 with that merge in one pass (each piece's LSE and O loaded together).
+Steps 14-24, 26, 27 and 30 take
 the FP8
 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
@@ -227,7 +228,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -375,7 +376,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59)
+        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59, 60)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -428,7 +429,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: reads or waits on those chunks (its S1 and PV1R), so the early reload is safe as
         #: the FP8 producer's step 16 release is. Measured in session 22 (H100): 0.955-0.978x
         #: step 33's time per round at every h=128 row, 1.001x at h=64: the 16-bit default.
-        self.early_v1r = step in (39, 58, 59)
+        self.early_v1r = step in (39, 58, 59, 60)
         #: step 58 (16-bit cache; builds on 39; the next free step number, 40-57 being the
         #: query-rows-on-N builds): combine CTAs of 2 warps instead of 4. A split CTA holds 256
         #: threads x 224 allocated registers = 57344 of the SM's 65536 and 219 KB of SMEM; a
@@ -461,6 +462,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: both partials (35, 37), and lost to the separate combine. The grid must be resident
         #: at once (one CTA per SM), as for 35.
         self.owner_merge = step in OWNER_MERGE_STEPS
+        #: step 60 (builds on 59): the first piece's merge in one pass over the other pieces
+        #: (:meth:`merge_pieces_online`), each piece's LSE and partial O loaded together,
+        #: where 59's (:meth:`merge_splits`, step 10's) reads every LSE twice (the max, then
+        #: the weights) before the partial O: at the kernel's end, on its critical path, a
+        #: chain of about six dependent L2 round trips per 2-piece row against two
+        self.online_merge = step == 60
 
     @cute.jit
     def __call__(
@@ -1501,8 +1508,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         pieces stored (:meth:`piece_stored`), and sets it back to 0 for the next launch (no
         other piece counts after that); one barrier (the slot-0 LSEs of this CTA's warpgroup 0
         become visible to every thread); every thread fences at GPU scope before it reads the
-        other pieces' partials; :meth:`merge_splits` weighs and adds them in O's register
-        layout, and :meth:`store_o` writes O and the natural-log LSE as for an uncut
+        other pieces' partials; :meth:`merge_splits` (step 60: :meth:`merge_pieces_online`)
+        weighs and adds them in O's register layout, and :meth:`store_o` writes O and the natural-log LSE as for an uncut
         sequence."""
         if tidx == 0:
             ptr = (mCnt.iterator + (seq * self.m_tiles + m_blk)).llvm_ptr
@@ -1510,9 +1517,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
         self.sync_math()
         cute.arch.fence_acq_rel_gpu()
-        self.merge_splits(
-            acc_o, row_sum, m_log2, tScS, thr_pv, mOa, mLa, seq, m_blk, 0, wg, pieces, valid_rows
-        )  # fmt: skip
+        if cutlass.const_expr(self.online_merge):
+            self.merge_pieces_online(
+                acc_o, row_sum, m_log2, tScS, thr_pv, mOa, mLa, seq, m_blk, wg, pieces, valid_rows
+            )  # fmt: skip
+        else:
+            self.merge_splits(
+                acc_o, row_sum, m_log2, tScS, thr_pv, mOa, mLa, seq, m_blk, 0, wg, pieces,
+                valid_rows,
+            )  # fmt: skip
         tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
         self.store_o(
             acc_o, row_sum, m_log2, tScS, tOcO, thr_pv, mO, mL, seq, m_blk, wg, lane, valid_rows
