@@ -112,7 +112,7 @@ def _grid_fits_at_once(name: str, step: int, ctas: int) -> None:
 
 
 def _first_pieces_last(name: str, step: int, work: WorkList) -> None:
-    """The premise of the :data:`OWNER_MERGE_STEPS` (:data:`OWNER_MERGE_STEPS`): the CTA of a cut sequence's first piece
+    """The premise of the :data:`OWNER_MERGE_STEPS`: the CTA of a cut sequence's first piece
     waits, after that piece, for the sequence's other pieces, so that piece must be the last
     segment of its part, and no other piece may come after a wait in its own part (each is a
     first or only segment). The planners fill parts in order (:func:`work_list`,

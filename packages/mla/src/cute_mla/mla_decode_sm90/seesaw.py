@@ -1509,8 +1509,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         other piece counts after that); one barrier (the slot-0 LSEs of this CTA's warpgroup 0
         become visible to every thread); every thread fences at GPU scope before it reads the
         other pieces' partials; :meth:`merge_splits` (step 60: :meth:`merge_pieces_online`)
-        weighs and adds them in O's register layout, and :meth:`store_o` writes O and the natural-log LSE as for an uncut
-        sequence."""
+        weighs and adds them in O's register layout, and :meth:`store_o` writes O and the
+        natural-log LSE as for an uncut sequence."""
         if tidx == 0:
             ptr = (mCnt.iterator + (seq * self.m_tiles + m_blk)).llvm_ptr
             self.wait_for_pieces(ptr, pieces - 1)
