@@ -174,7 +174,8 @@ class MlaDecodeSm90Kernel:
         self.fused_combine = False
         #: split-KV without a combine kernel (the seesaw schedule's step 59): the CTA of a cut
         #: sequence's first piece keeps its partial O in registers, waits for the other pieces'
-        #: partials and merges them there (:meth:`merge_splits`)
+        #: partials and merges them there (:meth:`merge_splits`; step 60:
+        #: :meth:`merge_pieces_online`)
         self.owner_merge = False
         #: the seesaw schedule's step 11: each CTA walks a list of (sequence, page range)
         #: segments from the ``work`` tensor, and the combine merges each sequence's own number
@@ -1041,7 +1042,10 @@ class MlaDecodeSm90Kernel:
         :meth:`store_o` writes LSE = (M + log2 S) ln 2, the combine's result. A piece's LSE
         and its partial O are independent loads (the O of a row past ``valid_rows`` is never
         stored and not read), so both go out together: one round trip per piece and row, where
-        :meth:`merge_splits` reads the LSEs in two passes before the O."""
+        :meth:`merge_splits` reads the LSEs in two passes before the O. Unlike
+        :meth:`merge_splits`, it reads the O of a piece whose weight is 0 (a row without keys
+        in that piece) and multiplies it by 0: it relies on :meth:`epilogue` storing such a
+        row's O as 0 (its inverse row sum is 0), never NaN."""
         n_rows = cute.size(tScS, mode=[0])
         acc_mn = _mn_view(acc_o)
         n_cols = cute.size(acc_mn, mode=[1])

@@ -668,8 +668,10 @@ class MlaSm90Config(Config):
     before the split kernel ends (tied with 39 on an H100 in session 23). 59 is 39 with no
     combine kernel: the CTA of a cut sequence's first piece, always its part's last segment,
     keeps that piece's O in registers, waits for the other pieces' partials and merges them
-    (built in session 23); 60 is 59 with that merge in one pass over the other pieces, each
-    piece's LSE and partial O loaded together (built in session 23).
+    (1.030x step 39 per round at (32, 4096) on an H100 in session 23: both pieces of a cut
+    sequence end together there, and the merge is a serial tail on half the SMs); 60 is 59
+    with that merge in one pass over the other pieces, each piece's LSE and partial O loaded
+    together (1.019x).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us

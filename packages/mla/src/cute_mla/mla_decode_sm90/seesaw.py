@@ -440,7 +440,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: waiting at griddepcontrol.wait, before the split kernel ends. Session 22 measured the
         #: combine at about 7.5 us of the h=128 (32, 4096) call with warm L2, bound by neither its
         #: bytes (34), its load instructions (36) nor its round trips (38): its launch and ramp
-        #: are what is left. Built in session 22, not yet timed.
+        #: are what is left. Measured in session 23 (H100): tied with 39, 1.000-1.005x per
+        #: round at the six h=128 rows; PDL hides almost none of the combine (the devlog).
         if step == 58:
             self.combine_rows = 2
         #: step 59 (16-bit cache; builds on 39): no combine kernel. The work list fills its
@@ -451,22 +452,30 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (sequence, m-tile) counter shows the other pieces stored, and merges them from L2
         #: in O's register layout (:meth:`merge_splits`, step 10's merge), then stores O as
         #: an uncut sequence does; the other pieces store their partials and count them
-        #: (:meth:`piece_stored`, step 35's release). Where the plan cuts each sequence in 2
-        #: (h=128 (32, 4096): 66 parts per m-tile for 32 sequences) the second piece is the
-        #: first segment of the next part, finished half a kernel earlier, so the wait is
-        #: short, and the first piece's 128 KB partial O is neither written nor read again.
-        #: Session 23 measured the combine at 7.4 us of the default's 82.5 at (32, 4096)
-        #: (warm-L2 ncu, main kernel 75.1 us), overlapping the split kernel hardly at all,
-        #: while FlashInfer's one kernel took 80.4; steps 10, 35 and 37 merged inside the
-        #: split kernel but in the CTA finishing last (10) or in every warp of the grid from
-        #: both partials (35, 37), and lost to the separate combine. The grid must be resident
-        #: at once (one CTA per SM), as for 35.
+        #: (:meth:`piece_stored`, step 35's release). The premise was that a piece after the
+        #: first, being the first segment of its part, is stored long before the first piece
+        #: ends, so the wait is short and the first piece's 128 KB partial O is neither
+        #: written nor read again. Session 23 measured the combine at 7.4 us of the default's
+        #: 82.5 at (32, 4096) (warm-L2 ncu, main kernel 75.1 us), overlapping the split kernel
+        #: hardly at all, while FlashInfer's one kernel took 80.4; steps 10, 35 and 37 had
+        #: merged inside the split kernel in the CTA finishing last (10) or in every warp of
+        #: the grid from both partials (35, 37), and lost to the separate combine. The grid
+        #: must be resident at once (one CTA per SM), as for 35. Measured in session 23
+        #: (H100): correct (3 launches per check), and 1.030x step 39's time per round at
+        #: (32, 4096), 1.018x at (32, 16384), 1.048x at varlen, 0.996x at (128, 16384). The
+        #: premise fails where it matters: the costed plan cuts each of the 32 sequences at
+        #: (32, 4096) into two whole parts of 32 pages, so both pieces end together at the
+        #: kernel's end, and the first piece's CTA waits for its partner's store and then reads
+        #: it while the partner's SM idles: a serial tail on half the SMs, where the combine
+        #: spreads the same rows over all of them (the devlog, "Session 23").
         self.owner_merge = step in OWNER_MERGE_STEPS
         #: step 60 (builds on 59): the first piece's merge in one pass over the other pieces
         #: (:meth:`merge_pieces_online`), each piece's LSE and partial O loaded together,
         #: where 59's (:meth:`merge_splits`, step 10's) reads every LSE twice (the max, then
         #: the weights) before the partial O: at the kernel's end, on its critical path, a
-        #: chain of about six dependent L2 round trips per 2-piece row against two
+        #: chain of about six dependent L2 round trips per 2-piece row against two.
+        #: Measured in session 23 (H100): 1.019x step 39's time per round at (32, 4096),
+        #: 1.031x at varlen, 1.002x at (128, 16384): shorter than 59's merge, the same tail.
         self.online_merge = step == 60
 
     @cute.jit
