@@ -64,7 +64,7 @@ v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check $cl --prof_type disab
 v-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $v --check $cl --prof_type disabled
 v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check $cl --prof_type disabled
 JOBS
-    if [[ " $VARIANT " =~ " step="(1[123]|2[589]|3[1-9]|5[89]|60)" " || " $VARIANT " =~ " cuts=costed " ]]; then
+    if [[ " $VARIANT " =~ " step="(1[123]|2[589]|3[1-9]|5[89]|6[01])" " || " $VARIANT " =~ " cuts=costed " ]]; then
         # the work-list steps plan their own parts (no splits=): one sequence in 66 pieces (the
         # combine merges them all), 132 parts of 2 pages at h=16, the table's varlen draw,
         # empty sequences between long ones (some parts walk several sequences), and 64

@@ -1125,6 +1125,25 @@ def test_mla_decode_sm90_seesaw_step60_merges_in_one_pass(tmp_path, monkeypatch)
     assert plan.build_label(prob, cfg) == "seesaw step 60"
 
 
+def test_mla_decode_sm90_seesaw_step61_leans_the_combine(tmp_path, monkeypatch):
+    """Step 61 (``--config step=61``): step 39 with the combine of steps 13, 36 and 38 together:
+    2 pieces per round (``combine_batch``), 16-byte loads and the first round's loads issued
+    before any LSE load (one round trip). The split kernel is 39's (same instructions and
+    registers); the combine holds at most 72 registers a thread where 39's holds at least 120,
+    so an SM keeps 28 of its warps where 16 fit, and its first loads after the piece count
+    are one round's 2 pieces x 4 vectors of 16 bytes. 0 spills. Built in session 23."""
+    got, plan, prob, cfg = _seesaw_pair((39, 61), "combine_one_trip", tmp_path, monkeypatch)
+    (a, ka), (b, kb) = got[39], got[61]
+    assert (ka.fn.combine_batch, kb.fn.combine_batch) == (4, 2) and kb.fn.combine_vec16
+    assert kb.fn.early_v1r and kb.fn.qk_release_order
+    assert a["instructions"] == b["instructions"] and a["registers"] == b["registers"]
+    (comb39,), (comb61,) = a["functions"], b["functions"]
+    assert comb61["registers"] <= 72 < 120 <= comb39["registers"]
+    loads = _combine_loads(b)
+    assert loads[0] == "4B" and loads[1:9] == [".128"] * 8
+    assert plan.build_label(prob, cfg) == "seesaw step 61"
+
+
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
 def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
     """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the

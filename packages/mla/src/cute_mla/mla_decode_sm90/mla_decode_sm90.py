@@ -149,10 +149,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: WG1 reloading stage 1's chunks 4-7 as soon as its PV1R retires; 58 (the next free number):
 #: 39 with 2-warp combine CTAs, which fit beside a split CTA; 59: 39 with no combine kernel,
 #: the first piece's CTA merging a cut sequence's other pieces into its registers; 60: 59
-#: with that merge in one pass, each piece's LSE and O loaded together)
+#: with that merge in one pass, each piece's LSE and O loaded together; 61: 39 with a lean
+#: combine, 2 pieces per round, 16-byte loads, one round trip)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60,
+    60, 61,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -619,7 +620,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 60, see
+    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 61, see
     :data:`.seesaw.STEPS`,
     40 or 42, one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8
     cache, or 49 to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for
@@ -671,7 +672,9 @@ class MlaSm90Config(Config):
     (1.030x step 39 per round at (32, 4096) on an H100 in session 23: both pieces of a cut
     sequence end together there, and the merge is a serial tail on half the SMs); 60 is 59
     with that merge in one pass over the other pieces, each piece's LSE and partial O loaded
-    together (1.019x).
+    together (1.019x). 61 is 39 with a lean combine: 2 pieces per round (72 registers a
+    thread, one wave of warps at (32, 4096)), 16-byte loads and one round trip (steps 13, 36
+    and 38 together; built in session 23).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -700,7 +703,7 @@ class MlaSm90Config(Config):
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39 and
-    58-60, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
+    58-61, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,

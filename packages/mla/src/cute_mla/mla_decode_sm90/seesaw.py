@@ -81,8 +81,9 @@ reloading stage 1's chunks 4-7 right after its PV1R retires (the 16-bit default 
 22), 58 (the next free number) is 39 with combine CTAs of 2 warps, small enough to be
 resident beside a split CTA, and 59 is 39 with no combine kernel: the CTA of a cut sequence's
 first piece (its part's last segment) merges the other pieces into its own partial O, still in
-registers, and 60 is 59 with that merge in one pass (each piece's LSE and O loaded together).
-Steps 14-24, 26, 27 and 30 take
+registers, 60 is 59 with that merge in one pass (each piece's LSE and O loaded together), and
+61 is 39 with a lean combine: 2 pieces per round, 16-byte loads and one round trip (13, 36 and
+38 together). Steps 14-24, 26, 27 and 30 take
 the FP8
 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
@@ -228,7 +229,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -376,7 +377,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59, 60)
+        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -409,7 +410,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: combine read each lane's 4 fp32 columns with four 4-byte loads, which fits step 34's
         #: finding that halving the combine's bytes did not shorten it. Measured in session 22
         #: (H100): tied with 33, 0.993-1.013x per round, its combine as long under ncu.
-        self.combine_vec16 = step in (36, 38)  # (step 37's merge loads 16-byte vectors of its own)
+        self.combine_vec16 = step in (36, 38, 61)  # (step 37's merge: 16-byte vectors of its own)
         #: step 38 (builds on 36): the combine issues its first round's partial-O loads (the
         #: pieces 0-3 that a row has) before it reads the pieces' LSEs, so a row's merge waits
         #: on one round trip to memory instead of two (the LSEs, then the partial O they
@@ -419,7 +420,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: us at (32, 4096) h=128), so neither the combine's bytes (step 34) nor its load
         #: instructions set its time; latency is what is left. Measured in session 22 (H100):
         #: tied with 33 (0.996-1.008x per round), its combine 7.0 against 7.5 us with warm L2.
-        self.combine_one_trip = step == 38
+        self.combine_one_trip = step in (38, 61)
         #: step 39 (16-bit cache; builds on 33): WG1 reloads stage 1's chunks 4-7 (V1R, page
         #: pg0 + 3) as soon as its PV1R has retired, right after it issues PV0R, where 33 waits
         #: for PV0R as well and reloads both stages' right halves together. Those chunks are
@@ -429,7 +430,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: reads or waits on those chunks (its S1 and PV1R), so the early reload is safe as
         #: the FP8 producer's step 16 release is. Measured in session 22 (H100): 0.955-0.978x
         #: step 33's time per round at every h=128 row, 1.001x at h=64: the 16-bit default.
-        self.early_v1r = step in (39, 58, 59, 60)
+        self.early_v1r = step in (39, 58, 59, 60, 61)
         #: step 58 (16-bit cache; builds on 39; the next free step number, 40-57 being the
         #: query-rows-on-N builds): combine CTAs of 2 warps instead of 4. A split CTA holds 256
         #: threads x 224 allocated registers = 57344 of the SM's 65536 and 219 KB of SMEM; a
@@ -477,6 +478,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: Measured in session 23 (H100): 1.019x step 39's time per round at (32, 4096),
         #: 1.031x at varlen, 1.002x at (128, 16384): shorter than 59's merge, the same tail.
         self.online_merge = step == 60
+        #: step 61 (builds on 39): the combine with 2 pieces per round (step 13: 72 registers a
+        #: thread where 4 take 128, so 28 warps per SM where 16 fit, and the 4096 rows of h=128
+        #: (32, 4096) in one wave where 16 warps per SM take two), 16-byte loads (36) and the
+        #: first round's loads issued before the LSEs (38). Each of the three alone was within
+        #: 0.5 us of the combine's 7.4-7.5 us (warm L2, sessions 5, 22 and 23); together they
+        #: cut what its warps wait on (two round trips to one) and how many waves wait (two to
+        #: one), where the tail of a balanced split grid is all the combine has (session 23)
+        if step == 61:
+            self.combine_batch = 2
 
     @cute.jit
     def __call__(
