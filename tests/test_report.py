@@ -747,6 +747,11 @@ def test_report_ratios_pairs_two_entries_round_by_round(tmp_path, capsys):
     rc = report.main(["ratios", "gemm/nosuch", labels[0], "--results-dir", str(root)])
     err = capsys.readouterr().err
     assert rc != 0 and "gemm/torch_matmul" in err and "Traceback" not in err
+    # a near miss (the config written after a space) lists its right spelling first
+    rc = report.main(["ratios", "gemm/hopper_dense_gemm stages=4", "gemm/torch_matmul",
+                      "--results-dir", str(root)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc != 0 and "holding one of them: gemm/hopper_dense_gemm[stages=4], " in err
     rc = report.main(["ratios", labels[1], labels[0], "--results-dir", str(root)])
     out = capsys.readouterr().out
     assert rc == 0 and "| 0.500 |" in out and "r1 (" in out

@@ -1724,7 +1724,16 @@ def round_ratios(
             "--since, --until or --round"
         )
     if not rows:
-        labels = sorted(near)
+        # the labels most like the two asked for first, so a near miss (a config written
+        # "name step=58" for "name[step=58]") shows its right spelling before the cut
+        from difflib import SequenceMatcher
+
+        missing = [x for x in (a, b) if x not in near] or [a, b]
+
+        def likeness(label: str) -> float:
+            return max(SequenceMatcher(None, label, x).ratio() for x in missing)
+
+        labels = sorted(sorted(near), key=lambda label: -likeness(label))
         seen = ", ".join(labels[:12]) or "none"
         if len(labels) > 12:
             seen += f", and {len(labels) - 12} more"
@@ -1797,6 +1806,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ratios",
         parents=[common],
         help="per-round ratios of two entries of the same alternated runs, from their records",
+        description="Per-round ratios A / B of two entries of the same alternated runs "
+        "(python -m kernelplan.alternate), from their benchmark records: one row per run and "
+        "problem, the median of the per-round ratios, the SM clock span and both records. "
+        "Labels as the alternate table prints them: package/kernel, with a non-default "
+        "config in brackets, e.g. mla/mla_decode_sm90[step=58].",
     )
     q.add_argument("a", help="an entry's label as the alternate table prints it (A in A / B)")
     q.add_argument("b", help="the other entry's label (B)")
