@@ -1020,13 +1020,8 @@ class MlaDecodeSm90Kernel:
     @cute.jit
     def merge_pieces_online(
         self,
-        acc_o: cute.Tensor,
-        row_sum: cute.Tensor,
-        m_log2: cute.Tensor,
-        tScS: cute.Tensor,
-        thr_pv,
-        mOa: cute.Tensor,
-        mLa: cute.Tensor,
+        state: tuple,  # (acc_o, row_sum, m_log2, tScS, thr_pv): the epilogue's O and statistics
+        workspace: tuple,  # (mOa, mLa): the partial O and LSE slots
         bidx: cutlass.Int32,
         m_blk: cutlass.Int32,
         wg: cutlass.Int32,
@@ -1034,9 +1029,10 @@ class MlaDecodeSm90Kernel:
         valid_rows: cutlass.Int32,
     ):
         """The merge of seesaw step 60, in the CTA of piece 0 whose O (divided by its row sums)
-        is still in ``acc_o``: one pass over pieces 1 .. ``pieces`` - 1 in O's register layout,
-        the online form of :meth:`merge_splits`. Per row, from the own LSE (m_log2 + log2
-        row_sum, -inf for a row without keys) as the running max M and S = 1 (0 without keys):
+        is still in ``acc_o`` (``state``, as :meth:`merge_splits` takes them one by one): one
+        pass over pieces 1 .. ``pieces`` - 1 in O's register layout, the online form of
+        :meth:`merge_splits`. Per row, from the own LSE (m_log2 + log2 row_sum, -inf for a row
+        without keys) as the running max M and S = 1 (0 without keys):
         for each piece j with LSE l_j, M' = max(M, l_j), a = 2^(M - M'), b = 2^(l_j - M'),
         S = a S + b, O = a O + b O_j; at the end O / S, and ``m_log2`` = M, ``row_sum`` = S, so
         :meth:`store_o` writes LSE = (M + log2 S) ln 2, the combine's result. A piece's LSE
@@ -1046,6 +1042,8 @@ class MlaDecodeSm90Kernel:
         :meth:`merge_splits`, it reads the O of a piece whose weight is 0 (a row without keys
         in that piece) and multiplies it by 0: it relies on :meth:`epilogue` storing such a
         row's O as 0 (its inverse row sum is 0), never NaN."""
+        acc_o, row_sum, m_log2, tScS, thr_pv = state
+        mOa, mLa = workspace
         n_rows = cute.size(tScS, mode=[0])
         acc_mn = _mn_view(acc_o)
         n_cols = cute.size(acc_mn, mode=[1])

@@ -1107,8 +1107,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             )  # fmt: skip
                             if first:
                                 self.merge_as_first_piece(
-                                    acc_o, row_sum, row_max, tScS, thr_rs, mO, mL, mOa, mLa,
-                                    mCnt, seq, m_blk, wg, lane, valid_rows, pieces, tidx,
+                                    (acc_o, row_sum, row_max, tScS, thr_rs), (mO, mL),
+                                    (mOa, mLa), mCnt, seq, m_blk, wg, lane, valid_rows, pieces,
+                                    tidx,
                                 )  # fmt: skip
                             else:
                                 self.piece_stored(mCnt, seq, m_blk, tidx)
@@ -1502,15 +1503,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     @cute.jit
     def merge_as_first_piece(
         self,
-        acc_o: cute.Tensor,
-        row_sum: cute.Tensor,
-        m_log2: cute.Tensor,
-        tScS: cute.Tensor,
-        thr_pv,
-        mO: cute.Tensor,
-        mL: cute.Tensor,
-        mOa: cute.Tensor,
-        mLa: cute.Tensor,
+        state: tuple,  # (acc_o, row_sum, m_log2, tScS, thr_pv): the epilogue's O and statistics
+        out: tuple,  # (mO, mL): O and LSE
+        workspace: tuple,  # (mOa, mLa): the partial O and LSE slots
         mCnt: cute.Tensor,
         seq: cutlass.Int32,
         m_blk: cutlass.Int32,
@@ -1536,10 +1531,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             cute.arch.store(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
         self.sync_math()
         cute.arch.fence_acq_rel_gpu()
+        acc_o, row_sum, m_log2, tScS, thr_pv = state
+        mO, mL = out
+        mOa, mLa = workspace
         if cutlass.const_expr(self.online_merge):
-            self.merge_pieces_online(
-                acc_o, row_sum, m_log2, tScS, thr_pv, mOa, mLa, seq, m_blk, wg, pieces, valid_rows
-            )  # fmt: skip
+            self.merge_pieces_online(state, workspace, seq, m_blk, wg, pieces, valid_rows)
         else:
             self.merge_splits(
                 acc_o, row_sum, m_log2, tScS, thr_pv, mOa, mLa, seq, m_blk, 0, wg, pieces,
