@@ -1571,7 +1571,7 @@ def test_costed_cuts_refused_without_the_work_list(overrides, needle):
         plan.supports_config(prob, plan.config(prob, overrides))
     assert needle in str(e.value) and "\n" not in str(e.value)
     fp8 = plan.problem(b=32, t=4096, varlen=True, kv_dtype="float8_e4m3fn")
-    for cuts in ("costed", "equal"):
+    for cuts in ("costed", "equal", "even"):
         plan.supports_config(prob, plan.config(prob, {"cuts": cuts}))
         plan.supports_config(fp8, plan.config(fp8, {"cuts": cuts}))
     for other in ({"schedule": "lockstep"}, {"splits": 2}, {"step": 9}):
@@ -1599,6 +1599,16 @@ def test_costed_cuts_reach_the_kernel_meta():
     assert work.tolist() == want.rows()
     k = plan.plan(prob, plan.config(prob, {"cuts": "equal"}), plan.target("sm_90a", 132))
     assert k.meta["work_list"]["cuts"] == "equal" and k.meta["work_list"]["segments"] == 91
+    # cuts=even: the shortest ranges that fit, so every part is busy where the model leaves
+    # some idle (h=128 (128, 4096): the model keeps 2 whole sequences per part, 64 of 66 parts)
+    prob = plan.problem(b=128, t=4096)
+    k = plan.plan(prob, plan.config(prob, {}), plan.target("sm_90a", 132))
+    assert k.meta["work_list"]["pages_per_part"] == 128
+    assert k.meta["work_list"]["sequences_split"] == 0
+    k = plan.plan(prob, plan.config(prob, {"cuts": "even"}), plan.target("sm_90a", 132))
+    wl = k.meta["work_list"]
+    assert wl["cuts"] == "even" and wl["pages_per_part"] == 125 and wl["parts"] == 66
+    assert wl["sequences_split"] > 0
 
 
 @pytest.mark.parametrize(

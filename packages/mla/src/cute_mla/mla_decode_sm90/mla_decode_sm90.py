@@ -573,6 +573,16 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
     return best
 
 
+def plan_work(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> WorkList:
+    """The work list of ``--config cuts=...``: :func:`work_list` for ``equal`` (its cost model
+    picks the range length) and ``even`` (the shortest ranges that fit, ceil(pages / parts),
+    so that every part has pages), :func:`costed_work_list` otherwise. Raises ShapeError as
+    they do."""
+    if cuts == "even":
+        return work_list(pages, parts, per=max(1, _ceil(sum(pages), parts)))
+    return work_list(pages, parts) if cuts == "equal" else costed_work_list(pages, parts)
+
+
 def work_cap(problem: MlaDecodeProblem) -> int:
     """The most pieces a sequence can have in any work list of ``problem``: with the most
     parts (PARTS_CAP // m-tiles, the shortest ranges), ceil(longest / per) + 1."""
@@ -715,19 +725,23 @@ class MlaSm90Config(Config):
     ``costed`` wherever there is a work list), ``costed`` (:func:`costed_work_list`, parts
     filled up to one modelled cost, so a part that crosses sequence boundaries holds fewer
     pages; measured 8.5% faster at varlen B=32 and the same plan or faster elsewhere, the
-    devlog "Session 10") or ``equal`` (step 11's :func:`work_list`, ranges of one page
-    count); an explicit ``costed`` or ``equal`` without a work list is refused."""
+    devlog "Session 10"), ``equal`` (step 11's :func:`work_list`, ranges of one page
+    count, chosen by the cost model) or ``even`` (:func:`work_list` with the shortest ranges
+    that fit, ceil(pages / parts): every part busy, whatever the model says a cut costs; at
+    h=128 (64, 4096) and (128, 4096), s=2 and h=64 (128, 4096) the model cuts nothing and 4 of
+    132 SMs idle, where FlashInfer deals its pages over all of them: the devlog, "Session
+    23"); an explicit ``costed``, ``equal`` or ``even`` without a work list is refused."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"
     schedule: Literal["auto", "lockstep", "seesaw"] = "auto"
     split_rule: Literal["equal", "balanced"] = "balanced"
     step: int = AUTO_STEP
-    cuts: Literal["auto", "costed", "equal"] = "auto"
+    cuts: Literal["auto", "costed", "equal", "even"] = "auto"
 
     def validate(self) -> None:
-        if self.cuts not in ("auto", "costed", "equal"):
-            raise ShapeError(f"cuts must be auto, costed or equal (got {self.cuts!r})")
+        if self.cuts not in ("auto", "costed", "equal", "even"):
+            raise ShapeError(f"cuts must be auto, costed, equal or even (got {self.cuts!r})")
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
         if self.step not in (
@@ -1132,9 +1146,8 @@ class MlaDecodeSm90(KernelPlan):
         work = None
         step = built if schedule == "seesaw" else None
         if schedule == "seesaw" and step >= 11:
-            planner = work_list if config.cuts == "equal" else costed_work_list
             per_sm = ctas_per_sm(step)
-            work = planner(_pages(p), _work_parts(p, target.sm_count or 132, per_sm))
+            work = plan_work(_pages(p), _work_parts(p, target.sm_count or 132, per_sm), config.cuts)
             splits, per = work.parts, work.per
             if step in (*MERGE_IN_KERNEL_STEPS, *OWNER_MERGE_STEPS):
                 _grid_fits_at_once(self.name, step, work.parts * _ceil(p.s * p.h, 64))
@@ -1195,7 +1208,7 @@ class MlaDecodeSm90(KernelPlan):
                 if work is None
                 else {
                     "parts": work.parts,
-                    "cuts": "equal" if config.cuts == "equal" else "costed",
+                    "cuts": config.cuts if config.cuts in ("equal", "even") else "costed",
                     "pages_per_part": work.per,
                     "segments": len(work.segments),
                     "sequences_split": sum(n > 1 for n in work.pieces),
