@@ -1611,6 +1611,40 @@ def test_costed_cuts_reach_the_kernel_meta():
     assert wl["sequences_split"] > 0
 
 
+def test_even_cuts_fit_the_workspace_and_bound_the_busiest_part():
+    """``cuts=even`` (:func:`plan_work`): over random problems (fixed, varlen, explicit lengths
+    with zeros; h=16 to 128, s up to 2) on 132 SMs, no part takes more than ceil(pages / parts)
+    pages, every page is in one part, and no sequence has more pieces than the workspace's
+    slots (:func:`split_cap`), so the kernel never writes past ``o_acc``."""
+    import random
+
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import _pages, _work_parts, plan_work, split_cap
+
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    rng = random.Random(61)
+    for _ in range(150):
+        b = rng.choice([1, 2, 5, 32, 64, 128])
+        kw = {"b": b, "h": rng.choice([16, 64, 128]), "s": rng.choice([1, 2])}
+        kind = rng.choice(["fixed", "varlen", "lens"])
+        if kind == "lens":
+            kw["seqlens"] = [rng.choice([0, 1, 63, 64, 65, 700, 4096, 9000]) for _ in range(b)]
+            kw["seqlens"][0] = max(kw["seqlens"][0], 1)  # not every sequence empty
+        else:
+            kw["t"] = rng.choice([64, 1000, 4096, 16384])
+            kw["varlen"] = kind == "varlen"
+        prob = plan.problem(**kw)
+        pages = _pages(prob)
+        parts = _work_parts(prob, 132)
+        w = plan_work(pages, parts, "even")
+        per = max(1, -(-sum(pages) // parts))
+        sizes = [sum(e - a for _, a, e, _ in w.segments[lo:hi]) for lo, hi in w.part_segs]
+        assert max(sizes) <= per and w.per <= per
+        assert sum(sizes) == sum(pages)
+        assert max(w.pieces) <= split_cap(prob), (kw, max(w.pieces), split_cap(prob))
+
+
 @pytest.mark.parametrize(
     ("shape", "mnemonic", "shuffles"),
     [

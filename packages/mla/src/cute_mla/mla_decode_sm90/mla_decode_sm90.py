@@ -576,8 +576,8 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
 def plan_work(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> WorkList:
     """The work list of ``--config cuts=...``: :func:`work_list` for ``equal`` (its cost model
     picks the range length) and ``even`` (the shortest ranges that fit, ceil(pages / parts),
-    so that every part has pages), :func:`costed_work_list` otherwise. Raises ShapeError as
-    they do."""
+    so that the busiest part is as short as it can be), :func:`costed_work_list` otherwise.
+    Raises ShapeError as they do."""
     if cuts == "even":
         return work_list(pages, parts, per=max(1, _ceil(sum(pages), parts)))
     return work_list(pages, parts) if cuts == "equal" else costed_work_list(pages, parts)
@@ -727,10 +727,10 @@ class MlaSm90Config(Config):
     pages; measured 8.5% faster at varlen B=32 and the same plan or faster elsewhere, the
     devlog "Session 10"), ``equal`` (step 11's :func:`work_list`, ranges of one page
     count, chosen by the cost model) or ``even`` (:func:`work_list` with the shortest ranges
-    that fit, ceil(pages / parts): every part busy, whatever the model says a cut costs; at
-    h=128 (64, 4096) and (128, 4096), s=2 and h=64 (128, 4096) the model cuts nothing and 4 of
-    132 SMs idle, where FlashInfer deals its pages over all of them: the devlog, "Session
-    23"); an explicit ``costed``, ``equal`` or ``even`` without a work list is refused."""
+    that fit, ceil(pages / parts): the busiest part as short as it can be, whatever the model
+    says a cut costs; at h=128 (64, 4096) and (128, 4096), s=2 and h=64 (128, 4096) the model
+    cuts nothing and 4 of 132 SMs idle, where FlashInfer deals its pages over all of them: the
+    devlog, "Session 23"); an explicit ``costed``, ``equal`` or ``even`` without a work list is refused."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"
