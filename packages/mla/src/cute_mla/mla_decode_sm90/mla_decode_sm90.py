@@ -730,7 +730,8 @@ class MlaSm90Config(Config):
     that fit, ceil(pages / parts): the busiest part as short as it can be, whatever the model
     says a cut costs; at h=128 (64, 4096) and (128, 4096), s=2 and h=64 (128, 4096) the model
     cuts nothing and 4 of 132 SMs idle, where FlashInfer deals its pages over all of them: the
-    devlog, "Session 23"); an explicit ``costed``, ``equal`` or ``even`` without a work list is refused."""
+    devlog, "Session 23"); an explicit ``costed``, ``equal`` or ``even`` without a work list
+    is refused."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"
