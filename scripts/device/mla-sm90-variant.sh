@@ -13,8 +13,10 @@
 #   tokens, s = 4, fp16, the unsplit path (`splits=1`) on a 256-page sequence (the mbarrier
 #   phases wrap 128 times in one CTA), 64 splits of 2 pages (step 11, which plans its own
 #   parts: one sequence in 66 pieces, 132 parts of 2 pages, varlen B=32, empty sequences
-#   between long ones; also for steps 28-29 and cuts=costed, which with no step also runs
-#   the FP8 cache's work list at varlen and mixed lengths), and a planted wrong-page fault
+#   between long ones; also for the later work-list steps and cuts=costed, equal or even,
+#   which with no step also run the FP8 cache's work list at varlen and mixed lengths; even
+#   also checks the table's rows that the costed plan leaves uncut: h=128 (128, 4096), s=2,
+#   h=64), and a planted wrong-page fault
 #   that must FAIL (rc=1; every other job rc=0).
 # table: the default path and the variant alternated in one run at the workload's profile
 #   problems (python -m kernelplan.alternate ... mla_decode_sm90 mla_decode_sm90:$VARIANT
@@ -64,7 +66,7 @@ v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check $cl --prof_type disab
 v-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $v --check $cl --prof_type disabled
 v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check $cl --prof_type disabled
 JOBS
-    if [[ " $VARIANT " =~ " step="(1[123]|2[589]|3[1-9]|5[89]|6[01])" " || " $VARIANT " =~ " cuts=costed " ]]; then
+    if [[ " $VARIANT " =~ " step="(1[123]|2[589]|3[1-9]|5[89]|6[01])" " || " $VARIANT " =~ " cuts="(costed|equal|even)" " ]]; then
         # the work-list steps plan their own parts (no splits=): one sequence in 66 pieces (the
         # combine merges them all), 132 parts of 2 pages at h=16, the table's varlen draw,
         # empty sequences between long ones (some parts walk several sequences), and 64
@@ -77,8 +79,17 @@ v-wl-b32-varlen kernel --b 32 --t 4096 --varlen true $v --check $cl --prof_type 
 v-wl-empty kernel --b 6 --seqlens [0,3000,0,0,129,5000] $v --check $cl --prof_type disabled
 v-wl-mixed kernel --b 64 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300] $v --check $cl --prof_type disabled
 JOBS
-        if [[ " $VARIANT " =~ " cuts=costed " && ! " $VARIANT " =~ " step=" ]]; then
-            # the costed cuts plan the FP8 cache's work list too (its default step 22)
+        if [[ " $VARIANT " =~ " cuts=even " ]]; then
+            # the even cuts cut the sequences that the costed plan keeps whole at the table's
+            # uncut rows (h=128 (128, 4096), s=2, h=64): check them there
+            cat <<JOBS
+v-even-b128-t4096 kernel --b 128 --t 4096 $v --check $cl --prof_type disabled
+v-even-s2-b32-t4096 kernel --b 32 --s 2 --t 4096 $v --check $cl --prof_type disabled
+v-even-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 $v --check $cl --prof_type disabled
+JOBS
+        fi
+        if [[ " $VARIANT " =~ " cuts="(costed|equal|even)" " && ! " $VARIANT " =~ " step=" ]]; then
+            # the work list's cuts plan the FP8 cache's work list too (its default step 22)
             cat <<JOBS
 v-wl-fp8-varlen kernel --b 32 --t 4096 --varlen true --kv_dtype float8_e4m3fn $v --check $cl --prof_type disabled
 v-wl-fp8-mixed kernel --b 8 --seqlens [0,3000,5,129,0,777,64,4100] --kv_dtype float8_e4m3fn --kv_scale per_block $v --check $cl --prof_type disabled

@@ -577,8 +577,11 @@ def plan_work(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> Work
     """The work list of ``--config cuts=...``: :func:`work_list` for ``equal`` (its cost model
     picks the range length) and ``even`` (the shortest ranges that fit, ceil(pages / parts),
     so that the busiest part is as short as it can be), :func:`costed_work_list` otherwise.
-    Raises ShapeError as they do."""
-    if cuts == "even":
+    Raises ShapeError as they do, and for a ``cuts`` that is none of auto, costed, equal and
+    even."""
+    if cuts not in ("auto", "costed", "equal", "even"):
+        raise ShapeError(f"cuts must be auto, costed, equal or even (got {cuts!r})")
+    if cuts == "even" and parts >= 1:
         return work_list(pages, parts, per=max(1, _ceil(sum(pages), parts)))
     return work_list(pages, parts) if cuts == "equal" else costed_work_list(pages, parts)
 

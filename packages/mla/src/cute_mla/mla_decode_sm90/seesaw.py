@@ -478,13 +478,14 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: Measured in session 23 (H100): 1.019x step 39's time per round at (32, 4096),
         #: 1.031x at varlen, 1.002x at (128, 16384): shorter than 59's merge, the same tail.
         self.online_merge = step == 60
-        #: step 61 (builds on 39): the combine with 2 pieces per round (step 13: 72 registers a
-        #: thread where 4 take 128, so 28 warps per SM where 16 fit, and the 4096 rows of h=128
-        #: (32, 4096) in one wave where 16 warps per SM take two), 16-byte loads (36) and the
-        #: first round's loads issued before the LSEs (38). Each of the three alone was within
-        #: 0.5 us of the combine's 7.4-7.5 us (warm L2, sessions 5, 22 and 23); together they
-        #: cut what its warps wait on (two round trips to one) and how many waves wait (two to
-        #: one), where the tail of a balanced split grid is all the combine has (session 23)
+        #: step 61 (builds on 39): the combine with 2 pieces per round (step 13: 70 registers a
+        #: thread, 72 allocated, where 4 take 128, so 28 warps per SM where 16 fit, and the
+        #: 4096 rows of h=128 (32, 4096) in about 1.1 waves where 16 warps per SM take two),
+        #: 16-byte loads (36) and the first round's loads issued before the LSEs (38). Each of
+        #: the three alone was within 0.5 us of the combine's 7.4-7.5 us (warm L2, sessions 5,
+        #: 22 and 23); together they cut what its warps wait on (two round trips to one) and
+        #: how many waves wait, where the tail of a balanced split grid is all the combine has
+        #: (session 23)
         if step == 61:
             self.combine_batch = 2
 
