@@ -1230,7 +1230,7 @@ class MlaDecodeSm90Kernel:
     def parts_layout(self) -> cute.Layout:
         """The register layout of one round's partial O, (combine_batch, 4, 4): split-major
         with each lane's 4 columns contiguous (one 16-byte load each) where ``combine_vec16``
-        is set (steps 36 and 38), else the default column-major layout (four 4-byte loads per
+        is set (steps 36, 38 and 61), else the default column-major layout (four 4-byte loads per
         16 bytes; steps 8-35)."""
         nb = self.combine_batch
         if self.combine_vec16:

@@ -573,14 +573,20 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
     return best
 
 
+def check_cuts(cuts: str) -> None:
+    """``--config cuts``: one of auto, costed, equal and even (:func:`plan_work`). Raises
+    ShapeError."""
+    if cuts not in ("auto", "costed", "equal", "even"):
+        raise ShapeError(f"cuts must be auto, costed, equal or even (got {cuts!r})")
+
+
 def plan_work(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> WorkList:
     """The work list of ``--config cuts=...``: :func:`work_list` for ``equal`` (its cost model
     picks the range length) and ``even`` (the shortest ranges that fit, ceil(pages / parts),
     so that the busiest part is as short as it can be), :func:`costed_work_list` otherwise.
     Raises ShapeError as they do, and for a ``cuts`` that is none of auto, costed, equal and
     even."""
-    if cuts not in ("auto", "costed", "equal", "even"):
-        raise ShapeError(f"cuts must be auto, costed, equal or even (got {cuts!r})")
+    check_cuts(cuts)
     if cuts == "even" and parts >= 1:
         return work_list(pages, parts, per=max(1, _ceil(sum(pages), parts)))
     return work_list(pages, parts) if cuts == "equal" else costed_work_list(pages, parts)
@@ -744,8 +750,7 @@ class MlaSm90Config(Config):
     cuts: Literal["auto", "costed", "equal", "even"] = "auto"
 
     def validate(self) -> None:
-        if self.cuts not in ("auto", "costed", "equal", "even"):
-            raise ShapeError(f"cuts must be auto, costed, equal or even (got {self.cuts!r})")
+        check_cuts(self.cuts)
         if self.split_rule not in ("equal", "balanced"):
             raise ShapeError(f"split_rule must be equal or balanced (got {self.split_rule!r})")
         if self.step not in (

@@ -1099,13 +1099,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     # a sequence in one piece stores O itself; the pieces of a longer one go to
                     # their workspace slots for the combine
                     if pieces > 1:
+                        # step 59: the first piece keeps its O and merges the others
+                        first = None
                         if cutlass.const_expr(self.owner_merge):
-                            # step 59: the first piece keeps its O and merges the others
                             first = slot == 0
-                            self.epilogue(
-                                acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa,
-                                seq, m_blk, slot, wg, lane, valid_rows, True, keep_o=first,
-                            )  # fmt: skip
+                        self.epilogue(
+                            acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
+                            m_blk, slot, wg, lane, valid_rows, True, keep_o=first,
+                        )  # fmt: skip
+                        if cutlass.const_expr(self.owner_merge):
                             if first:
                                 self.merge_as_first_piece(
                                     (acc_o, row_sum, row_max, tScS, thr_rs), (mO, mL),
@@ -1114,13 +1116,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 )  # fmt: skip
                             else:
                                 self.piece_stored(mCnt, seq, m_blk, tidx)
-                        else:
-                            self.epilogue(
-                                acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa,
-                                seq, m_blk, slot, wg, lane, valid_rows, True,
-                            )  # fmt: skip
-                            if cutlass.const_expr(self.merge_in_kernel):
-                                self.piece_stored(mCnt, seq, m_blk, tidx)
+                        elif cutlass.const_expr(self.merge_in_kernel):
+                            self.piece_stored(mCnt, seq, m_blk, tidx)
                     else:
                         self.epilogue(
                             acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
