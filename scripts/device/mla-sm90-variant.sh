@@ -63,6 +63,22 @@ sys.exit(0 if step in BF16_STEPS and step >= WORK_LIST_STEP else 3)' "$s"
     exit 2
 }
 
+# whether VARIANT's step= merges cluster pairs through DSMEM (PAIR_MERGE_STEPS: step 62), asked
+# of the package as above
+pair_merge_step() {
+    local s rc
+    s=$(sed -n 's/.* step=\([0-9][0-9]*\) .*/\1/p' <<< " $VARIANT ")
+    [ -n "$s" ] || return 1
+    "$py" -c 'import sys
+from cute_mla.mla_decode_sm90.mla_decode_sm90 import PAIR_MERGE_STEPS
+sys.exit(0 if int(sys.argv[1]) in PAIR_MERGE_STEPS else 3)' "$s"
+    rc=$?
+    [ $rc -eq 0 ] && return 0
+    [ $rc -eq 3 ] && return 1
+    echo "cannot ask the mla package which steps merge cluster pairs (rc=$rc): is it on PYTHONPATH?" >&2
+    exit 2
+}
+
 jobs_check() {
     if [[ " $VARIANT " =~ $q_on_n ]]; then
         jobs_check_q_on_n
@@ -96,6 +112,20 @@ v-wl-b32-varlen kernel --b 32 --t 4096 --varlen true $v --check $cl --prof_type 
 v-wl-empty kernel --b 6 --seqlens [0,3000,0,0,129,5000] $v --check $cl --prof_type disabled
 v-wl-mixed kernel --b 64 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300] $v --check $cl --prof_type disabled
 JOBS
+        if pair_merge_step; then
+            # step 62: plans whose cut sequences are all cluster pairs (h=128 with 64 of 66
+            # parts and with all 66, h=64, s*h = 48 rows in the m-tile, fp16), a plan that mixes
+            # pairs with combined sequences and empty ones, and the fault on a paired plan
+            cat <<JOBS
+v-pair-b32-t4096 kernel --b 32 --t 4096 $v --check $cl --prof_type disabled
+v-pair-b33-t2048 kernel --b 33 --t 2048 $v --check $cl --prof_type disabled
+v-pair-h64-b64-t2048 kernel --b 64 --t 2048 --h 64 $v --check $cl --prof_type disabled
+v-pair-h16-s3-b64-t4096 kernel --b 64 --s 3 --h 16 --t 4096 $v --check $cl --prof_type disabled
+v-pair-fp16-b32-t1024 kernel --b 32 --t 1024 --dtype float16 $v --check $cl --prof_type disabled
+v-pair-mixed kernel --b 18 --seqlens [65,1,1000,4096,2048,3000,0,3000,2000,700,1000,1000,2048,0,700,700,3000,2000] $v --check $cl --prof_type disabled
+v-fault-pair-wrong-page kernel --b 32 --t 1024 $v --inject-fault wrong-page --prof_type disabled
+JOBS
+        fi
         if [[ " $VARIANT " =~ " cuts=even " ]]; then
             # the even cuts cut the sequences that the costed plan keeps whole at the table's
             # uncut rows (h=128 (128, 4096), s=2, h=64): check them there

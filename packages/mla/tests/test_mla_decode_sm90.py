@@ -1144,6 +1144,77 @@ def test_mla_decode_sm90_seesaw_step61_leans_the_combine(tmp_path, monkeypatch):
     assert plan.build_label(prob, cfg) == "seesaw step 61"
 
 
+def test_mla_decode_sm90_seesaw_step62_merges_cluster_pairs_through_dsmem(tmp_path, monkeypatch):
+    """Step 62 (``--config step=62``): step 39 with its parts as clusters of 2 CTAs, where a
+    sequence's two pieces, whole, are a cluster's two parts, merged by those CTAs through
+    distributed shared memory. At h=128 (32, 4096) the costed plan cuts all 32 sequences so:
+    no combine kernel, one cluster barrier (UCGABAR), and each CTA's sending warpgroup's
+    64 x 256 fp32 O half as 32 16-byte st.async (STAS) per thread plus the LSEs, with one mapa
+    per base address (the DSL's store_async_dsmem maps each store anew: 192 spilled bytes in
+    the first build). The main loop is 39's (same MMAs and page TMAs), 0 spills. Built in
+    session 24."""
+    got, plan, prob, cfg = _seesaw_pair((39, 62), "pair_merge", tmp_path, monkeypatch)
+    (a, ka), (b, kb) = got[39], got[62]
+    assert kb.fn.early_v1r and kb.fn.qk_release_order
+    assert kb.meta["combine"] == "cluster pairs (dsmem)" and ka.meta["combine"] == "pdl"
+    assert kb.meta["work_list"]["sequences_paired"] == 32 == kb.meta["work_list"]["sequences_split"]
+    assert len(a["functions"]) == 1 and b["functions"] == []
+    assert b["mma_mnemonics"] == a["mma_mnemonics"]
+    assert a["opcodes"]["UTMALDG"] == b["opcodes"]["UTMALDG"]
+    assert "STAS" not in a["opcodes"] and b["opcodes"]["STAS"] >= 33
+    assert "UCGABAR_ARV" not in a["opcodes"] and b["opcodes"]["UCGABAR_ARV"] == 1
+    assert b["registers"] <= 232
+    assert plan.build_label(prob, cfg) == "seesaw step 62"
+
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
+        WorkList,
+        costed_work_list,
+        pair_parts,
+        pair_sequences,
+        work_list,
+    )
+
+    assert [pair_parts(n) for n in (1, 2, 33, 66, 132)] == [2, 2, 32, 66, 132]
+    # a pair is exactly two pieces, each alone in its part, in parts 2k and 2k + 1
+    w = WorkList(
+        4, 2, ((0, 1), (1, 2), (2, 4), (4, 5)),
+        ((0, 0, 2, 0), (0, 2, 4, 1), (1, 0, 1, 0), (2, 0, 1, 0), (2, 1, 3, 1)),
+        (2, 1, 2),
+    )  # fmt: skip
+    assert pair_sequences(w) == (True, False, False)
+    shifted = WorkList(
+        3, 2, ((0, 1), (1, 2), (2, 3)), ((1, 0, 2, 0), (0, 0, 2, 0), (0, 2, 4, 1)), (2, 1)
+    )
+    assert pair_sequences(shifted) == (False, False)  # parts 1 and 2 are not one cluster
+    rows = WorkList(**{**w.__dict__, "paired": pair_sequences(w)}).rows()
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import PARTS_CAP
+
+    assert [r[:2] for r in rows[PARTS_CAP : PARTS_CAP + 3]] == [[2, 1], [1, 0], [2, 0]]
+    # every pair found in random plans of both planners is a cluster's two whole parts
+    rng = __import__("random").Random(62)
+    for _ in range(200):
+        pages = [rng.choice([0, 1, 2, 5, 17, 32, 64, 65]) for _ in range(rng.randint(1, 40))]
+        parts = pair_parts(rng.randint(1, 140))
+        for planner in (work_list, costed_work_list):
+            pw = planner(pages, parts)
+            for seq, both in enumerate(pair_sequences(pw)):
+                segs = [(c, k) for c, (lo, hi) in enumerate(pw.part_segs) for k in range(lo, hi)
+                        if pw.segments[k][0] == seq]  # fmt: skip
+                if both:
+                    (c0, k0), (c1, k1) = segs
+                    assert c0 % 2 == 0 and c1 == c0 + 1 and pw.pieces[seq] == 2
+                    assert pw.part_segs[c0] == (k0, k0 + 1) and pw.part_segs[c1] == (k1, k1 + 1)
+    # a plan that mixes pairs with combined sequences still launches the combine
+    mixed = plan.problem(
+        b=18, seqlens=[65, 1, 1000, 4096, 2048, 3000, 0, 3000, 2000, 700, 1000, 1000, 2048, 0,
+                       700, 700, 3000, 2000],
+    )  # fmt: skip
+    km = plan.plan(mixed, plan.config(mixed, {"step": "62"}), plan.target("sm_90a", 132))
+    wl = km.meta["work_list"]
+    assert 0 < wl["sequences_paired"] < wl["sequences_split"]
+    assert km.meta["combine"] == "cluster pairs (dsmem) + pdl"
+
+
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
 def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
     """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the

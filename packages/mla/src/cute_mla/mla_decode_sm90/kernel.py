@@ -181,6 +181,11 @@ class MlaDecodeSm90Kernel:
         #: segments from the ``work`` tensor, and the combine merges each sequence's own number
         #: of pieces (rows of sequences in one piece are skipped: their CTA stored O)
         self.work_list = False
+        #: the seesaw schedule's step 62: the parts run as clusters of 2 CTAs, and a sequence
+        #: whose two pieces are a cluster's two parts is merged by those CTAs through
+        #: distributed shared memory (the work list's second column of its piece-count row);
+        #: the combine skips its rows
+        self.pair_merge = False
         #: a third warpgroup (threads 256..383) that dequantises the FP8 latent cache into the
         #: stages (the seesaw schedule's FP8 build); the two math warpgroups then meet at a
         #: named barrier of their 256 threads (:meth:`sync_math`), not at the CTA barrier
@@ -370,8 +375,9 @@ class MlaDecodeSm90Kernel:
         vLse = cute.make_tensor(lse.iterator, cute.make_layout((total,), stride=(1,)))
         vPieces = vLse  # unused without the work list
         if cutlass.const_expr(self.work_list):
+            # (b, 2): the piece count, and step 62's "merged by its cluster pair"
             vPieces = cute.make_tensor(
-                work.iterator + PARTS_CAP * 4, cute.make_layout((b,), stride=(4,))
+                work.iterator + PARTS_CAP * 4, cute.make_layout((b, 2), stride=(4, 1))
             )
         return vO, vL, vOut, vLse, vPieces, total
 
@@ -799,20 +805,7 @@ class MlaDecodeSm90Kernel:
         ``m_log2``: each row's running max in the log2 domain, already times the softmax scale;
         ``thr_pv``: the PV MMA's thread slice (O's 64 x 256 partition)."""
         n_rows = cute.size(tScS, mode=[0])
-        acc_o_mn = _mn_view(acc_o)
-        for i in cutlass.range_constexpr(n_rows):
-            mine = cute.arch.warp_reduction_sum(row_sum[i], threads_in_group=4)
-            if lane % 4 == 0:
-                sSum[tScS[i, 0][0], wg] = mine
-        self.sync_math()
-        for i in cutlass.range_constexpr(n_rows):
-            total = sSum[tScS[i, 0][0], 0] + sSum[tScS[i, 0][0], 1]
-            row_sum[i] = total
-            inv = cutlass.Float32(0.0)
-            if total > 0.0:
-                inv = 1.0 / total
-            for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                acc_o_mn[i, j] = acc_o_mn[i, j] * inv
+        self.divide_by_row_sums(acc_o, row_sum, tScS, sSum, wg, lane)
 
         tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
         if cutlass.const_expr(split):
@@ -849,6 +842,35 @@ class MlaDecodeSm90Kernel:
                 acc_o, row_sum, m_log2, tScS, tOcO, thr_pv, mO, mL, bidx, m_blk, wg, lane,
                 valid_rows,
             )  # fmt: skip
+
+    @cute.jit
+    def divide_by_row_sums(
+        self,
+        acc_o: cute.Tensor,
+        row_sum: cute.Tensor,
+        tScS: cute.Tensor,
+        sSum: cute.Tensor,
+        wg: cutlass.Int32,
+        lane: cutlass.Int32,
+    ):
+        """The epilogue's first half: each warpgroup's row sums (its threads' columns) meet in
+        SMEM (``sSum``, (64, 2) fp32; one barrier of the math warpgroups), ``row_sum`` becomes
+        each row's total and O_half is divided by it (rows without keys stay 0)."""
+        n_rows = cute.size(tScS, mode=[0])
+        acc_o_mn = _mn_view(acc_o)
+        for i in cutlass.range_constexpr(n_rows):
+            mine = cute.arch.warp_reduction_sum(row_sum[i], threads_in_group=4)
+            if lane % 4 == 0:
+                sSum[tScS[i, 0][0], wg] = mine
+        self.sync_math()
+        for i in cutlass.range_constexpr(n_rows):
+            total = sSum[tScS[i, 0][0], 0] + sSum[tScS[i, 0][0], 1]
+            row_sum[i] = total
+            inv = cutlass.Float32(0.0)
+            if total > 0.0:
+                inv = 1.0 / total
+            for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                acc_o_mn[i, j] = acc_o_mn[i, j] * inv
 
     @cute.jit
     def store_partial_o(
@@ -896,9 +918,12 @@ class MlaDecodeSm90Kernel:
         wg: cutlass.Int32,
         lane: cutlass.Int32,
         valid_rows: cutlass.Int32,
+        lse_wg: Optional[cutlass.Int32] = None,  # noqa: UP045 (step 62: the warpgroup that writes the LSE)
     ):
         """O (already divided by the row sums) in the dtype and the natural-log LSE,
-        (m_log2 + log2 row_sum) ln 2 (-inf for a row without keys), for the valid rows."""
+        (m_log2 + log2 row_sum) ln 2 (-inf for a row without keys), for the valid rows; the
+        LSE by warpgroup 0, or by ``lse_wg`` (seesaw step 62, where each CTA of a pair stores
+        one half)."""
         n_rows = cute.size(tScS, mode=[0])
         rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
         rO.store(acc_o.load().to(self.dtype))
@@ -907,7 +932,8 @@ class MlaDecodeSm90Kernel:
         for e in cutlass.range_constexpr(cute.size(rO)):
             if tOcO[e][0] < valid_rows:
                 tOgO[e] = rO[e]
-        if wg == 0 and lane % 4 == 0:
+        writer = cutlass.Int32(0) if lse_wg is None else lse_wg
+        if wg == writer and lane % 4 == 0:
             gL = mL[bidx, m_blk, None]
             for i in cutlass.range_constexpr(n_rows):
                 row = tScS[i, 0][0]
@@ -1139,7 +1165,11 @@ class MlaDecodeSm90Kernel:
         busy = row < total
         if cutlass.const_expr(self.work_list):  # noqa: SIM102 (compile-time, then run-time)
             if busy:
-                num_splits = vPieces[row // self.rows]
+                num_splits = vPieces[row // self.rows, 0]
+                if cutlass.const_expr(self.pair_merge):  # noqa: SIM102 (compile time, then run time)
+                    if vPieces[row // self.rows, 1] != 0:
+                        # step 62: its cluster pair merged this sequence and stored its O
+                        num_splits = cutlass.Int32(1)
                 busy = num_splits > 1
         cute.arch.griddepcontrol_wait()  # the split kernel's workspace is complete
         if busy:

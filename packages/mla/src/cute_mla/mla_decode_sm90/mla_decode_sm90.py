@@ -150,10 +150,12 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: 39 with 2-warp combine CTAs, which fit beside a split CTA; 59: 39 with no combine kernel,
 #: the first piece's CTA merging a cut sequence's other pieces into its registers; 60: 59
 #: with that merge in one pass, each piece's LSE and O loaded together; 61: 39 with a lean
-#: combine, 2 pieces per round, 16-byte loads, one round trip)
+#: combine, 2 pieces per round, 16-byte loads, one round trip; 62: 39 with the two pieces of a
+#: sequence cut in two adjacent parts merged through distributed shared memory, the parts'
+#: CTAs a cluster of 2)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61,
+    60, 61, 62,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -176,6 +178,10 @@ MERGE_IN_KERNEL_STEPS = (35, 37)
 #: registers, no combine kernel (59, and 60 with a one-pass merge); their grid must be
 #: resident at once too
 OWNER_MERGE_STEPS = (59, 60)
+#: the 16-bit builds whose parts run as clusters of 2 CTAs (parts 2k and 2k + 1 of an m-tile),
+#: and where a sequence's two pieces are those two parts, whole, the CTAs merge them through
+#: distributed shared memory (62); the work list then has an even number of parts
+PAIR_MERGE_STEPS = (62,)
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
@@ -354,11 +360,14 @@ class WorkList:
     part_segs: tuple[tuple[int, int], ...]
     segments: tuple[tuple[int, int, int, int], ...]
     pieces: tuple[int, ...]
+    #: step 62: per sequence, whether its CTAs merge it as a cluster pair (:func:`pair_sequences`)
+    paired: tuple[bool, ...] = ()
 
     def rows(self) -> list[list[int]]:
         """The ``work`` tensor's rows (int32, 4 columns; :func:`work_rows` of them): rows
         0..PARTS_CAP-1 the parts as [first row, end row) of their segments; rows PARTS_CAP..
-        PARTS_CAP+b-1 each sequence's piece count; then the segments, (b, p0, p1, slot)."""
+        PARTS_CAP+b-1 each sequence's piece count (and 1 in the second column where step 62's
+        cluster pair merges it: :attr:`paired`); then the segments, (b, p0, p1, slot)."""
         b = len(self.pieces)
         first = PARTS_CAP + b
         out = [[0, 0, 0, 0] for _ in range(work_rows(b))]
@@ -366,6 +375,8 @@ class WorkList:
             out[c][:2] = [first + lo, first + hi]
         for i, n in enumerate(self.pieces):
             out[PARTS_CAP + i][0] = n
+        for i, both in enumerate(self.paired):
+            out[PARTS_CAP + i][1] = int(both)
         for j, seg in enumerate(self.segments):
             out[first + j] = list(seg)
         return out
@@ -590,6 +601,36 @@ def plan_work(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> Work
     if cuts == "even" and parts >= 1:
         return work_list(pages, parts, per=max(1, _ceil(sum(pages), parts)))
     return work_list(pages, parts) if cuts == "equal" else costed_work_list(pages, parts)
+
+
+def pair_sequences(work: WorkList) -> tuple[bool, ...]:
+    """Step 62: for each sequence, whether the two CTAs of one cluster (parts 2k and 2k + 1,
+    the same m-tile) merge it between them: its pieces are exactly two, piece 0 the only
+    segment of an even part and piece 1 the only segment of the next. Both CTAs of such a
+    cluster then end with that merge, each keeping one column half of O; every other cut
+    sequence goes through the combine kernel as before."""
+    where: dict[int, list[tuple[int, int, int]]] = {}
+    for c, (lo, hi) in enumerate(work.part_segs):
+        for k in range(lo, hi):
+            seq, _, _, slot = work.segments[k]
+            where.setdefault(seq, []).append((c, slot, hi - lo))
+    paired = []
+    for seq, n in enumerate(work.pieces):
+        got = sorted(where.get(seq, []), key=lambda e: e[1])
+        paired.append(
+            n == 2
+            and len(got) == 2
+            and got[0][0] % 2 == 0
+            and got[1][0] == got[0][0] + 1
+            and got[0][2] == got[1][2] == 1
+        )
+    return tuple(paired)
+
+
+def pair_parts(parts: int) -> int:
+    """Step 62: the work list's part count for clusters of 2 along the parts, ``parts``
+    rounded down to an even count (at least 2; an empty part's CTA exits at once)."""
+    return max(2, parts - parts % 2)
 
 
 def work_cap(problem: MlaDecodeProblem) -> int:
@@ -1156,7 +1197,12 @@ class MlaDecodeSm90(KernelPlan):
         step = built if schedule == "seesaw" else None
         if schedule == "seesaw" and step >= 11:
             per_sm = ctas_per_sm(step)
-            work = plan_work(_pages(p), _work_parts(p, target.sm_count or 132, per_sm), config.cuts)
+            parts = _work_parts(p, target.sm_count or 132, per_sm)
+            if step in PAIR_MERGE_STEPS:
+                parts = pair_parts(parts)
+            work = plan_work(_pages(p), parts, config.cuts)
+            if step in PAIR_MERGE_STEPS:
+                work = replace(work, paired=pair_sequences(work))
             splits, per = work.parts, work.per
             if step in (*MERGE_IN_KERNEL_STEPS, *OWNER_MERGE_STEPS):
                 _grid_fits_at_once(self.name, step, work.parts * _ceil(p.s * p.h, 64))
@@ -1172,9 +1218,15 @@ class MlaDecodeSm90(KernelPlan):
                 kv += " into the WGMMA register A operand"
             elif schedule == "seesaw":
                 kv += " by a producer warpgroup"
-        # whether any sequence is in more than one piece (with the work list) or split
+        # whether any sequence is in more than one piece (with the work list) or split; for
+        # step 62 whether any such sequence is left to the combine kernel
         split = max(work.pieces, default=0) > 1 if work else splits > 1
-        if not split:
+        pairs = sum(work.paired) if work else 0
+        if pairs:
+            left = zip(work.pieces, work.paired, strict=True)
+            split = any(n > 1 and not both for n, both in left)
+            combine = "cluster pairs (dsmem)" + (" + pdl" if split else "")
+        elif not split:
             combine = None
         elif step == 10:
             combine = "last CTA"
@@ -1222,6 +1274,7 @@ class MlaDecodeSm90(KernelPlan):
                     "segments": len(work.segments),
                     "sequences_split": sum(n > 1 for n in work.pieces),
                     "max_pieces": max(work.pieces, default=0),
+                    "sequences_paired": sum(work.paired),
                 },
                 "pages_per_split": per or None,
                 "kv_load": "tma (e4m3, scales, rope) + dequant into registers"

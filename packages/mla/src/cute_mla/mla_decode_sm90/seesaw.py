@@ -139,6 +139,7 @@ from .mla_decode_sm90 import (
     FP8_STEPS,
     MERGE_IN_KERNEL_STEPS,
     OWNER_MERGE_STEPS,
+    PAIR_MERGE_STEPS,
     PARTS_CAP,
     crossover_built,
 )
@@ -229,7 +230,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -270,6 +271,12 @@ EMPTY = STAGES * N_CHUNKS
 N_EMPTY = STAGES * NUM_WG
 #: step 26: per stage, "this CTA's warpgroup 1 - stage freed the rope chunk" (after EMPTY's)
 ROPE_EMPTY = EMPTY + N_EMPTY
+#: step 62 (16-bit cache, so no producer and no EMPTY barriers): the mbarrier on which the
+#: peer CTA's st.async stores of a cluster pair's merge complete their bytes
+PAIR_FULL = EMPTY
+#: step 62: the bytes one CTA of a pair sends the other: a warpgroup's fp32 O half (64 x 256)
+#: and the 64 rows' LSEs
+PAIR_BYTES = (TILE_M * HALF_V + TILE_M) * 4
 #: step 14's share of a page per producer thread and group (half of the latent columns):
 #: token tidx // 2, 8 vectors of 16 e4m3 values (:meth:`MlaDecodeSm90Seesaw.fp8_vector`)
 FP8_HALF_VECS = 8
@@ -377,7 +384,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61)
+        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -430,7 +437,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: reads or waits on those chunks (its S1 and PV1R), so the early reload is safe as
         #: the FP8 producer's step 16 release is. Measured in session 22 (H100): 0.955-0.978x
         #: step 33's time per round at every h=128 row, 1.001x at h=64: the 16-bit default.
-        self.early_v1r = step in (39, 58, 59, 60, 61)
+        self.early_v1r = step in (39, 58, 59, 60, 61, 62)
         #: step 58 (16-bit cache; builds on 39; the next free step number, 40-57 being the
         #: query-rows-on-N builds): combine CTAs of 2 warps instead of 4. A split CTA holds 256
         #: threads x 224 allocated registers = 57344 of the SM's 65536 and 219 KB of SMEM; a
@@ -488,6 +495,19 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (session 23)
         if step == 61:
             self.combine_batch = 2
+        #: step 62 (16-bit cache; builds on 39): the parts run as clusters of 2 CTAs (parts 2k
+        #: and 2k + 1 of an m-tile; the plan makes their count even), and where a sequence's
+        #: two pieces are exactly those two parts, whole (mla_decode_sm90.pair_sequences; at
+        #: h=128 (32, 4096) the costed plan cuts all 32 sequences so), the two CTAs merge it
+        #: between them through distributed shared memory (:meth:`pair_merge_epilogue`): each
+        #: sends its peer one warpgroup's fp32 O half and its rows' LSEs by st.async into the
+        #: peer's freed KV stages, merges the half it kept and stores it, so the tail runs on
+        #: both SMs, no partial goes through L2 and no combine kernel is launched for them.
+        #: Session 23 measured the combine at 7.4 us of step 39's 82.5 at (32, 4096) (warm-L2
+        #: ncu, H100), FlashInfer's one kernel at 80.4, and steps 59-60 (the same merge through
+        #: L2, by the first piece's CTA alone) slower: the merge was a serial tail on half the
+        #: SMs, waiting on L2 round trips (the devlog, "Session 23")
+        self.pair_merge = step in PAIR_MERGE_STEPS
 
     @cute.jit
     def __call__(
@@ -546,6 +566,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             tma_atom, mKVt = self.page_tma(kv_cache, atom)
 
         n_mbar = EMPTY + (N_EMPTY if self.producer_wg else 0) + (STAGES if self.crossover else 0)
+        n_mbar += 1 if self.pair_merge else 0  # step 62: PAIR_FULL
 
         @cute.struct
         class SharedStorage:
@@ -580,7 +601,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         ).launch(grid=[self.m_tiles, 1 if self.work_list else q.shape[0], num_splits],
                  block=[threads, 1, 1],
                  stream=stream,
-                 **({"cluster": [2, 1, 1]} if self.crossover else {}))  # fmt: skip
+                 **({"cluster": [2, 1, 1]} if self.crossover else {}),
+                 **({"cluster": [1, 1, 2]} if self.pair_merge else {}))  # fmt: skip
         if cutlass.const_expr(
             split and not self.fused_combine and not self.merge_in_kernel and not self.owner_merge
         ):
@@ -652,6 +674,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             if cutlass.const_expr(self.crossover):
                 for i in cutlass.range_constexpr(STAGES):
                     cute.arch.mbarrier_init(mbar + ROPE_EMPTY + i, 1)  # this CTA's rope reader
+            if cutlass.const_expr(self.pair_merge):
+                # step 62: the receiving warpgroup's arrive (with the bytes it expects)
+                cute.arch.mbarrier_init(mbar + PAIR_FULL, 1)
         cute.arch.mbarrier_init_fence()
         tKsKt, tKgK = self.page_tma_partitions(tma_atom, mKVt, sK)
         if warp == 0:
@@ -1098,7 +1123,18 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 if cutlass.const_expr(self.work_list):
                     # a sequence in one piece stores O itself; the pieces of a longer one go to
                     # their workspace slots for the combine
-                    if pieces > 1:
+                    paired = cutlass.Int32(0)
+                    if cutlass.const_expr(self.pair_merge):
+                        paired = mWork[PARTS_CAP + seq, 1]
+                    if paired != 0:
+                        # step 62: this part and its cluster peer's hold the sequence's two
+                        # pieces, whole; each CTA merges and stores one column half of O
+                        self.pair_merge_epilogue(
+                            (acc_o, row_sum, row_max, tScS, thr_rs), sSum,
+                            storage.sK.data_ptr(), mbar, (mO, mL), seq, m_blk, wg, wg_tidx,
+                            lane, valid_rows,
+                        )  # fmt: skip
+                    elif pieces > 1:
                         # step 59: the first piece keeps its O and merges the others
                         first = None
                         if cutlass.const_expr(self.owner_merge):
@@ -1483,6 +1519,103 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         chunk: a group lands at once). Nothing in the other steps."""
         if cutlass.const_expr(self.crossover):
             cute.arch.fence_proxy("async.shared", space="cta")
+
+    @cute.jit
+    def pair_merge_epilogue(
+        self,
+        state: tuple,  # (acc_o, row_sum, m_log2, tScS, thr_pv): O_half and the row statistics
+        sSum: cute.Tensor,
+        sK_ptr: cute.Pointer,  # the KV stages (SMEM), free once every WGMMA has retired
+        mbar: cute.Pointer,
+        out: tuple,  # (mO, mL): O and LSE
+        seq: cutlass.Int32,
+        m_blk: cutlass.Int32,
+        wg: cutlass.Int32,
+        wg_tidx: cutlass.Int32,
+        lane: cutlass.Int32,
+        valid_rows: cutlass.Int32,
+    ):
+        """Step 62, the 256 math threads of both CTAs of a cluster whose two parts hold the
+        two pieces of sequence ``seq`` (cluster rank r = the piece). Each CTA divides its O by
+        its row sums (:meth:`divide_by_row_sums`) and forms each row's piece LSE (log2 domain,
+        m + log2 sum; -inf without keys). One cluster barrier (release / acquire) proves both
+        CTAs' WGMMAs retired, so each CTA's KV stages are free for its peer's stores. Then
+        warpgroup 1 - r sends its 64 x 256 fp32 O half and the 64 LSEs to the same warpgroup
+        of the peer, by st.async into the peer's stage memory (thread t's 4-value vector v at
+        float (128 v + t) x 4: 16-byte stores, consecutive threads in consecutive banks), each
+        completing its bytes on the peer's ``PAIR_FULL`` mbarrier; warpgroup r expects
+        :data:`PAIR_BYTES` on its own, waits, and merges row by row, m = max(l_own, l_peer),
+        w = 2^(l - m), O = (w_own O_own + w_peer O_peer) / (w_own + w_peer), LSE = (m +
+        log2(w_own + w_peer)) ln 2 (the combine kernel's formula, for two pieces), then
+        stores its half of O and the LSE (:meth:`store_o`). Rank 0 thus stores O's columns
+        0-255 and rank 1 columns 256-511. A CTA leaves only after its own stores arrived, and
+        its peer's stores into it are the only remote accesses, so no barrier follows."""
+        acc_o, row_sum, m_log2, tScS, thr_pv = state
+        mO, mL = out
+        n_rows = cute.size(tScS, mode=[0])
+        self.divide_by_row_sums(acc_o, row_sum, tScS, sSum, wg, lane)
+        lse = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+        for i in cutlass.range_constexpr(n_rows):
+            lse[i] = -cutlass.Float32.inf
+            if row_sum[i] > 0.0:
+                lse[i] = m_log2[i] + cute.math.log2(row_sum[i])
+        # the received O half, (4 values, 128 threads, 32 vectors), and the 64 rows' LSEs
+        buf = cute.recast_ptr(sK_ptr, dtype=cutlass.Float32)
+        sRecv = cute.make_tensor(
+            buf, cute.make_layout((4, WG_THREADS, HALF_V // 4), stride=(1, 4, 4 * WG_THREADS))
+        )
+        sRecvL = cute.make_tensor(buf + TILE_M * HALF_V, cute.make_layout(TILE_M))
+        rank = cute.arch.block_idx_in_cluster()
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+        # (the flat index e of O's fragment ((2, 2, 32), 1, 1) is row (e // 2) % 2 of the
+        # thread's two, so vector v's 4 values are rows 0, 0, 1, 1)
+        if wg != rank:
+            # the peer's addresses (mapa) once; each store adds its vector's constant offset
+            peer = 1 - rank
+            dst = cluster_address(sRecv[None, wg_tidx, 0].iterator, peer)
+            bar = cluster_address(mbar + PAIR_FULL, peer)
+            words = cute.recast_tensor(acc_o, cutlass.Uint32)
+            for v in cutlass.range_constexpr(HALF_V // 4):
+                vals = [words[4 * v + k] for k in range(4)]
+                st_async_complete_tx(dst + v * 16 * WG_THREADS, vals, bar)
+            if lane % 4 == 0:
+                lse_w = cute.recast_tensor(lse, cutlass.Uint32)
+                dst_l = cluster_address(sRecvL.iterator, peer)
+                for i in cutlass.range_constexpr(n_rows):
+                    st_async_complete_tx(dst_l + tScS[i, 0][0] * 4, [lse_w[i]], bar)
+        else:
+            if wg_tidx == 0:
+                cute.arch.mbarrier_arrive_and_expect_tx(mbar + PAIR_FULL, PAIR_BYTES)
+            cute.arch.mbarrier_wait(mbar + PAIR_FULL, 0)
+            w_own = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+            w_peer = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+            for i in cutlass.range_constexpr(n_rows):
+                other = sRecvL[tScS[i, 0][0]]
+                m = cute.arch.fmax(lse[i], other)
+                total = cutlass.Float32(0.0)
+                w_own[i] = 0.0
+                w_peer[i] = 0.0
+                if m > -cutlass.Float32.inf:
+                    a = cute.math.exp2(lse[i] - m)
+                    c = cute.math.exp2(other - m)
+                    total = a + c
+                    w_own[i] = a / total
+                    w_peer[i] = c / total
+                m_log2[i] = m
+                row_sum[i] = total
+            got = cute.make_rmem_tensor(cute.make_layout(4), cutlass.Float32)
+            for v in cutlass.range_constexpr(HALF_V // 4):
+                cute.autovec_copy(sRecv[None, wg_tidx, v], got)
+                for k in cutlass.range_constexpr(4):
+                    i = k // 2
+                    e = 4 * v + k
+                    acc_o[e] = acc_o[e] * w_own[i] + got[k] * w_peer[i]
+            tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, HALF_V)))
+            self.store_o(
+                acc_o, row_sum, m_log2, tScS, tOcO, thr_pv, mO, mL, seq, m_blk, wg, lane,
+                valid_rows, lse_wg=rank,
+            )  # fmt: skip
 
     @cute.jit
     def piece_stored(
@@ -2141,6 +2274,38 @@ def asm_u32(asm: str, constraints: str, values, side_effects: bool = False) -> c
             is_align_stack=False,
             asm_dialect=llvm.AsmDialect.AD_ATT,
         )  # fmt: skip
+    )
+
+
+@dsl_user_op
+def cluster_address(ptr: cute.Pointer, peer, *, loc=None, ip=None) -> cutlass.Uint32:
+    """Step 62: the shared::cluster address of SMEM pointer ``ptr``'s byte in the CTA of
+    cluster rank ``peer`` (``mapa.shared::cluster.u32``), for :func:`st_async_complete_tx`.
+    One mapa per base address, where ``cute.arch.store_async_dsmem`` maps every store's
+    pointer and its mbarrier's anew (step 62's first build spilled 192 bytes with it)."""
+    local = cutlass.Uint32(ptr.toint()).ir_value(loc=loc, ip=ip)
+    rank = cutlass.Uint32(peer).ir_value(loc=loc, ip=ip)
+    return asm_u32("mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r", [local, rank])
+
+
+@dsl_user_op
+def st_async_complete_tx(addr, values, mbar, *, loc=None, ip=None) -> None:
+    """Step 62: ``st.async`` of 1 or 4 32-bit ``values`` to shared::cluster address
+    ``addr`` (:func:`cluster_address`; 4- or 16-byte aligned), completing their bytes on
+    the mbarrier at shared::cluster address ``mbar`` (PTX ISA, "st.async"): the receiver
+    sees them once its wait on that mbarrier's phase returns."""
+    regs = [cutlass.Uint32(x).ir_value(loc=loc, ip=ip) for x in (addr, *values, mbar)]
+    n = len(values)
+    vec = "{$1, $2, $3, $4}" if n == 4 else "$1"
+    llvm.inline_asm(
+        None,
+        regs,
+        f"st.async.shared::cluster.mbarrier::complete_tx::bytes{'.v4' if n == 4 else ''}.b32 "
+        f"[$0], {vec}, [${n + 1}];",
+        ",".join(["r"] * (n + 2)),
+        has_side_effects=True,
+        is_align_stack=False,
+        asm_dialect=llvm.AsmDialect.AD_ATT,
     )
 
 
