@@ -467,6 +467,8 @@ def choose_per(pages: list[int] | tuple[int, ...], parts: int) -> int:
     return min(sorted(cands), key=lambda per: (_work_cost(offs, per), -per))
 
 
+#: ``--config cuts``'s values (:func:`plan_work`)
+CUTS = ("auto", "costed", "equal", "even", "pairs")
 #: the costed cuts: a sequence's piece is at least this many pages unless its rest is shorter
 #: (a shorter piece would cost a segment's fixed cost and a combine slot for less work than
 #: twice that fixed cost moves)
@@ -584,20 +586,38 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
     return best
 
 
+def pair_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList | None:
+    """``--config cuts=pairs`` (for seesaw step 62): sequence i's pages halved onto parts 2i and
+    2i + 1 (the first half ceil(n / 2) pages), so each sequence is one cluster's pair and no
+    sequence goes to the combine; the parts past 2b stay empty. None where that plan does not
+    exist: more than ``parts`` // 2 sequences, or a sequence of fewer than 2 pages."""
+    if len(pages) > parts // 2 or min(pages, default=0) < 2:
+        return None
+    filled = []
+    for b, n in enumerate(pages):
+        half = _ceil(n, 2)
+        filled += [[(b, 0, half, 0)], [(b, half, n, 1)]]
+    return _as_work_list(parts, filled, len(pages))
+
+
 def check_cuts(cuts: str) -> None:
-    """``--config cuts``: one of auto, costed, equal and even (:func:`plan_work`). Raises
-    ShapeError."""
-    if cuts not in ("auto", "costed", "equal", "even"):
-        raise ShapeError(f"cuts must be auto, costed, equal or even (got {cuts!r})")
+    """``--config cuts``: one of auto, costed, equal, even and pairs (:func:`plan_work`).
+    Raises ShapeError."""
+    if cuts not in CUTS:
+        raise ShapeError(f"cuts must be auto, costed, equal, even or pairs (got {cuts!r})")
 
 
 def plan_work(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> WorkList:
     """The work list of ``--config cuts=...``: :func:`work_list` for ``equal`` (its cost model
     picks the range length) and ``even`` (the shortest ranges that fit, ceil(pages / parts),
-    so that the busiest part is as short as it can be), :func:`costed_work_list` otherwise.
-    Raises ShapeError as they do, and for a ``cuts`` that is none of auto, costed, equal and
-    even."""
+    so that the busiest part is as short as it can be), :func:`pair_work_list` for ``pairs``
+    where that plan exists, :func:`costed_work_list` otherwise. Raises ShapeError as they do,
+    and for a ``cuts`` that is none of auto, costed, equal, even and pairs."""
     check_cuts(cuts)
+    if cuts == "pairs":
+        paired = pair_work_list(pages, parts)
+        if paired is not None:
+            return paired
     if cuts == "even" and parts >= 1:
         return work_list(pages, parts, per=max(1, _ceil(sum(pages), parts)))
     return work_list(pages, parts) if cuts == "equal" else costed_work_list(pages, parts)
@@ -780,15 +800,17 @@ class MlaSm90Config(Config):
     that fit, ceil(pages / parts): the busiest part as short as it can be, whatever the model
     says a cut costs; at h=128 (64, 4096) and (128, 4096), s=2 and h=64 (128, 4096) the model
     cuts nothing and 4 of 132 SMs idle, where FlashInfer deals its pages over all of them: the
-    devlog, "Session 23"); an explicit ``costed``, ``equal`` or ``even`` without a work list
-    is refused."""
+    devlog, "Session 23") or ``pairs`` (:func:`pair_work_list`: each sequence halved onto
+    one cluster's two parts, for step 62's merge, where at most half the parts' count of
+    sequences of at least 2 pages each allow it; else ``costed``); an explicit ``costed``,
+    ``equal``, ``even`` or ``pairs`` without a work list is refused."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"
     schedule: Literal["auto", "lockstep", "seesaw"] = "auto"
     split_rule: Literal["equal", "balanced"] = "balanced"
     step: int = AUTO_STEP
-    cuts: Literal["auto", "costed", "equal", "even"] = "auto"
+    cuts: Literal["auto", "costed", "equal", "even", "pairs"] = "auto"
 
     def validate(self) -> None:
         check_cuts(self.cuts)
@@ -1201,6 +1223,9 @@ class MlaDecodeSm90(KernelPlan):
             if step in PAIR_MERGE_STEPS:
                 parts = pair_parts(parts)
             work = plan_work(_pages(p), parts, config.cuts)
+            cuts = config.cuts if config.cuts in ("equal", "even") else "costed"
+            if config.cuts == "pairs" and pair_work_list(_pages(p), parts) is not None:
+                cuts = "pairs"
             if step in PAIR_MERGE_STEPS:
                 work = replace(work, paired=pair_sequences(work))
             splits, per = work.parts, work.per
@@ -1269,7 +1294,7 @@ class MlaDecodeSm90(KernelPlan):
                 if work is None
                 else {
                     "parts": work.parts,
-                    "cuts": config.cuts if config.cuts in ("equal", "even") else "costed",
+                    "cuts": cuts,
                     "pages_per_part": work.per,
                     "segments": len(work.segments),
                     "sequences_split": sum(n > 1 for n in work.pieces),
