@@ -1215,6 +1215,38 @@ def test_mla_decode_sm90_seesaw_step62_merges_cluster_pairs_through_dsmem(tmp_pa
     assert km.meta["combine"] == "cluster pairs (dsmem) + pdl"
 
 
+def test_mla_decode_sm90_cuts_pairs_halves_each_sequence_onto_a_cluster(tmp_path, monkeypatch):
+    """``cuts=pairs`` (:func:`pair_work_list`): sequence i's pages halved onto parts 2i and
+    2i + 1, so step 62 pairs every sequence and launches no combine; the costed plan where
+    there are more sequences than clusters or a sequence of fewer than 2 pages, and the
+    record's ``cuts`` says which plan ran."""
+    from cute_mla.mla_decode_sm90.mla_decode_sm90 import pair_sequences, pair_work_list
+
+    w = pair_work_list([5, 2, 64], 8)
+    assert w.segments == ((0, 0, 3, 0), (0, 3, 5, 1), (1, 0, 1, 0), (1, 1, 2, 1),
+                          (2, 0, 32, 0), (2, 32, 64, 1))  # fmt: skip
+    assert w.part_segs[6:] == ((6, 6), (6, 6)) and w.per == 32 and w.pieces == (2, 2, 2)
+    assert pair_sequences(w) == (True, True, True)
+    assert pair_work_list([5, 2, 64], 5) is None  # 3 sequences need 3 clusters
+    assert pair_work_list([5, 1, 64], 8) is None  # a 1-page sequence cannot be halved
+    plan, prob, _ = _seesaw_case({"b": 32, "t": 16384}, {}, tmp_path, monkeypatch)
+    for cuts, want, combine in (
+        ("pairs", "pairs", "cluster pairs (dsmem)"),
+        ("auto", "costed", "pdl"),
+    ):
+        k = plan.plan(
+            prob, plan.config(prob, {"step": "62", "cuts": cuts}), plan.target("sm_90a", 132)
+        )
+        wl = k.meta["work_list"]
+        assert (wl["cuts"], k.meta["combine"]) == (want, combine)
+    assert wl["max_pieces"] == 3 and wl["sequences_paired"] == 0
+    varlen = plan.problem(b=32, t=4096, varlen=True)  # some lengths are 0: no pair plan
+    k = plan.plan(
+        varlen, plan.config(varlen, {"step": "62", "cuts": "pairs"}), plan.target("sm_90a", 132)
+    )
+    assert k.meta["work_list"]["cuts"] == "costed"
+
+
 @pytest.mark.parametrize("shape", [{"b": 32, "t": 4096}, {"b": 128, "t": 4096, "h": 64}])
 def test_mla_decode_sm90_seesaw_step25_prefetches_the_pair_after_next(shape, tmp_path, monkeypatch):
     """Step 25 (16-bit cache, ``--config step=25``): step 11 plus warp 0's L2 prefetch of the
