@@ -274,9 +274,12 @@ ROPE_EMPTY = EMPTY + N_EMPTY
 #: step 62 (16-bit cache, so no producer and no EMPTY barriers): the mbarrier on which the
 #: peer CTA's st.async stores of a cluster pair's merge complete their bytes
 PAIR_FULL = EMPTY
-#: step 62: the bytes one CTA of a pair sends the other: a warpgroup's fp32 O half (64 x 256)
-#: and the 64 rows' LSEs
-PAIR_BYTES = (TILE_M * HALF_V + TILE_M) * 4
+#: step 62: the 16-byte vectors of a thread's share of a warpgroup's fp32 O half (64 x 256
+#: values over 128 threads: 128 each, 32 vectors of 4)
+PAIR_VECS = TILE_M * HALF_V // WG_THREADS // 4
+#: step 62: the bytes one CTA of a pair sends the other: a warpgroup's fp32 O half and the 64
+#: rows' LSEs
+PAIR_BYTES = WG_THREADS * PAIR_VECS * 16 + TILE_M * 4
 #: step 14's share of a page per producer thread and group (half of the latent columns):
 #: token tidx // 2, 8 vectors of 16 e4m3 values (:meth:`MlaDecodeSm90Seesaw.fp8_vector`)
 FP8_HALF_VECS = 8
@@ -1548,11 +1551,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         w = 2^(l - m), O = (w_own O_own + w_peer O_peer) / (w_own + w_peer), LSE = (m +
         log2(w_own + w_peer)) ln 2 (the combine kernel's formula, for two pieces), then
         stores its half of O and the LSE (:meth:`store_o`). Rank 0 thus stores O's columns
-        0-255 and rank 1 columns 256-511. A CTA leaves only after its own stores arrived, and
-        its peer's stores into it are the only remote accesses, so no barrier follows."""
+        0-255 and rank 1 columns 256-511. A CTA leaves only after its peer's stores into it
+        have arrived (its wait), and those are the only remote accesses, so no barrier
+        follows."""
         acc_o, row_sum, m_log2, tScS, thr_pv = state
         mO, mL = out
         n_rows = cute.size(tScS, mode=[0])
+        assert cute.size(acc_o) == 4 * PAIR_VECS, "a thread's O half is PAIR_VECS vectors of 4"
         self.divide_by_row_sums(acc_o, row_sum, tScS, sSum, wg, lane)
         lse = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
         for i in cutlass.range_constexpr(n_rows):
@@ -1562,7 +1567,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         # the received O half, (4 values, 128 threads, 32 vectors), and the 64 rows' LSEs
         buf = cute.recast_ptr(sK_ptr, dtype=cutlass.Float32)
         sRecv = cute.make_tensor(
-            buf, cute.make_layout((4, WG_THREADS, HALF_V // 4), stride=(1, 4, 4 * WG_THREADS))
+            buf, cute.make_layout((4, WG_THREADS, PAIR_VECS), stride=(1, 4, 4 * WG_THREADS))
         )
         sRecvL = cute.make_tensor(buf + TILE_M * HALF_V, cute.make_layout(TILE_M))
         rank = cute.arch.block_idx_in_cluster()
@@ -1576,7 +1581,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             dst = cluster_address(sRecv[None, wg_tidx, 0].iterator, peer)
             bar = cluster_address(mbar + PAIR_FULL, peer)
             words = cute.recast_tensor(acc_o, cutlass.Uint32)
-            for v in cutlass.range_constexpr(HALF_V // 4):
+            for v in cutlass.range_constexpr(PAIR_VECS):
                 vals = [words[4 * v + k] for k in range(4)]
                 st_async_complete_tx(dst + v * 16 * WG_THREADS, vals, bar)
             if lane % 4 == 0:
@@ -1605,7 +1610,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 m_log2[i] = m
                 row_sum[i] = total
             got = cute.make_rmem_tensor(cute.make_layout(4), cutlass.Float32)
-            for v in cutlass.range_constexpr(HALF_V // 4):
+            for v in cutlass.range_constexpr(PAIR_VECS):
                 cute.autovec_copy(sRecv[None, wg_tidx, v], got)
                 for k in cutlass.range_constexpr(4):
                     i = k // 2
