@@ -533,7 +533,7 @@ def test_fp8_alt_entries():
         "mla_decode_sm90 fp8 per_block seesaw": "seesaw",
     }
     assert steps["mla_decode_sm90 fp8 per_token seesaw"] == 14  # session 6's first table
-    assert steps["mla_decode_sm90 bf16"] == 39
+    assert steps["mla_decode_sm90 bf16"] == 61  # 128 sequences: no cluster pairs
     # --formats fp8 (table14's default): the FP8 default (auto: seesaw step 22) against lockstep
     got = {lab: alt.build(k, f, o) for lab, k, f, o in alt.entries((32, 4096, 128), [], "fp8")}
     assert {
@@ -719,9 +719,9 @@ def test_work_list_refusals_in_one_line(args, needle):
 
 
 def test_step11_with_a_split_count_builds_step9():
-    """The default (step 0, which builds 39 here) plans its own parts; an explicit ``splits``
-    asks for step 9's per-sequence splits, and gets them, as does step 11 with ``splits``
-    (the record's meta names the step built)."""
+    """The default (step 0, which builds 62 here: every sequence a cluster pair) plans its own
+    parts; an explicit ``splits`` asks for step 9's per-sequence splits, and gets them, as does
+    step 11 with ``splits`` (the record's meta names the step built)."""
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
@@ -733,8 +733,9 @@ def test_step11_with_a_split_count_builds_step9():
         assert k.fn.step == 9 and not k.fn.work_list
     assert (k.meta["seesaw_step"], k.meta["split_rule"], k.meta["split_kv"]) == (9, "config", 2)
     k = plan.plan(prob, plan.config(prob, {}), tgt)
-    assert k.fn.step == 39 and k.meta["split_rule"] == "work list"
-    assert k.meta["combine"] == "pdl"  # every sequence in two pieces: the combine kernel
+    assert k.fn.step == 62 and k.meta["split_rule"] == "work list"
+    # every sequence in two pieces, one cluster's two parts: no combine kernel
+    assert k.meta["combine"] == "cluster pairs (dsmem)"
 
 
 @pytest.mark.parametrize("step", [31, 32])
@@ -1232,14 +1233,28 @@ def test_mla_decode_sm90_cuts_pairs_halves_each_sequence_onto_a_cluster(tmp_path
     plan, prob, _ = _seesaw_case({"b": 32, "t": 16384}, {}, tmp_path, monkeypatch)
     for cuts, want, combine in (
         ("pairs", "pairs", "cluster pairs (dsmem)"),
-        ("auto", "costed", "pdl"),
+        ("auto", "pairs", "cluster pairs (dsmem)"),  # PAIR_SPARE_PAGES: pairs at (32, 16384)
+        ("costed", "costed", "pdl"),
     ):
-        k = plan.plan(
-            prob, plan.config(prob, {"step": "62", "cuts": cuts}), plan.target("sm_90a", 132)
-        )
+        cfg = plan.config(prob, {"step": "62", "cuts": cuts})
+        k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
         wl = k.meta["work_list"]
         assert (wl["cuts"], k.meta["combine"]) == (want, combine)
     assert wl["max_pieces"] == 3 and wl["sequences_paired"] == 0
+    # the default: 62 with the pair plan where it pays in the model (PAIR_SPARE_PAGES), 61 where
+    # the plan has no pairs or leaves some cut sequence to the combine
+    tgt = plan.target("sm_90a", 132)
+    for shape, step, cuts in (
+        ({"b": 32, "t": 16384}, 62, "pairs"),  # 130 modelled pages against the costed 129
+        ({"b": 32, "t": 4096}, 62, "pairs"),
+        ({"b": 16, "t": 16384}, 61, "costed"),  # 32 of 66 parts busy as pairs: costed
+        ({"b": 128, "t": 4096}, 61, "costed"),
+        ({"b": 32, "t": 4096, "varlen": True}, 61, "costed"),
+    ):
+        p = plan.problem(**shape)
+        k = plan.plan(p, plan.config(p, {}), tgt)
+        assert (k.fn.step, k.meta["work_list"]["cuts"]) == (step, cuts), shape
+        assert plan.build_label(p, plan.config(p, {})) == f"seesaw step {step}"
     varlen = plan.problem(b=32, t=4096, varlen=True)  # some lengths are 0: no pair plan
     k = plan.plan(
         varlen, plan.config(varlen, {"step": "62", "cuts": "pairs"}), plan.target("sm_90a", 132)
@@ -1543,7 +1558,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
             {"schedule": "lockstep"},
             "lockstep schedule, cpasync pages, FP8 dequantised by the math warpgroups",
         ),
-        (bf16, {}, "seesaw step 39"),
+        (bf16, {}, "seesaw step 62"),  # 2 sequences of 2 pages: the pair plan
         (bf16, {"step": "11"}, "seesaw step 11"),
         (bf16, {"splits": "2"}, "seesaw step 9"),
         (
@@ -1553,7 +1568,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
         ),
         (h16, {"step": "11"}, "seesaw step 11"),
         (h16, {"splits": "2"}, "seesaw step 9"),
-        (h32, {}, "seesaw step 39"),
+        (h32, {}, "seesaw step 62"),
         (
             h16_fp8,
             {},

@@ -164,13 +164,20 @@ FP8_STEP = 22
 AUTO_STEP = 0
 #: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
 WORK_LIST_STEP = 11
-#: the 16-bit cache's default at s*h > 16: step 39, 33 with warpgroup 1 reloading stage 1's
-#: chunks 4-7 as soon as its PV1R retires, measured on an H100 at 0.955-0.975x step 33's time
-#: per round at the six h=128 fixed-length rows of the table (s=2 included), 0.978x at varlen,
-#: 1.001x at h=64 (session 22, window 4; the devlog, "Session 22"). Step 33 (11 with warpgroup
-#: 1's S over its page's chunks in their release order) was the default in session 21, 11
-#: before it
-BF16_DEFAULT_STEP = 39
+#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 61,
+#: step 39 with the lean combine (2 pieces per round, 16-byte loads, one round trip), measured
+#: on an H100 in session 24 at 0.990x step 39's time per round at h=128 (32, 4096), 0.981x at
+#: varlen B=32, 0.996x at (32, 16384), 0.997x at (128, 16384) and 1.000-1.003x where nothing is
+#: cut (the same split kernel; the devlog, "Session 24"). Step 39 (33 with warpgroup 1
+#: reloading stage 1's chunks 4-7 as soon as its PV1R retires) was the default in sessions
+#: 22-23, 33 in session 21, 11 before it
+BF16_DEFAULT_STEP = 61
+#: the 16-bit default where the plan makes every cut sequence a cluster pair
+#: (:func:`pairs_everywhere`): step 62, measured on an H100 in session 24 at 0.962x step 39's
+#: time per round and 0.979x FlashInfer's at h=128 (32, 4096), and with the pair plan at
+#: (32, 16384) 0.989x and 0.988x; with the same cluster launch where no sequence is a pair it
+#: took 1.012-1.042x step 39's time at h=128 (the devlog, "Session 24")
+BF16_PAIR_STEP = 62
 #: the 16-bit builds that merge the cut sequences inside the split kernel, no combine kernel:
 #: 35 (one row per warp) and 37 (4 rows per warp); their grid must be resident at once
 MERGE_IN_KERNEL_STEPS = (35, 37)
@@ -467,6 +474,13 @@ def choose_per(pages: list[int] | tuple[int, ...], parts: int) -> int:
     return min(sorted(cands), key=lambda per: (_work_cost(offs, per), -per))
 
 
+#: step 62's pair plan may be this many modelled pages busier than the costed plan
+#: (:func:`pair_plan`): the combine kernel that the pairs avoid cost about 2 pages of a CTA's
+#: time where the model charges :data:`COMBINE_PAGES` (1): on an H100 in session 24, 62 took
+#: 2.2 us (one page at 2.2 us) less than 61 at h=128 (32, 4096) with the same pages per part,
+#: and with the pair plan at (32, 16384), 130 modelled pages against the costed plan's 129,
+#: 0.989x step 39's time where 61 took 0.996x (the devlog, "Session 24")
+PAIR_SPARE_PAGES = 1
 #: ``--config cuts``'s values (:func:`plan_work`)
 CUTS = ("auto", "costed", "equal", "even", "pairs")
 #: the costed cuts: a sequence's piece is at least this many pages unless its rest is shorter
@@ -598,6 +612,35 @@ def pair_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList |
         half = _ceil(n, 2)
         filled += [[(b, 0, half, 0)], [(b, half, n, 1)]]
     return _as_work_list(parts, filled, len(pages))
+
+
+def pair_plan(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> WorkList:
+    """Step 62's work list: with ``cuts=auto`` the pair plan (:func:`pair_work_list`) where it
+    exists and the model charges it at most :data:`PAIR_SPARE_PAGES` more than the costed plan
+    charges its own (the pairs run no combine, so the pair plan's cost is taken without
+    :data:`COMBINE_PAGES`), else the costed plan; any other ``cuts`` as :func:`plan_work`
+    plans it. ``parts`` must be even (:func:`pair_parts`). The pairs are marked
+    (:func:`pair_sequences`)."""
+    work = None
+    if cuts == "auto":
+        paired = pair_work_list(pages, parts)
+        costed = costed_work_list(pages, parts)
+        work = costed
+        spare = _plan_cost(costed) + PAIR_SPARE_PAGES
+        if paired is not None and _plan_cost(paired) - COMBINE_PAGES <= spare:
+            work = paired
+    else:
+        work = plan_work(pages, parts, cuts)
+    return replace(work, paired=pair_sequences(work))
+
+
+def pairs_everywhere(work: WorkList) -> bool:
+    """Whether step 62 pays on ``work`` (its plan): at least one sequence is a cluster pair and
+    every cut sequence is one, so no combine runs. Where none is a pair the cluster launch
+    alone took 1.2-4.2% at h=128 on an H100 (session 24), so the default builds step 61
+    there."""
+    cut = [n > 1 for n in work.pieces]
+    return any(work.paired) and all(both or not c for both, c in zip(work.paired, cut, strict=True))
 
 
 def check_cuts(cuts: str) -> None:
@@ -1055,8 +1098,9 @@ class MlaDecodeSm90(KernelPlan):
         return specs
 
     def build_label(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
-        """The schedule and step a call builds (the default ``step=0`` builds 39, 42 at s*h =
-        16, 22 with the FP8 cache (47 or 43 at s*h = 16), and 9 with an explicit split count), e.g.
+        """The schedule and step a call builds (the default ``step=0`` builds 61, or 62 where its
+        plan makes every cut sequence a cluster pair, 42 at s*h = 16, 22 with the FP8 cache (47
+        or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
         pages``."""
         fp8 = " (FP8 cache: producer warpgroup)" if problem.kv_fp8 else ""
@@ -1139,12 +1183,16 @@ class MlaDecodeSm90(KernelPlan):
         return choose_splits(problem, target.sm_count or 132), 0
 
     @staticmethod
-    def kernel_step(config: MlaSm90Config, problem: MlaDecodeProblem | None = None) -> int:
+    def kernel_step(
+        config: MlaSm90Config, problem: MlaDecodeProblem | None = None, sm_count: int = 132
+    ) -> int:
         """The seesaw step built for ``config``: its ``step``, except that the default (0) and
         step 11 with an explicit ``splits`` build step 9 (the work list plans its own parts; a
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
-        16 and :data:`BF16_DEFAULT_STEP` (39) elsewhere, and that the FP8 cache
+        16, :data:`BF16_PAIR_STEP` (62) where its plan on ``sm_count`` SMs makes every cut
+        sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (61)
+        elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
         :data:`FP8_Q_ON_N_STEP` (43) there with per_block scales of at least 128 columns,
@@ -1173,8 +1221,13 @@ class MlaDecodeSm90(KernelPlan):
         if config.splits and config.step in (AUTO_STEP, WORK_LIST_STEP):
             return 9
         if config.step == AUTO_STEP:
-            at_16 = problem is not None and problem.s * problem.h == 16
-            return Q_ON_N_STEP if at_16 else BF16_DEFAULT_STEP
+            if problem is not None and problem.s * problem.h == 16:
+                return Q_ON_N_STEP
+            if problem is not None:
+                parts = pair_parts(_work_parts(problem, sm_count, ctas_per_sm(BF16_PAIR_STEP)))
+                if pairs_everywhere(pair_plan(_pages(problem), parts, config.cuts)):
+                    return BF16_PAIR_STEP
+            return BF16_DEFAULT_STEP
         return config.step
 
     def plan(self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target) -> CuteKernel:
@@ -1185,7 +1238,7 @@ class MlaDecodeSm90(KernelPlan):
         p = problem
         dt = {"bfloat16": cutlass.BFloat16, "float16": cutlass.Float16}[p.dtype]
         schedule = self.schedule_for(p, config)
-        built = self.kernel_step(config, p)
+        built = self.kernel_step(config, p, target.sm_count or 132)
         if schedule == "seesaw" and built in Q_ON_N_FP8_H64_STEPS:
             from .q_on_n_fp8_h64 import MlaDecodeSm90QOnNFp8H64
 
@@ -1222,12 +1275,14 @@ class MlaDecodeSm90(KernelPlan):
             parts = _work_parts(p, target.sm_count or 132, per_sm)
             if step in PAIR_MERGE_STEPS:
                 parts = pair_parts(parts)
-            work = plan_work(_pages(p), parts, config.cuts)
+                work = pair_plan(_pages(p), parts, config.cuts)
+            else:
+                work = plan_work(_pages(p), parts, config.cuts)
             cuts = config.cuts if config.cuts in ("equal", "even") else "costed"
-            if config.cuts == "pairs" and pair_work_list(_pages(p), parts) is not None:
+            halves = pair_work_list(_pages(p), parts)
+            asked = config.cuts == "pairs" or (step in PAIR_MERGE_STEPS and config.cuts == "auto")
+            if asked and halves is not None and work.segments == halves.segments:
                 cuts = "pairs"
-            if step in PAIR_MERGE_STEPS:
-                work = replace(work, paired=pair_sequences(work))
             splits, per = work.parts, work.per
             if step in (*MERGE_IN_KERNEL_STEPS, *OWNER_MERGE_STEPS):
                 _grid_fits_at_once(self.name, step, work.parts * _ceil(p.s * p.h, 64))

@@ -420,7 +420,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: combine read each lane's 4 fp32 columns with four 4-byte loads, which fits step 34's
         #: finding that halving the combine's bytes did not shorten it. Measured in session 22
         #: (H100): tied with 33, 0.993-1.013x per round, its combine as long under ncu.
-        self.combine_vec16 = step in (36, 38, 61)  # (step 37's merge: 16-byte vectors of its own)
+        # (step 37's merge: 16-byte vectors of its own)
+        self.combine_vec16 = step in (36, 38, 61, 62)
         #: step 38 (builds on 36): the combine issues its first round's partial-O loads (the
         #: pieces 0-3 that a row has) before it reads the pieces' LSEs, so a row's merge waits
         #: on one round trip to memory instead of two (the LSEs, then the partial O they
@@ -430,7 +431,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: us at (32, 4096) h=128), so neither the combine's bytes (step 34) nor its load
         #: instructions set its time; latency is what is left. Measured in session 22 (H100):
         #: tied with 33 (0.996-1.008x per round), its combine 7.0 against 7.5 us with warm L2.
-        self.combine_one_trip = step in (38, 61)
+        self.combine_one_trip = step in (38, 61, 62)
         #: step 39 (16-bit cache; builds on 33): WG1 reloads stage 1's chunks 4-7 (V1R, page
         #: pg0 + 3) as soon as its PV1R has retired, right after it issues PV0R, where 33 waits
         #: for PV0R as well and reloads both stages' right halves together. Those chunks are
@@ -496,9 +497,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: 22 and 23); together they cut what its warps wait on (two round trips to one) and
         #: how many waves wait, where the tail of a balanced split grid is all the combine has
         #: (session 23)
-        if step == 61:
+        if step in (61, 62):
             self.combine_batch = 2
-        #: step 62 (16-bit cache; builds on 39): the parts run as clusters of 2 CTAs (parts 2k
+        #: step 62 (16-bit cache; builds on 61, whose lean combine merges the sequences that are
+        #: not pairs): the parts run as clusters of 2 CTAs (parts 2k
         #: and 2k + 1 of an m-tile; the plan makes their count even), and where a sequence's
         #: two pieces are exactly those two parts, whole (mla_decode_sm90.pair_sequences; at
         #: h=128 (32, 4096) the costed plan cuts all 32 sequences so), the two CTAs merge it
