@@ -236,7 +236,7 @@ STEPS = (
 #: together), where step 35 merges one row at a time
 MERGE_ROWS = 4
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
-STEP = 39
+STEP = 61
 
 
 def release_order_chunk(c: int, stage):
@@ -496,7 +496,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: the three alone was within 0.5 us of the combine's 7.4-7.5 us (warm L2, sessions 5,
         #: 22 and 23); together they cut what its warps wait on (two round trips to one) and
         #: how many waves wait, where the tail of a balanced split grid is all the combine has
-        #: (session 23)
+        #: (session 23). Measured in session 24 (H100): 0.990x step 39's time per round at
+        #: (32, 4096), 0.981x at varlen, 0.996-0.997x at (32, 16384) and (128, 16384); its
+        #: combine 6.2 us against 39's 7.5 with warm L2: the 16-bit default since
         if step in (61, 62):
             self.combine_batch = 2
         #: step 62 (16-bit cache; builds on 61, whose lean combine merges the sequences that are
@@ -511,7 +513,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: Session 23 measured the combine at 7.4 us of step 39's 82.5 at (32, 4096) (warm-L2
         #: ncu, H100), FlashInfer's one kernel at 80.4, and steps 59-60 (the same merge through
         #: L2, by the first piece's CTA alone) slower: the merge was a serial tail on half the
-        #: SMs, waiting on L2 round trips (the devlog, "Session 23")
+        #: SMs, waiting on L2 round trips (the devlog, "Session 23"). Measured in session 24
+        #: (H100): correct (3 launches per check), 0.962x step 39's time per round and 0.979x
+        #: FlashInfer's at (32, 4096), 0.989x 39 with cuts=pairs at (32, 16384); where no
+        #: sequence pairs the cluster launch alone took 1.2-4.2% at h=128 (none at h=64), so
+        #: the default builds 62 only where every cut sequence pairs (the devlog, "Session 24")
         self.pair_merge = step in PAIR_MERGE_STEPS
 
     @cute.jit
