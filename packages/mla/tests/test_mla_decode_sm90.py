@@ -1255,6 +1255,12 @@ def test_mla_decode_sm90_cuts_pairs_halves_each_sequence_onto_a_cluster(tmp_path
         k = plan.plan(p, plan.config(p, {}), tgt)
         assert (k.fn.step, k.meta["work_list"]["cuts"]) == (step, cuts), shape
         assert plan.build_label(p, plan.config(p, {})) == f"seesaw step {step}"
+    # the label follows the target's SM count as the plan does (114 SMs: 56 parts, too few
+    # clusters for 32 sequences, so 61; a fresh user's trial found the label said 62)
+    p = plan.problem(b=32, t=4096)
+    t114 = plan.target("sm_90a", 114)
+    assert plan.plan(p, plan.config(p, {}), t114).fn.step == 61
+    assert plan.build_label(p, plan.config(p, {}), t114) == "seesaw step 61"
     varlen = plan.problem(b=32, t=4096, varlen=True)  # some lengths are 0: no pair plan
     k = plan.plan(
         varlen, plan.config(varlen, {"step": "62", "cuts": "pairs"}), plan.target("sm_90a", 132)

@@ -299,7 +299,7 @@ def run(
         raise KernelPlanError(f"--inject-fault {opts.inject_fault}: one of {', '.join(faults)}")
     config = plan.config(problem, items)
     target = plan.target(opts.arch, opts.sm_count)
-    build = plan.build_label(problem, config)
+    build = plan.build_label(problem, config, target)
     if build and not opts.ncu_child:
         log(f"{plan.name} builds: {build}")
     record = not opts.no_record and not opts.ncu_child

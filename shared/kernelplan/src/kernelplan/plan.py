@@ -159,11 +159,13 @@ class KernelPlan(abc.ABC):
         self.supports_config(problem, cfg)
         return cfg
 
-    def build_label(self, problem: Problem, config: Config) -> str | None:
-        """One line naming what ``config`` builds for ``problem`` when the config's own fields
-        do not say it (a default that resolves per problem, such as a schedule or step chosen
-        by the cache format), else None. The CLI prints it and every record keeps it as
-        ``build``."""
+    def build_label(
+        self, problem: Problem, config: Config, target: Target | None = None
+    ) -> str | None:
+        """One line naming what ``config`` builds for ``problem`` (on ``target``, where the
+        choice depends on its SM count) when the config's own fields do not say it (a default
+        that resolves per problem, such as a schedule or step chosen by the cache format),
+        else None. The CLI prints it and every record keeps it as ``build``."""
         return None
 
     def supports_config(self, problem: Problem, config: Config) -> None:  # noqa: B027
@@ -583,7 +585,7 @@ class KernelPlan(abc.ABC):
         from .records import environment
 
         dev = devmod.current_device() if kind != "static" else None
-        build = self.build_label(problem, config)
+        build = self.build_label(problem, config, target)
         return {
             "kind": kind,
             "workload": self.workload.name,

@@ -602,8 +602,9 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
 
 def pair_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList | None:
     """``--config cuts=pairs`` (for seesaw step 62): sequence i's pages halved onto parts 2i and
-    2i + 1 (the first half ceil(n / 2) pages), so each sequence is one cluster's pair and no
-    sequence goes to the combine; the parts past 2b stay empty. None where that plan does not
+    2i + 1 (the first half ceil(n / 2) pages), so under step 62 each sequence is one cluster's
+    pair and none goes to the combine (other steps merge the halves there); the parts past 2b
+    stay empty. None where that plan does not
     exist: more than ``parts`` // 2 sequences, or a sequence of fewer than 2 pages."""
     if len(pages) > parts // 2 or min(pages, default=0) < 2:
         return None
@@ -743,7 +744,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 61, see
+    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 62, see
     :data:`.seesaw.STEPS`,
     40 or 42, one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8
     cache, or 49 to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for
@@ -752,7 +753,9 @@ class MlaSm90Config(Config):
     the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
     of at least 128 columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an
-    explicit ``splits``, else 39 (33 in session 21, 11 before). 11 is a work list of the
+    explicit ``splits``, else 62 where its plan makes every cut sequence a cluster pair
+    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs) and 61 elsewhere
+    (39 in sessions 22-23, 33 in session 21, 11 before). 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
     per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
@@ -786,10 +789,10 @@ class MlaSm90Config(Config):
     per row instead of two (tied with 33 on an H100 in session 22: 0.996-1.008x per round), 39
     is 33 with warpgroup 1 reloading stage 1's chunks 4-7, which its next S reads first, as
     soon as its PV1R retires instead of after its PV0R (0.955-0.978x step 33's time per round
-    at every h=128 row on an H100 in session 22: the default since). 58 (the next free number
-    after the query-rows-on-N builds) is 39 with combine CTAs of 2 warps instead of 4, which at
-    128 registers a thread fit beside a split CTA, so that PDL can make the combine resident
-    before the split kernel ends (tied with 39 on an H100 in session 23). 59 is 39 with no
+    at every h=128 row on an H100 in session 22: the default until session 24). 58 (the next
+    free number after the query-rows-on-N builds) is 39 with combine CTAs of 2 warps instead of
+    4, which at 128 registers a thread fit beside a split CTA, so that PDL can make the combine
+    resident before the split kernel ends (tied with 39 on an H100 in session 23). 59 is 39 with no
     combine kernel: the CTA of a cut sequence's first piece, always its part's last segment,
     keeps that piece's O in registers, waits for the other pieces' partials and merges them
     (1.030x step 39 per round at (32, 4096) on an H100 in session 23: both pieces of a cut
@@ -797,7 +800,13 @@ class MlaSm90Config(Config):
     with that merge in one pass over the other pieces, each piece's LSE and partial O loaded
     together (1.019x). 61 is 39 with a lean combine: 2 pieces per round (72 registers a
     thread, one wave of warps at (32, 4096)), 16-byte loads and one round trip (steps 13, 36
-    and 38 together; built in session 23).
+    and 38 together; 0.981-0.997x step 39 per round where the combine runs, on an H100 in
+    session 24: the default). 62 is 61 with the parts launched as clusters of 2 CTAs, and each
+    sequence whose two whole pieces are one cluster's parts merged by those two CTAs through
+    distributed shared memory, with no combine for it (0.962x step 39 and 0.979x FlashInfer at
+    h=128 (32, 4096) on an H100 in session 24; where no sequence pairs the cluster launch
+    alone costs 1.2-4.2% at h=128, so the default takes 62 only where every cut sequence
+    pairs).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -826,27 +835,30 @@ class MlaSm90Config(Config):
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39 and
-    58-61, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
+    58-62, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
     the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with
     the FP8 cache the default ``step`` builds 22, at s*h = 16 47 or 43, at h = 64 s = 1 from 128
     sequences on 57). ``step`` applies to the
-    seesaw schedule only. ``cuts`` (the
-    work list of seesaw steps 11 and later, without ``splits``): ``auto`` (the default:
-    ``costed`` wherever there is a work list), ``costed`` (:func:`costed_work_list`, parts
-    filled up to one modelled cost, so a part that crosses sequence boundaries holds fewer
-    pages; measured 8.5% faster at varlen B=32 and the same plan or faster elsewhere, the
-    devlog "Session 10"), ``equal`` (step 11's :func:`work_list`, ranges of one page
-    count, chosen by the cost model) or ``even`` (:func:`work_list` with the shortest ranges
-    that fit, ceil(pages / parts): the busiest part as short as it can be, whatever the model
-    says a cut costs; at h=128 (64, 4096) and (128, 4096), s=2 and h=64 (128, 4096) the model
-    cuts nothing and 4 of 132 SMs idle, where FlashInfer deals its pages over all of them: the
-    devlog, "Session 23") or ``pairs`` (:func:`pair_work_list`: each sequence halved onto
-    one cluster's two parts, for step 62's merge, where at most half the parts' count of
-    sequences of at least 2 pages each allow it; else ``costed``); an explicit ``costed``,
-    ``equal``, ``even`` or ``pairs`` without a work list is refused."""
+    seesaw schedule only. ``cuts`` (the work list of seesaw steps 11 and later, without
+    ``splits``): ``auto`` (the default: ``costed`` wherever there is a work list; for step 62
+    ``pairs`` where the model charges it at most :data:`PAIR_SPARE_PAGES` more than ``costed``,
+    :func:`pair_plan`), ``costed`` (:func:`costed_work_list`, parts filled up to one modelled
+    cost, so a part that crosses sequence boundaries holds fewer pages; measured 8.5% faster at
+    varlen B=32 and the same plan or faster elsewhere, the devlog "Session 10"), ``equal`` (step
+    11's :func:`work_list`, ranges of one page count, chosen by the cost model) or ``even``
+    (:func:`work_list` with the shortest ranges that fit, ceil(pages / parts): the busiest part
+    as short as it can be, whatever the model says a cut costs; at h=128 (64, 4096) and (128,
+    4096), s=2 and h=64 (128, 4096) the model cuts nothing and 4 of 132 SMs idle, where
+    FlashInfer deals its pages over all of them: the devlog, "Session 23"; 1.014-1.190x step
+    39's time on an H100 in session 24) or ``pairs`` (:func:`pair_work_list`: sequence i halved
+    onto parts 2i and 2i + 1, one cluster's two parts under step 62, which then merges every
+    sequence in its pair; it needs b <= parts / 2 and every sequence at least 2 pages long, else
+    the plan is ``costed``, and the record's ``work_list.cuts`` says which ran; other steps
+    merge the halves in the combine kernel); an explicit ``costed``, ``equal``, ``even`` or
+    ``pairs`` without a work list is refused."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"
@@ -1097,7 +1109,9 @@ class MlaDecodeSm90(KernelPlan):
             )  # fmt: skip
         return specs
 
-    def build_label(self, problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
+    def build_label(
+        self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target | None = None
+    ) -> str:
         """The schedule and step a call builds (the default ``step=0`` builds 61, or 62 where its
         plan makes every cut sequence a cluster pair, 42 at s*h = 16, 22 with the FP8 cache (47
         or 43 at s*h = 16), and 9 with an explicit split count), e.g.
@@ -1107,7 +1121,7 @@ class MlaDecodeSm90(KernelPlan):
         if self.schedule_for(problem, config) == "lockstep":
             how = ", FP8 dequantised by the math warpgroups" if problem.kv_fp8 else ""
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
-        step = self.kernel_step(config, problem)
+        step = self.kernel_step(config, problem, (target.sm_count if target else None) or 132)
         if step in Q_ON_N_FP8_H64_STEPS:
             k_how = (
                 "K straight from SMEM by FP8 WGMMA (Q in two e4m3 terms; outside the LSE "
