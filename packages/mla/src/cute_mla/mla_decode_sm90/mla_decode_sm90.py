@@ -1170,7 +1170,19 @@ class MlaDecodeSm90(KernelPlan):
             fp8 = " (FP8 cache: producer warpgroups in clusters of 2, the crossover)"
         elif problem.kv_fp8 and step == 26:
             fp8 = " (FP8 cache: m-tiles do not pair up, so step 22's code, no crossover)"
-        return f"seesaw step {step}{fp8}"
+        note = ""
+        sms = (target.sm_count if target else None) or 132
+        if step >= WORK_LIST_STEP and not config.splits and not problem.kv_fp8:
+            parts = _work_parts(problem, sms, ctas_per_sm(step))
+            if step in PAIR_MERGE_STEPS:
+                parts = pair_parts(parts)
+            if config.cuts == "pairs" and pair_work_list(_pages(problem), parts) is None:
+                note = " (cuts=pairs: no pair plan for this problem, so costed cuts)"
+            elif step in PAIR_MERGE_STEPS:
+                work = pair_plan(_pages(problem), parts, config.cuts)
+                if not any(work.paired):
+                    note = " (no sequence is a cluster pair here: clusters without the merge)"
+        return f"seesaw step {step}{fp8}{note}"
 
     @staticmethod
     def schedule_for(problem: MlaDecodeProblem, config: MlaSm90Config) -> str:
