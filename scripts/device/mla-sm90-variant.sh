@@ -46,36 +46,23 @@ cl="--check-launches ${CHECK_LAUNCHES:-1}"
 # steps 40 and 42 (the query rows on WGMMA's N) have their own check and ncu lists
 q_on_n=' step=4[02] '
 
-# whether VARIANT's step= builds the 16-bit work list (BF16_STEPS from WORK_LIST_STEP on),
-# asked of the package so that a new step needs no edit here; exits when it cannot be asked
-work_list_step() {
+# whether VARIANT's step= is one the package lists, asked of it so that a new step needs no
+# edit here: `step_is work_list` (BF16_STEPS from WORK_LIST_STEP on: the 16-bit work list) or
+# `step_is pair_merge` (PAIR_MERGE_STEPS: clusters merging pairs through DSMEM, step 62);
+# exits when the package cannot be asked
+step_is() {
     local s rc
     s=$(sed -n 's/.* step=\([0-9][0-9]*\) .*/\1/p' <<< " $VARIANT ")
     [ -n "$s" ] || return 1
     "$py" -c 'import sys
-from cute_mla.mla_decode_sm90.mla_decode_sm90 import BF16_STEPS, WORK_LIST_STEP
-step = int(sys.argv[1])
-sys.exit(0 if step in BF16_STEPS and step >= WORK_LIST_STEP else 3)' "$s"
+from cute_mla.mla_decode_sm90.mla_decode_sm90 import BF16_STEPS, PAIR_MERGE_STEPS, WORK_LIST_STEP
+step, kind = int(sys.argv[1]), sys.argv[2]
+ok = step in BF16_STEPS and step >= WORK_LIST_STEP if kind == "work_list" else step in PAIR_MERGE_STEPS
+sys.exit(0 if ok else 3)' "$s" "$1"
     rc=$?
     [ $rc -eq 0 ] && return 0
     [ $rc -eq 3 ] && return 1
-    echo "cannot ask the mla package which steps walk the work list (rc=$rc): is it on PYTHONPATH?" >&2
-    exit 2
-}
-
-# whether VARIANT's step= merges cluster pairs through DSMEM (PAIR_MERGE_STEPS: step 62), asked
-# of the package as above
-pair_merge_step() {
-    local s rc
-    s=$(sed -n 's/.* step=\([0-9][0-9]*\) .*/\1/p' <<< " $VARIANT ")
-    [ -n "$s" ] || return 1
-    "$py" -c 'import sys
-from cute_mla.mla_decode_sm90.mla_decode_sm90 import PAIR_MERGE_STEPS
-sys.exit(0 if int(sys.argv[1]) in PAIR_MERGE_STEPS else 3)' "$s"
-    rc=$?
-    [ $rc -eq 0 ] && return 0
-    [ $rc -eq 3 ] && return 1
-    echo "cannot ask the mla package which steps merge cluster pairs (rc=$rc): is it on PYTHONPATH?" >&2
+    echo "cannot ask the mla package about step $s ($1, rc=$rc): is it on PYTHONPATH?" >&2
     exit 2
 }
 
@@ -99,7 +86,7 @@ v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check $cl --prof_type disab
 v-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $v --check $cl --prof_type disabled
 v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check $cl --prof_type disabled
 JOBS
-    if work_list_step || [[ " $VARIANT " =~ " cuts="(costed|equal|even)" " ]]; then
+    if step_is work_list || [[ " $VARIANT " =~ " cuts="(costed|equal|even|pairs)" " ]]; then
         # the work-list steps plan their own parts (no splits=): one sequence in 66 pieces (the
         # combine merges them all), 132 parts of 2 pages at h=16, the table's varlen draw,
         # empty sequences between long ones (some parts walk several sequences), and 64
@@ -112,7 +99,7 @@ v-wl-b32-varlen kernel --b 32 --t 4096 --varlen true $v --check $cl --prof_type 
 v-wl-empty kernel --b 6 --seqlens [0,3000,0,0,129,5000] $v --check $cl --prof_type disabled
 v-wl-mixed kernel --b 64 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300] $v --check $cl --prof_type disabled
 JOBS
-        if pair_merge_step; then
+        if step_is pair_merge; then
             # step 62: plans whose cut sequences are all cluster pairs (h=128 with 64 of 66
             # parts and with all 66, h=64, s*h = 48 rows in the m-tile, fp16), a plan that mixes
             # pairs with combined sequences and empty ones, and the fault on a paired plan
@@ -135,7 +122,7 @@ v-even-s2-b32-t4096 kernel --b 32 --s 2 --t 4096 $v --check $cl --prof_type disa
 v-even-h64-b128-t4096 kernel --b 128 --t 4096 --h 64 $v --check $cl --prof_type disabled
 JOBS
         fi
-        if [[ " $VARIANT " =~ " cuts="(costed|equal|even)" " && ! " $VARIANT " =~ " step=" ]]; then
+        if [[ " $VARIANT " =~ " cuts="(costed|equal|even|pairs)" " && ! " $VARIANT " =~ " step=" ]]; then
             # the work list's cuts plan the FP8 cache's work list too (its default step 22)
             cat <<JOBS
 v-wl-fp8-varlen kernel --b 32 --t 4096 --varlen true --kv_dtype float8_e4m3fn $v --check $cl --prof_type disabled
