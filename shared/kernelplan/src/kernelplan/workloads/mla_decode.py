@@ -265,7 +265,10 @@ class MlaDecodeProblem(Rederived):
         if self.seqlens is not None:
             lens = tuple(self.seqlens)
             if len(lens) != self.b:
-                raise ShapeError(f"--seqlens has {len(lens)} lengths but --b is {self.b}")
+                raise ShapeError(
+                    f"--seqlens has {len(lens)} lengths but --b is {self.b}: pass --b "
+                    f"{len(lens)}, or {self.b} lengths"
+                )
             if any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in lens):
                 raise ShapeError(f"--seqlens must be non-negative integers (got {lens})")
             object.__setattr__(self, "seqlens", lens)
