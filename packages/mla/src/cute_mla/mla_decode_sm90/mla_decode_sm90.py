@@ -38,6 +38,7 @@ timed on the H200 (knowledge/kernels/mla-decode-sm90.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import ClassVar, Literal
 
 from kernelplan import (
@@ -697,6 +698,21 @@ def pair_parts(parts: int) -> int:
     return max(2, parts - parts % 2)
 
 
+@lru_cache(maxsize=64)
+def step_work(problem: MlaDecodeProblem, step: int, cuts: str, sm_count: int) -> WorkList:
+    """The work list that seesaw ``step`` (11 or later, 16-bit cache) runs for ``problem`` on
+    ``sm_count`` SMs with ``--config cuts``: :func:`plan_work` over :func:`_work_parts`'s parts,
+    or for the :data:`PAIR_MERGE_STEPS` :func:`pair_plan` over an even count
+    (:func:`pair_parts`). One place for :meth:`MlaDecodeSm90.kernel_step` (which asks it
+    whether the default is step 62), :meth:`MlaDecodeSm90.build_label` and
+    :meth:`MlaDecodeSm90.plan`; cached, as all three ask it for the same call (the problem
+    and the work list are immutable). Raises ShapeError as the planners do."""
+    parts = _work_parts(problem, sm_count, ctas_per_sm(step))
+    if step in PAIR_MERGE_STEPS:
+        return pair_plan(_pages(problem), pair_parts(parts), cuts)
+    return plan_work(_pages(problem), parts, cuts)
+
+
 def work_cap(problem: MlaDecodeProblem) -> int:
     """The most pieces a sequence can have in any work list of ``problem``: with the most
     parts (PARTS_CAP // m-tiles, the shortest ranges), ceil(longest / per) + 1."""
@@ -1121,7 +1137,8 @@ class MlaDecodeSm90(KernelPlan):
         if self.schedule_for(problem, config) == "lockstep":
             how = ", FP8 dequantised by the math warpgroups" if problem.kv_fp8 else ""
             return f"lockstep schedule, {self.loads_for(config)} pages{how}"
-        step = self.kernel_step(config, problem, (target.sm_count if target else None) or 132)
+        sms = (target.sm_count if target else None) or 132
+        step = self.kernel_step(config, problem, sms)
         if step in Q_ON_N_FP8_H64_STEPS:
             k_how = (
                 "K straight from SMEM by FP8 WGMMA (Q in two e4m3 terms; outside the LSE "
@@ -1171,17 +1188,12 @@ class MlaDecodeSm90(KernelPlan):
         elif problem.kv_fp8 and step == 26:
             fp8 = " (FP8 cache: m-tiles do not pair up, so step 22's code, no crossover)"
         note = ""
-        sms = (target.sm_count if target else None) or 132
         if step >= WORK_LIST_STEP and not config.splits and not problem.kv_fp8:
-            parts = _work_parts(problem, sms, ctas_per_sm(step))
-            if step in PAIR_MERGE_STEPS:
-                parts = pair_parts(parts)
-            if config.cuts == "pairs" and pair_work_list(_pages(problem), parts) is None:
+            work = step_work(problem, step, config.cuts, sms)
+            if config.cuts == "pairs" and pair_work_list(_pages(problem), work.parts) is None:
                 note = " (cuts=pairs: no pair plan for this problem, so costed cuts)"
-            elif step in PAIR_MERGE_STEPS:
-                work = pair_plan(_pages(problem), parts, config.cuts)
-                if not any(work.paired):
-                    note = " (no sequence is a cluster pair here: clusters without the merge)"
+            elif step in PAIR_MERGE_STEPS and not any(work.paired):
+                note = " (no sequence is a cluster pair here: clusters without the merge)"
         return f"seesaw step {step}{fp8}{note}"
 
     @staticmethod
@@ -1249,10 +1261,10 @@ class MlaDecodeSm90(KernelPlan):
         if config.step == AUTO_STEP:
             if problem is not None and problem.s * problem.h == 16:
                 return Q_ON_N_STEP
-            if problem is not None:
-                parts = pair_parts(_work_parts(problem, sm_count, ctas_per_sm(BF16_PAIR_STEP)))
-                if pairs_everywhere(pair_plan(_pages(problem), parts, config.cuts)):
-                    return BF16_PAIR_STEP
+            if problem is not None and pairs_everywhere(
+                step_work(problem, BF16_PAIR_STEP, config.cuts, sm_count)
+            ):
+                return BF16_PAIR_STEP
             return BF16_DEFAULT_STEP
         return config.step
 
@@ -1297,15 +1309,9 @@ class MlaDecodeSm90(KernelPlan):
         work = None
         step = built if schedule == "seesaw" else None
         if schedule == "seesaw" and step >= 11:
-            per_sm = ctas_per_sm(step)
-            parts = _work_parts(p, target.sm_count or 132, per_sm)
-            if step in PAIR_MERGE_STEPS:
-                parts = pair_parts(parts)
-                work = pair_plan(_pages(p), parts, config.cuts)
-            else:
-                work = plan_work(_pages(p), parts, config.cuts)
+            work = step_work(p, step, config.cuts, target.sm_count or 132)
             cuts = config.cuts if config.cuts in ("equal", "even") else "costed"
-            halves = pair_work_list(_pages(p), parts)
+            halves = pair_work_list(_pages(p), work.parts)
             asked = config.cuts == "pairs" or (step in PAIR_MERGE_STEPS and config.cuts == "auto")
             if asked and halves is not None and work.segments == halves.segments:
                 cuts = "pairs"
