@@ -47,17 +47,24 @@ cl="--check-launches ${CHECK_LAUNCHES:-1}"
 q_on_n=' step=4[02] '
 
 # whether VARIANT's step= is one the package lists, asked of it so that a new step needs no
-# edit here: `step_is work_list` (BF16_STEPS from WORK_LIST_STEP on: the 16-bit work list) or
-# `step_is pair_merge` (PAIR_MERGE_STEPS: clusters merging pairs through DSMEM, step 62);
+# edit here: `step_is work_list` (BF16_STEPS from WORK_LIST_STEP on: the 16-bit work list),
+# `step_is pair_merge` (PAIR_MERGE_STEPS: clusters merging pairs through DSMEM, step 62) or
+# `step_is multicast` (MULTICAST_STEPS: two m-tiles' CTAs sharing each page, step 63);
 # exits when the package cannot be asked
 step_is() {
     local s rc
     s=$(sed -n 's/.* step=\([0-9][0-9]*\) .*/\1/p' <<< " $VARIANT ")
     [ -n "$s" ] || return 1
     "$py" -c 'import sys
-from cute_mla.mla_decode_sm90.mla_decode_sm90 import BF16_STEPS, PAIR_MERGE_STEPS, WORK_LIST_STEP
+from cute_mla.mla_decode_sm90.mla_decode_sm90 import (
+    BF16_STEPS, MULTICAST_STEPS, PAIR_MERGE_STEPS, WORK_LIST_STEP,
+)
 step, kind = int(sys.argv[1]), sys.argv[2]
-ok = step in BF16_STEPS and step >= WORK_LIST_STEP if kind == "work_list" else step in PAIR_MERGE_STEPS
+ok = {
+    "work_list": step in BF16_STEPS and step >= WORK_LIST_STEP,
+    "pair_merge": step in PAIR_MERGE_STEPS,
+    "multicast": step in MULTICAST_STEPS,
+}[kind]
 sys.exit(0 if ok else 3)' "$s" "$1"
     rc=$?
     [ $rc -eq 0 ] && return 0
@@ -69,6 +76,10 @@ sys.exit(0 if ok else 3)' "$s" "$1"
 jobs_check() {
     if [[ " $VARIANT " =~ $q_on_n ]]; then
         jobs_check_q_on_n
+        return
+    fi
+    if step_is multicast; then
+        jobs_check_multicast
         return
     fi
     cat <<JOBS
@@ -165,6 +176,37 @@ v-wl-h16-mixed kernel --b 64 --h 16 --seqlens [1,64,65,129,0,200,5,300,1,64,65,1
 v-h16-b128-t4096 kernel --b 128 --t 4096 --h 16 $v --check $cl --prof_type disabled
 v-h16-s2-b32-t4096 kernel --b 32 --s 2 --h 16 --t 4096 $v --check $cl --prof_type disabled
 v-fault-wrong-page kernel --b 4 --t 1024 --h 16 $v --inject-fault wrong-page --prof_type disabled
+JOBS
+}
+
+# step 63 (two m-tiles' CTAs sharing each page by multicast TMA) takes an even number of
+# m-tiles: h=128, s=2 at h=128 (4 m-tiles, causal), s=2 at h=64 and s=4 at h=32 (2 m-tiles
+# whose rows are two or four query positions, causal limits differing between the CTAs of one
+# cluster), s=4 at h=64 (4 m-tiles, varlen); the same kinds of cases as jobs_check otherwise (tails, empty
+# sequences, fp16, the work list's many-segment parts, the mbarrier phases over 256 pages),
+# the table's uncut rows, and the wrong-page fault that must FAIL
+jobs_check_multicast() {
+    cat <<JOBS
+v-check-pkg-default session check mla mla_decode_sm90
+v-b4-t1024 kernel --b 4 --t 1024 $v --check $cl --prof_type disabled
+v-b3-t1000 kernel --b 3 --t 1000 $v --check $cl --prof_type disabled
+v-b8-t777-varlen kernel --b 8 --t 777 --varlen true $v --check $cl --prof_type disabled
+v-b4-s2-t1000 kernel --b 4 --s 2 --t 1000 $v --check $cl --prof_type disabled
+v-h64-s2-t513 kernel --b 4 --s 2 --h 64 --t 513 $v --check $cl --prof_type disabled
+v-h32-s4-t1000 kernel --b 4 --s 4 --h 32 --t 1000 $v --check $cl --prof_type disabled
+v-h64-s4-varlen kernel --b 4 --s 4 --h 64 --t 300 --varlen true $v --check $cl --prof_type disabled
+v-t1-empty kernel --b 2 --seqlens [1,0] $v --check $cl --prof_type disabled
+v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check $cl --prof_type disabled
+v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check $cl --prof_type disabled
+v-wl-b1-t16384 kernel --b 1 --t 16384 $v --check $cl --prof_type disabled
+v-wl-b2-t16384 kernel --b 2 --t 16384 $v --check $cl --prof_type disabled
+v-wl-b32-varlen kernel --b 32 --t 4096 --varlen true $v --check $cl --prof_type disabled
+v-wl-empty kernel --b 6 --seqlens [0,3000,0,0,129,5000] $v --check $cl --prof_type disabled
+v-wl-mixed kernel --b 64 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,300] $v --check $cl --prof_type disabled
+v-mc-b128-t4096 kernel --b 128 --t 4096 $v --check $cl --prof_type disabled
+v-mc-s2-b32-t4096 kernel --b 32 --s 2 --t 4096 $v --check $cl --prof_type disabled
+v-mc-b32-t4096 kernel --b 32 --t 4096 $v --check $cl --prof_type disabled
+v-fault-wrong-page kernel --b 4 --t 1024 $v --inject-fault wrong-page --prof_type disabled
 JOBS
 }
 

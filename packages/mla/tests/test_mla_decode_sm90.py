@@ -1216,6 +1216,45 @@ def test_mla_decode_sm90_seesaw_step62_merges_cluster_pairs_through_dsmem(tmp_pa
     assert km.meta["combine"] == "cluster pairs (dsmem) + pdl"
 
 
+def test_mla_decode_sm90_seesaw_step63_multicasts_each_page_to_two_m_tiles(tmp_path, monkeypatch):
+    """Step 63 (``--config step=63``): step 61 with the CTAs of m-tiles 2j and 2j + 1 as a
+    cluster of 2, each page chunk loaded once for both. All 36 page TMAs of 61 become
+    multicast TMAs (UTMALDG.2D.MULTICAST), issued by whichever CTA counts a chunk group's
+    release second on rank 0's counter: 5 atomics (the four groups of a pair of stages and a
+    segment's first two pages), relaxed, so no MEMBAR.ALL.GPU in the loop (with acq_rel
+    ptxas fenced each one; the two left are the cluster barriers at the start and the end).
+    The same MMAs, the same combine, 0 spills. Odd m-tile counts are refused with the fix.
+    Built in session 25."""
+    got, plan, prob, cfg = _seesaw_pair((61, 63), "multicast", tmp_path, monkeypatch)
+    (a, _), (b, kb) = got[61], got[63]
+    assert kb.fn.early_v1r and kb.fn.qk_release_order and kb.fn.combine_batch == 2
+    assert b["mma_mnemonics"] == a["mma_mnemonics"]
+    assert a["opcodes"]["UTMALDG"] == b["opcodes"]["UTMALDG"] == 36
+    sa, sb = _sass_text(a), _sass_text(b)
+    assert "MULTICAST" not in sa and sb.count("UTMALDG.2D.MULTICAST") == 36
+    assert "ATOM" not in a["opcodes"] and b["opcodes"]["ATOM"] == 5
+    assert sa.count("MEMBAR.ALL.GPU") == 0 and sb.count("MEMBAR.ALL.GPU") == 2
+    assert "UCGABAR_ARV" not in a["opcodes"] and b["opcodes"]["UCGABAR_ARV"] == 2
+    assert len(a["functions"]) == len(b["functions"]) == 1  # 61's combine kernel, both
+    assert b["registers"] <= 232
+    assert plan.build_label(prob, cfg) == "seesaw step 63"
+
+    from cute_mla.mla_decode_sm90.seesaw import CNT_SEG, MlaDecodeSm90Seesaw, release_counter
+
+    from kernelplan import ShapeError
+
+    # the four chunk groups and the segment's start count on five distinct counters
+    assert sorted(release_counter(st, w) for st in (0, 1) for w in (0, 1)) == [0, 1, 2, 3]
+    assert CNT_SEG == 4
+    # odd m-tile counts: the plan refuses them with what to do, the kernel class too
+    for shape in ({"b": 4, "t": 1024, "h": 64}, {"b": 4, "s": 3, "h": 64, "t": 1000}):
+        p = plan.problem(**shape)
+        with pytest.raises(ShapeError, match="even number of them.*drop --config step"):
+            plan.supports_config(p, plan.config(p, {"step": "63"}))
+    with pytest.raises(ValueError, match="even number of m-tiles"):
+        MlaDecodeSm90Seesaw(1, 64, False, step=63)
+
+
 def test_mla_decode_sm90_cuts_pairs_halves_each_sequence_onto_a_cluster(tmp_path, monkeypatch):
     """``cuts=pairs`` (:func:`pair_work_list`): sequence i's pages halved onto parts 2i and
     2i + 1, so step 62 pairs every sequence and launches no combine; the costed plan where

@@ -335,20 +335,24 @@ class MlaDecodeSm90Kernel:
             cute.make_layout((1, 8)),
         )
 
-    def page_tma(self, kv_cache, atom, width: int = D_QK):
+    def page_tma(self, kv_cache, atom, width: int = D_QK, multicast: bool = False):
         """The cache seen as (tokens, ``width``) rows (576; the FP8 cache's rope part: 64);
         one TMA box is one 64-token x 64-column chunk of a page, landing as one 8 KB chunk of
         the SMEM page (the 128-byte-swizzle atom tiled rows first, the layout of every chunk
         of sK). The page index from the page table is the box's row coordinate (in units of
-        64 tokens). Returns (atom, TMA tensor)."""
+        64 tokens). ``multicast`` (seesaw step 63): the multicast op, the whole box to every
+        CTA of the copy's ``mcast_mask``. Returns (atom, TMA tensor)."""
         mKV_rows = cute.make_tensor(
             kv_cache.iterator,
             cute.make_layout((kv_cache.shape[0] * PAGE, width), stride=(width, 1)),
         )
         chunk_layout = cute.tile_to_shape(atom, (PAGE, CHUNK), (0, 1))
-        return cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileG2SOp(), mKV_rows, chunk_layout, (PAGE, CHUNK)
+        op = (
+            cpasync.CopyBulkTensorTileG2SMulticastOp()
+            if multicast
+            else cpasync.CopyBulkTensorTileG2SOp()
         )
+        return cpasync.make_tiled_tma_atom(op, mKV_rows, chunk_layout, (PAGE, CHUNK))
 
     def combine_views(self, o, lse, o_acc, lse_acc, b, work=None):
         """The merge's views (trace time): ``vO`` (cap, b*rows, 4, 32, 4) partial O, ``vL``

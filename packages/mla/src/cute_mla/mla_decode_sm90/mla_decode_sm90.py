@@ -153,10 +153,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: with that merge in one pass, each piece's LSE and O loaded together; 61: 39 with a lean
 #: combine, 2 pieces per round, 16-byte loads, one round trip; 62: 39 with the two pieces of a
 #: sequence cut in two adjacent parts merged through distributed shared memory, the parts'
-#: CTAs a cluster of 2)
+#: CTAs a cluster of 2; 63: 61 with the CTAs of two m-tiles a cluster of 2 and each page
+#: chunk loaded once for both, by a multicast TMA)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62,
+    60, 61, 62, 63,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -190,6 +191,10 @@ OWNER_MERGE_STEPS = (59, 60)
 #: and where a sequence's two pieces are those two parts, whole, the CTAs merge them through
 #: distributed shared memory (62); the work list then has an even number of parts
 PAIR_MERGE_STEPS = (62,)
+#: the 16-bit builds whose two CTAs of m-tiles 2j and 2j + 1 (the same part, so the same
+#: pages) run as a cluster of 2 and share each page: the CTA that frees a chunk group last
+#: loads it into both by one multicast TMA (63); they take an even number of m-tiles
+MULTICAST_STEPS = (63,)
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
@@ -760,7 +765,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 62, see
+    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 63, see
     :data:`.seesaw.STEPS`,
     40 or 42, one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8
     cache, or 49 to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for
@@ -822,7 +827,10 @@ class MlaSm90Config(Config):
     distributed shared memory, with no combine for it (0.962x step 39 and 0.979x FlashInfer at
     h=128 (32, 4096) on an H100 in session 24; where no sequence pairs the cluster launch
     alone costs 1.2-4.2% at h=128, so the default takes 62 only where every cut sequence
-    pairs).
+    pairs). 63 is 61 with the CTAs of m-tiles 2j and 2j + 1 (s*h = 128 or 256) launched as a
+    cluster of 2: they walk the same pages, and the CTA that frees a group of a stage's chunks
+    last loads the next page's chunks into both by one multicast TMA, so each page crosses L2
+    to the SMs once per cluster instead of once per m-tile.
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -851,7 +859,7 @@ class MlaSm90Config(Config):
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39 and
-    58-62, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
+    58-63, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
@@ -973,6 +981,14 @@ class MlaDecodeSm90(KernelPlan):
                 f"loads=cpasync or auto (got loads={config.loads}: a TMA of e4m3 bytes cannot "
                 "land as 16-bit SMEM; --config schedule=seesaw dequantises in a producer "
                 "warpgroup)"
+            )
+        m_tiles = _ceil(problem.s * problem.h, 64)
+        if config.step in MULTICAST_STEPS and m_tiles % 2:
+            raise ShapeError(
+                f"{self.name}: step {config.step} loads each page once for the CTAs of two "
+                f"64-row m-tiles and takes an even number of them, s*h = 128 or 256 (got "
+                f"s={problem.s}, h={problem.h}: {m_tiles} m-tile{'s' if m_tiles > 1 else ''}; "
+                "drop --config step for the default build)"
             )
         if config.step in Q_ON_N_STEPS and problem.s * problem.h not in Q_ON_N_ROWS:
             raise ShapeError(

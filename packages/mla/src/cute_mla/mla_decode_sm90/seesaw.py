@@ -83,7 +83,10 @@ resident beside a split CTA, and 59 is 39 with no combine kernel: the CTA of a c
 first piece (its part's last segment) merges the other pieces into its own partial O, still in
 registers, 60 is 59 with that merge in one pass (each piece's LSE and O loaded together), and
 61 is 39 with a lean combine: 2 pieces per round, 16-byte loads and one round trip (13, 36 and
-38 together). Steps 14-24, 26, 27 and 30 take
+38 together), 62 merges a sequence cut into one cluster's two parts through distributed
+shared memory, and 63 is 61 with the CTAs of two m-tiles a cluster that loads each page chunk
+once for both (multicast TMA, issued by whichever CTA frees the chunk group second:
+:meth:`MlaDecodeSm90Seesaw.load_group`). Steps 14-24, 26, 27 and 30 take
 the FP8
 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
@@ -138,6 +141,7 @@ from .kernel import (
 from .mla_decode_sm90 import (
     FP8_STEPS,
     MERGE_IN_KERNEL_STEPS,
+    MULTICAST_STEPS,
     OWNER_MERGE_STEPS,
     PAIR_MERGE_STEPS,
     PARTS_CAP,
@@ -230,7 +234,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -280,6 +284,22 @@ PAIR_VECS = TILE_M * HALF_V // WG_THREADS // 4
 #: step 62: the bytes one CTA of a pair sends the other: a warpgroup's fp32 O half and the 64
 #: rows' LSEs
 PAIR_BYTES = WG_THREADS * PAIR_VECS * 16 + TILE_M * 4
+#: step 63: the counters in cluster rank 0's SMEM that tell the CTA freeing a chunk group
+#: second (its load's issuer): one per (stage, releasing warpgroup), :func:`release_counter`,
+#: and one for a segment's first two pages
+CNT_SEG = STAGES * NUM_WG
+N_CNT = CNT_SEG + 1
+#: step 63: a multicast TMA's destinations, both CTAs of the cluster
+MCAST_MASK = 0b11
+
+
+def release_counter(stage: int, wg: int) -> int:
+    """Step 63: the counter of the chunk group that warpgroup ``wg`` frees in ``stage``
+    (the FP8 producer's EMPTY barriers are numbered the same way): (0, 0) V0L, chunks 0-3;
+    (0, 1) V0R and P0, chunks 4-8; (1, 0) V1L and P1, chunks 0-3 and 8; (1, 1) V1R, 4-7."""
+    return stage * NUM_WG + wg
+
+
 #: step 14's share of a page per producer thread and group (half of the latent columns):
 #: token tidx // 2, 8 vectors of 16 e4m3 values (:meth:`MlaDecodeSm90Seesaw.fp8_vector`)
 FP8_HALF_VECS = 8
@@ -387,7 +407,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62)
+        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -421,7 +441,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: finding that halving the combine's bytes did not shorten it. Measured in session 22
         #: (H100): tied with 33, 0.993-1.013x per round, its combine as long under ncu.
         # (step 37's merge: 16-byte vectors of its own)
-        self.combine_vec16 = step in (36, 38, 61, 62)
+        self.combine_vec16 = step in (36, 38, 61, 62, 63)
         #: step 38 (builds on 36): the combine issues its first round's partial-O loads (the
         #: pieces 0-3 that a row has) before it reads the pieces' LSEs, so a row's merge waits
         #: on one round trip to memory instead of two (the LSEs, then the partial O they
@@ -431,7 +451,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: us at (32, 4096) h=128), so neither the combine's bytes (step 34) nor its load
         #: instructions set its time; latency is what is left. Measured in session 22 (H100):
         #: tied with 33 (0.996-1.008x per round), its combine 7.0 against 7.5 us with warm L2.
-        self.combine_one_trip = step in (38, 61, 62)
+        self.combine_one_trip = step in (38, 61, 62, 63)
         #: step 39 (16-bit cache; builds on 33): WG1 reloads stage 1's chunks 4-7 (V1R, page
         #: pg0 + 3) as soon as its PV1R has retired, right after it issues PV0R, where 33 waits
         #: for PV0R as well and reloads both stages' right halves together. Those chunks are
@@ -441,7 +461,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: reads or waits on those chunks (its S1 and PV1R), so the early reload is safe as
         #: the FP8 producer's step 16 release is. Measured in session 22 (H100): 0.955-0.978x
         #: step 33's time per round at every h=128 row, 1.001x at h=64: the 16-bit default.
-        self.early_v1r = step in (39, 58, 59, 60, 61, 62)
+        self.early_v1r = step in (39, 58, 59, 60, 61, 62, 63)
         #: step 58 (16-bit cache; builds on 39; the next free step number, 40-57 being the
         #: query-rows-on-N builds): combine CTAs of 2 warps instead of 4. A split CTA holds 256
         #: threads x 224 allocated registers = 57344 of the SM's 65536 and 219 KB of SMEM; a
@@ -499,7 +519,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (session 23). Measured in session 24 (H100): 0.990x step 39's time per round at
         #: (32, 4096), 0.981x at varlen, 0.996-0.997x at (32, 16384) and (128, 16384); its
         #: combine 6.2 us against 39's 7.5 with warm L2: the 16-bit default since
-        if step in (61, 62):
+        if step in (61, 62, 63):
             self.combine_batch = 2
         #: step 62 (16-bit cache; builds on 61, whose lean combine merges the sequences that are
         #: not pairs): the parts run as clusters of 2 CTAs (parts 2k
@@ -519,6 +539,24 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: sequence pairs the cluster launch alone took 1.2-4.2% at h=128 (none at h=64), so
         #: the default builds 62 only where every cut sequence pairs (the devlog, "Session 24")
         self.pair_merge = step in PAIR_MERGE_STEPS
+        #: step 63 (16-bit cache; builds on 61): the CTAs of m-tiles 2j and 2j + 1 run as a
+        #: cluster of 2 (grid [m-tiles, 1, parts], cluster [2, 1, 1]); they hold the same part,
+        #: so they walk the same pages in the same order, and each page chunk is loaded once
+        #: for both by a multicast TMA. Where 61's warps issue a freed chunk group's next TMA,
+        #: each CTA arms its own chunk mbarriers and adds 1 to the group's counter in cluster
+        #: rank 0's SMEM (atom.acq_rel.cluster); the CTA that finds the count odd freed the
+        #: group second, so both copies are free, and it issues the group's TMAs to both
+        #: (:meth:`load_group`). No CTA waits for its peer to load; a page's chunk lands in both
+        #: as soon as the later of the two has freed it. Both CTAs of an h=128 part read every
+        #: page, so 61 moves each page across L2 to the SMs twice: 311 MB of crossbar reads for
+        #: 156 MB from DRAM at (32, 4096) and 4.86 GB for 2.44 GB at (128, 16384) under ncu on
+        #: an H100 (the devlog, "Session 23"), and the rows where nothing is cut, which the
+        #: power cap slows most (61 as fast as 39 there), are where FlashInfer leads by 3-5%
+        self.multicast = step in MULTICAST_STEPS
+        if self.multicast and self.m_tiles % 2:
+            raise ValueError(
+                f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
+            )
 
     @cute.jit
     def __call__(
@@ -574,7 +612,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             mKV8, mSc, _ = self.fp8_views(kv_cache, kv_scales, kv_rope)
             tma_atom, mKVt = self.page_tma(kv_rope, atom, D_ROPE)
         else:
-            tma_atom, mKVt = self.page_tma(kv_cache, atom)
+            tma_atom, mKVt = self.page_tma(kv_cache, atom, multicast=self.multicast)
 
         n_mbar = EMPTY + (N_EMPTY if self.producer_wg else 0) + (STAGES if self.crossover else 0)
         n_mbar += 1 if self.pair_merge else 0  # step 62: PAIR_FULL
@@ -591,6 +629,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             mbar: cute.struct.Align[cute.struct.MemRange[cutlass.Int64, n_mbar], 8]
             # step 10: "this CTA merges the splits", from thread 0 to all
             sFlag: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, 4], 16]
+            # step 63: the chunk groups' release counters (rank 0's are the ones counted)
+            sCnt: cute.struct.Align[cute.struct.MemRange[cutlass.Int32, N_CNT], 16]
 
         self.shared_storage = SharedStorage
 
@@ -612,7 +652,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         ).launch(grid=[self.m_tiles, 1 if self.work_list else q.shape[0], num_splits],
                  block=[threads, 1, 1],
                  stream=stream,
-                 **({"cluster": [2, 1, 1]} if self.crossover else {}),
+                 **({"cluster": [2, 1, 1]} if self.crossover or self.multicast else {}),
                  **({"cluster": [1, 1, 2]} if self.pair_merge else {}))  # fmt: skip
         if cutlass.const_expr(
             split and not self.fused_combine and not self.merge_in_kernel and not self.owner_merge
@@ -669,6 +709,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         sM1 = storage.sM1.get_tensor(cute.make_layout(TILE_M))
         sSum = storage.sSum.get_tensor(cute.make_layout((TILE_M, NUM_WG)))
         sFlag = storage.sFlag.get_tensor(cute.make_layout(4))
+        sCnt = storage.sCnt.get_tensor(cute.make_layout(N_CNT))
         mbar = storage.mbar.data_ptr()
 
         valid_rows = self.rows - m_blk * TILE_M
@@ -688,7 +729,17 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             if cutlass.const_expr(self.pair_merge):
                 # step 62: the receiving warpgroup's arrive (with the bytes it expects)
                 cute.arch.mbarrier_init(mbar + PAIR_FULL, 1)
+            if cutlass.const_expr(self.multicast):
+                for i in cutlass.range_constexpr(N_CNT):
+                    sCnt[i] = cutlass.Int32(0)
         cute.arch.mbarrier_init_fence()
+        cnt = cutlass.Uint32(0)  # step 63: rank 0's first counter (shared::cluster address)
+        if cutlass.const_expr(self.multicast):
+            # the peer's multicast TMAs complete bytes on this CTA's chunk mbarriers and its
+            # atomics count in rank 0's counters: both initialised before either starts
+            cute.arch.cluster_arrive()
+            cute.arch.cluster_wait()
+            cnt = cluster_address(storage.sCnt.data_ptr(), 0)
         tKsKt, tKgK = self.page_tma_partitions(tma_atom, mKVt, sK)
         if warp == 0:
             cute.arch.sync_warp()
@@ -796,7 +847,19 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
                 # the first two pages (warp 0), unless the previous segment loaded them (step 12)
                 # or the producer warpgroup fills the stages (step 14)
-                if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
+                if cutlass.const_expr(self.multicast):
+                    # step 63: both CTAs are past their previous segment (sync_math); the
+                    # second to count loads the two pages into both
+                    if warp == 0 and p1 > p0:
+                        self.arm_chunks(mbar, 0, 0, N_CHUNKS)
+                        if p0 + 1 < p1:
+                            self.arm_chunks(mbar, 1, 0, N_CHUNKS)
+                        if self.freed_last(cnt + 4 * CNT_SEG, lane):
+                            self.multicast_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0], 0)
+                            if p0 + 1 < p1:
+                                pg = mPT[seq, p0 + 1]
+                                self.multicast_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1)
+                elif cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
                     if warp == 0:
                         if p1 > p0 and got0 == 0:
                             self.issue_chunks(
@@ -969,7 +1032,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         warpgroup.wait_group(0)
                         self.reload_left(
                             tma_atom, tKgK, tKsKt, mPT, mbar, seq, 0, pg0 + 2, p1, nx0, warp,
-                            wg_tidx, bar_me,
+                            wg_tidx, bar_me, cnt, lane,
                         )  # fmt: skip
                         if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
                             # stage 0's last page of this segment: V0L of the next one's first
@@ -1011,7 +1074,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             warpgroup.commit_group()
                             # WG0's reload of stage 1's left half, for page pg0 + 3 (below)
                             reload1 = (tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1)
-                            reload1 = (*reload1, nx1, warp, wg_tidx, bar_me)
+                            reload1 = (*reload1, nx1, warp, wg_tidx, bar_me, cnt, lane)
                             if cutlass.const_expr(self.qk_behind_pv):
                                 # step 31: the next pair's S0 (page pg0 + 2, stage 0) queued
                                 # behind PV1L: chunks 0-3, PV1L retired (the older group),
@@ -1087,9 +1150,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     self.release_to_producer(mbar, 1, 1, wg_tidx)
                             else:  # noqa: PLR5501 (compile time, then run time)
                                 if warp == NUM_WG * 2 and pg0 + 3 < p1:
-                                    self.issue_chunks(
+                                    self.load_group(
                                         tma_atom, tKgK, tKsKt, mbar, mPT[seq, pg0 + 3], 1,
-                                        V_R[0], V_R[1],
+                                        (V_R,), cnt + 4 * release_counter(1, 1), lane,
                                     )  # fmt: skip
                         warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
                         cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
@@ -1104,9 +1167,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     pg = nx0
                                     if cutlass.const_expr(not self.early_pages):
                                         pg = mPT[seq, pg0 + 2]
-                                    self.issue_chunks(
-                                        tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS
-                                    )
+                                    self.load_group(
+                                        tma_atom, tKgK, tKsKt, mbar, pg, 0,
+                                        ((V_R[0], N_CHUNKS),), cnt + 4 * release_counter(0, 1),
+                                        lane,
+                                    )  # fmt: skip
                                 # V1R (chunks 4-7 of stage 1), unless step 39 reloaded them
                                 if cutlass.const_expr(not self.early_v1r):  # noqa: SIM102
                                     if pg0 + 3 < p1:
@@ -1222,9 +1287,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     mKV8, mSc, mPT, mLens, mWork, sK, mbar, tma_atom, tKgK, tKsKt, bidx, sp,
                     num_splits, pages_per_split, split, wg_tidx, warp,
                 )  # fmt: skip
-        if cutlass.const_expr(self.crossover):
+        if cutlass.const_expr(self.crossover or self.multicast):
             # step 26: neither CTA leaves while its peer may still arrive on its mbarriers or
-            # store into its SMEM
+            # store into its SMEM (step 63: count in rank 0's counters)
             cute.arch.cluster_arrive()
             cute.arch.cluster_wait()
 
@@ -2148,15 +2213,75 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 cute.autovec_copy(out, cute.local_tile(sPage, (1, 8), (tok, unit)))
 
     @cute.jit
+    def arm_chunks(self, mbar, stage, c_lo: cutlass.Constexpr, c_hi: cutlass.Constexpr):
+        """Step 63, a whole warp: this CTA's chunk mbarriers c_lo..c_hi-1 of ``stage`` expect
+        their 8 KB (the elected lane's arrive), whichever CTA of the cluster issues the TMA; a
+        peer's bytes that land first leave the transaction count below zero until then, and the
+        phase cannot complete before this arrive."""
+        for c in cutlass.range_constexpr(c_lo, c_hi):
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(mbar + stage * N_CHUNKS + c, CHUNK_BYTES)
+
+    @cute.jit
+    def multicast_chunks(
+        self, tma_atom, tKgK, tKsKt, mbar, page, stage,
+        c_lo: cutlass.Constexpr = 0, c_hi: cutlass.Constexpr = N_CHUNKS,
+    ):  # fmt: skip
+        """Step 63, a whole warp: chunks c_lo..c_hi-1 of cache page ``page`` into ``stage`` of
+        both CTAs of the cluster (:data:`MCAST_MASK`), each completing its bytes on the chunk's
+        mbarrier at the same offset in each CTA (evict-first, as steps 7 on)."""
+        for c in cutlass.range_constexpr(c_lo, c_hi):
+            cute.copy(
+                tma_atom, tKgK[None, page, c], tKsKt[None, c, stage],
+                tma_bar_ptr=mbar + stage * N_CHUNKS + c, mcast_mask=cutlass.Int16(MCAST_MASK),
+                cache_policy=cutlass.Int64(self.kv_cache_policy),
+            )  # fmt: skip
+
+    @cute.jit
+    def freed_last(self, counter, lane) -> cutlass.Boolean:
+        """Step 63, a whole warp: add 1 to the counter at shared::cluster address ``counter``
+        (lane 0, :func:`cluster_add_one`) and tell every lane whether the count was odd before:
+        this CTA freed the group second, so both copies are free for its TMA. One atomic
+        location orders the two CTAs' counts, which two mbarriers (each CTA arriving on its own
+        and its peer's) could not: each CTA could see itself last, or neither."""
+        old = cutlass.Int32(0)
+        if lane == 0:
+            old = cutlass.Int32(cluster_add_one(counter))
+        old = cute.arch.shuffle_sync(old, 0)
+        return old % 2 == 1
+
+    @cute.jit
+    def load_group(
+        self, tma_atom, tKgK, tKsKt, mbar, page, stage: cutlass.Constexpr,
+        ranges: cutlass.Constexpr, counter, lane,
+    ):  # fmt: skip
+        """A whole warp, once a chunk group of ``stage`` is freed in this CTA: the next page
+        ``page`` into its chunk ``ranges`` ((lo, hi), ...). Without step 63 one TMA per chunk
+        (:meth:`issue_chunks`); with it this CTA arms its chunk mbarriers, counts the release on
+        the group's ``counter`` and, if it freed the group second (:meth:`freed_last`), loads
+        the chunks into both CTAs (:meth:`multicast_chunks`)."""
+        if cutlass.const_expr(not self.multicast):
+            for lo, hi in ranges:
+                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, stage, lo, hi)
+        else:
+            for lo, hi in ranges:
+                self.arm_chunks(mbar, stage, lo, hi)
+            if self.freed_last(counter, lane):
+                for lo, hi in ranges:
+                    self.multicast_chunks(tma_atom, tKgK, tKsKt, mbar, page, stage, lo, hi)
+
+    @cute.jit
     def reload_left(
         self, tma_atom, tKgK, tKsKt, mPT, mbar, seq, stage: cutlass.Constexpr, pg, p1, nx, warp,
-        wg_tidx, bar_me,
+        wg_tidx, bar_me, cnt, lane,
     ):  # fmt: skip
         """WG0 after its PV on ``stage`` has retired (its wait_group): V's left half there
         (chunks 0-3, and on stage 1 P1's chunk 8) is free for page ``pg`` (pg0 + 2 + stage)
         once every warp of WG0 is past that wait (the warpgroup barrier); warp 0 issues their
         TMA if ``pg`` is in the segment (``nx``: its index read early, step 5), or the stage
-        goes back to the producer (the FP8 cache, step 14)."""
+        goes back to the producer (the FP8 cache, step 14); step 63 through the group's
+        counter (:meth:`load_group`; ``cnt``: rank 0's first counter, ``lane``: the thread's
+        lane)."""
         cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
         self.release_to_producer(mbar, stage, 0, wg_tidx)  # step 14: chunks 0-3 of the stage
         if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
@@ -2164,9 +2289,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 page = nx
                 if cutlass.const_expr(not self.early_pages):
                     page = mPT[seq, pg]
-                self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, stage, V_L[0], V_L[1])
-                if cutlass.const_expr(stage == 1):
-                    self.issue_chunks(tma_atom, tKgK, tKsKt, mbar, page, 1, P_CHUNK, N_CHUNKS)
+                ranges = (V_L,) if stage == 0 else (V_L, (P_CHUNK, N_CHUNKS))
+                self.load_group(
+                    tma_atom, tKgK, tKsKt, mbar, page, stage, ranges,
+                    cnt + 4 * release_counter(stage, 0), lane,
+                )  # fmt: skip
 
     def qk_chunks(self, qk_mma, acc_s, tSrQ, tSrK, mbar, stage, phase, part: int):
         """Issue S = Q K^T of the page in ``stage`` (64 x 64 fp32 into ``acc_s``), each
@@ -2320,6 +2447,21 @@ def st_async_complete_tx(addr, values, mbar, *, loc=None, ip=None) -> None:
         is_align_stack=False,
         asm_dialect=llvm.AsmDialect.AD_ATT,
     )
+
+
+@dsl_user_op
+def cluster_add_one(addr, *, loc=None, ip=None) -> cutlass.Uint32:
+    """Step 63: ``atom.relaxed.cluster.shared::cluster.add.u32`` of 1 at shared::cluster
+    address ``addr`` (:func:`cluster_address`); returns the old value. Relaxed: with
+    ``.acq_rel`` ptxas put MEMBAR.ALL.CTA and MEMBAR.ALL.GPU before each ATOM (CPU compile,
+    session 25), a wait for every outstanding memory operation of the thread, 4 times per
+    pair of pages. Nothing here needs the fences: what the count releases is the group's SMEM, whose
+    every read (the WGMMAs, async proxy) has completed at the warpgroup's wait_group before
+    its barrier, and whose generic writes (P, the zeroed tail rows) were fenced to the async
+    proxy and read by those WGMMAs; the peer's TMA that follows the count depends on its
+    value (a branch), and its own reads are not ordered by it."""
+    a = cutlass.Uint32(addr).ir_value(loc=loc, ip=ip)
+    return asm_u32("atom.relaxed.cluster.shared::cluster.add.u32 $0, [$1], 1;", "=r,r", [a], True)
 
 
 def e4m3_placement_ptx(y: str, s: str, t: str, half16: bool) -> str:
