@@ -128,6 +128,14 @@ def test_time_entries_of_different_problems_in_one_round(monkeypatch):
         ["a bf16 (t=4096)"],
     ]
     assert written[0]["round_id"] == written[1]["round_id"]
+    assert (
+        written[0]["launch_order"]
+        == written[1]["launch_order"]
+        == {
+            "design": "williams",
+            "entries": ["a bf16 (t=4096)", "a fp8 (t=4096 kv_dtype=fp8)"],
+        }
+    )
     assert written[0]["check"] == {"passed": True}
     # one problem: the names are the labels alone
     monkeypatch.setattr(
@@ -224,3 +232,21 @@ def test_run_check_poisons_scratch_not_inputs_before_the_last_launch(monkeypatch
     mla = load_plan_class("mla", "mla_decode_sm90")()
     mspecs = mla.tensor_specs(mla.problem(b=2, t=100))
     assert mspecs["o_acc"].role == mspecs["lse_acc"].role == "scratch"
+
+
+def test_round_orders_balance_position_and_predecessor():
+    """Each round launches every implementation once; over one cycle of rounds each one is at
+    each position equally often and right after each other one equally often (a Williams
+    design), where the rotation used until session 25 kept every predecessor fixed."""
+    from collections import Counter
+
+    assert alternate.round_orders(0) == [[]] and alternate.round_orders(1) == [[0]]
+    assert alternate.round_orders(4)[0] == [0, 1, 3, 2]
+    for n in range(2, 9):
+        rows = alternate.round_orders(n)
+        assert len(rows) == (n if n % 2 == 0 else 2 * n)
+        assert all(sorted(r) == list(range(n)) for r in rows)
+        at = Counter((r.index(j), j) for r in rows for j in range(n))
+        after = Counter((r[k], r[k + 1]) for r in rows for k in range(n - 1))
+        assert len(at) == n * n and len(set(at.values())) == 1
+        assert len(after) == n * (n - 1) and len(set(after.values())) == 1

@@ -2,27 +2,27 @@
 
 ``python -m kernelplan.alternate <workload> [package/kernel[:key=value,...] ...] [--problems
 profile|check] [--problem KEY=VALUE,...] [--where KEY=VALUE ...] [--reps N] [--cuda-graph]
-[--check]`` takes every
-implementation of the workload that runs on this GPU (or those named; ``:key=value,...`` after
-a name applies ``--config`` items to that implementation, so one implementation may be named
-twice with different configs, e.g. ``mla_decode_sm90 mla_decode_sm90:loads=tma``; its table
-label and ``alternated_with`` entries carry ``[key=value,...]``), and for each problem it
-takes: checks it (with ``--check``: a failing implementation is reported and left out of the
-timing), binds cold-L2 workspaces for each, then times them in rounds, each round launching
-every implementation once in a rotated order between CUDA events, so that clock and power drift
-fall on all of them alike. ``--where h=16`` (repeatable) keeps the problems whose field ``h``
-is 16 (a field's value as the problem's record writes it), to time one row of the table without
-the others; ``--problem b=128,t=4096,h=32`` (repeatable) times a problem of no list (fields left
-out take their defaults; a tuple as ``seqlens=[1,0]``). One ``benchmark`` record per
-implementation and problem (``alternated_with`` names the others and ``round_id`` ties them),
-and a markdown table with the ratio of each to the
-fastest: of the medians (``x fastest``) and the median of the per-round ratios (``x per
-round``: each round's time over the same round's time of the entry with the lowest median, so
-it can fall below 1), beside the busy SM clock's range over the run (``SM MHz``). When that
-range is wider than :data:`CLOCK_SPREAD_NOTE` of its top, a note line says so: the medians then
-mix clocks, and an entry whose pace follows the SM clock can trade places with one that does
-not (the MLA devlog, "Session 15"; ``scripts/experiments/clock_split_medians.py`` splits such
-a run).
+[--check]`` takes every implementation of the workload that runs on this GPU (or those named;
+``:key=value,...`` after a name applies ``--config`` items to that implementation, so one
+implementation may be named twice with different configs, e.g. ``mla_decode_sm90
+mla_decode_sm90:loads=tma``; its table label and ``alternated_with`` entries carry
+``[key=value,...]``), and for each problem it takes: checks it (with ``--check``: a failing
+implementation is reported and left out of the timing), binds cold-L2 workspaces for each, then
+times them in rounds, each round launching every implementation once between CUDA events, in the
+orders of a carryover-balanced design (:func:`round_orders`: each implementation first equally
+often and right after each other one equally often), so that clock and power drift, and what the
+kernel launched just before leaves behind, fall on all of them alike. ``--where h=16``
+(repeatable) keeps the problems whose field ``h`` is 16 (a field's value as the problem's record
+writes it), to time one row of the table without the others; ``--problem b=128,t=4096,h=32``
+(repeatable) times a problem of no list (fields left out take their defaults; a tuple as
+``seqlens=[1,0]``). One ``benchmark`` record per implementation and problem (``alternated_with``
+names the others and ``round_id`` ties them), and a markdown table with the ratio of each to the
+fastest: of the medians (``x fastest``) and the median of the per-round ratios (``x per round``:
+each round's time over the same round's time of the entry with the lowest median, so it can fall
+below 1), beside the busy SM clock's range over the run (``SM MHz``). When that range is wider
+than :data:`CLOCK_SPREAD_NOTE` of its top, a note line says so: the medians then mix clocks, and
+an entry whose pace follows the SM clock can trade places with one that does not (the MLA
+devlog, "Session 15"; ``scripts/experiments/clock_split_medians.py`` splits such a run).
 
 Comparisons of implementations belong here, in one run; single-kernel timings of different
 runs are not compared (the clocks differ: see ``knowledge/anti-patterns/
@@ -93,6 +93,33 @@ def clock_note(problem: str, span: tuple[float, float] | None) -> str | None:
     )
 
 
+def round_orders(n: int) -> list[list[int]]:
+    """The launch orders of one cycle of rounds for ``n`` implementations (indices): a
+    Williams design, a Latin square in which each index also follows every other exactly once
+    (for odd ``n``, that square and its mirror, 2n rows, each pair twice). Rounds cycle through
+    the rows. Until session 25 round i rotated one order by i, which kept each
+    implementation's predecessor fixed: under the H100's power cap two builds of the same
+    split kernel (MLA steps 39 and 61 where nothing is cut) then differed by 1.7-3.7% per
+    round in two runs, the same at every position in the round, the slower one launched right
+    after FlashInfer's kernel every time (the MLA devlog, "Session 25"). Williams, E. J.
+    (1949), "Experimental designs balanced for the estimation of residual effects of
+    treatments", Australian Journal of Scientific Research A 2(3)."""
+    if n <= 1:
+        return [list(range(n))]
+    first, lo, hi = [0], 1, n - 1  # 0, 1, n-1, 2, n-2, ...
+    while len(first) < n:
+        if len(first) % 2:
+            first.append(lo)
+            lo += 1
+        else:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + r) % n for x in first] for r in range(n)]
+    if n % 2:
+        rows += [row[::-1] for row in rows]
+    return rows
+
+
 def alternate(
     launchers: dict[str, list[Callable[[], Any]]],
     *,
@@ -101,8 +128,9 @@ def alternate(
     cuda_graph: bool = False,
     graph_launches: int = 10,
 ) -> dict[str, TimingStats]:
-    """Time several implementations in rounds: round ``i`` launches each once, in an order
-    rotated by ``i``, each between two CUDA events; workspaces rotate per implementation.
+    """Time several implementations in rounds: round ``i`` launches each once, in row
+    ``i`` (cyclically) of :func:`round_orders`, each between two CUDA events; workspaces
+    rotate per implementation.
 
     Args:
         launchers: label -> zero-argument launchers (one per workspace).
@@ -141,10 +169,10 @@ def alternate(
         else:
             steps[lab] = lambda i, fs=fns: fs[i % len(fs)]()
     events = {lab: [] for lab in labels}
+    orders = round_orders(len(labels))
     with ClockSampler() as clk:
         for i in range(reps):
-            k = i % len(labels)
-            for lab in labels[k:] + labels[:k]:
+            for lab in (labels[j] for j in orders[i % len(orders)]):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s.record(stream)
                 steps[lab](i)
@@ -237,7 +265,9 @@ def time_entries(
 ) -> list[Timed]:
     """Time ``entries`` (label -> :data:`Entry`) in ONE alternated run (:func:`alternate`) and
     write one ``benchmark`` record each (unless ``record`` is false): ``alternated_with``
-    names the other entries, ``round_id`` ties them, ``check`` is ``{"passed": True}`` when
+    names the other entries, ``round_id`` ties them, ``launch_order`` gives the design and the
+    entries in its index order (sample i was taken in row i of :func:`round_orders` of that
+    many entries, cyclically), ``check`` is ``{"passed": True}`` when
     they were checked first. The entries may be of different problems (e.g. one kernel on
     two cache formats): then each ``alternated_with`` name carries its problem,
     ``"label (problem)"``. An entry that could not be captured in a CUDA graph is logged
@@ -272,6 +302,7 @@ def time_entries(
             alternated_with=[names[x] for x in entries if x != lab],
             host_launch_hidden=cuda_graph,
             round_id=round_id,
+            launch_order={"design": "williams", "entries": [names[x] for x in entries]},
             check={"passed": True} if checked else None,
         )
         path = write_record(rec, results_dir) if record else None
