@@ -98,12 +98,16 @@ def round_orders(n: int) -> list[list[int]]:
     Williams design, a Latin square in which each index also follows every other exactly once
     (for odd ``n``, that square and its mirror, 2n rows, each pair twice). Rounds cycle through
     the rows. Until session 25 round i rotated one order by i, which kept each
-    implementation's predecessor fixed: under the H100's power cap two builds of the same
-    split kernel (MLA steps 39 and 61 where nothing is cut) then differed by 1.7-3.7% per
-    round in two runs, the same at every position in the round, the slower one launched right
-    after FlashInfer's kernel every time (the MLA devlog, "Session 25"). Williams, E. J.
-    (1949), "Experimental designs balanced for the estimation of residual effects of
-    treatments", Australian Journal of Scientific Research A 2(3)."""
+    implementation's predecessor fixed, so that whatever one kernel leaves behind (the power
+    drawn under a power cap, the L2's contents) would fall on the same next one every round.
+    That was suspected when two builds of one split kernel (MLA steps 39 and 61 where nothing
+    is cut, identical SASS) differed by 3.7% per round at h=128 (128, 4096) on an H100, and
+    refuted by splitting those rounds by predecessor (``scripts/experiments/
+    predecessor_split.py``: 1.037 after FlashInfer's kernel, 1.038 after step 39's; the MLA
+    devlog, "Session 25"); the balanced order stays, as it costs nothing and no run can now
+    carry that bias. Williams, E. J. (1949), "Experimental designs balanced for the
+    estimation of residual effects of treatments", Australian Journal of Scientific Research
+    A 2(3)."""
     if n <= 1:
         return [list(range(n))]
     first, lo, hi = [0], 1, n - 1  # 0, 1, n-1, 2, n-2, ...
