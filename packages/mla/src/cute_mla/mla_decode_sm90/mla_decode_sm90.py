@@ -193,7 +193,8 @@ OWNER_MERGE_STEPS = (59, 60)
 PAIR_MERGE_STEPS = (62,)
 #: the 16-bit builds whose two CTAs of m-tiles 2j and 2j + 1 (the same part, so the same
 #: pages) run as a cluster of 2 and share each page: the CTA that frees a chunk group last
-#: loads it into both by one multicast TMA (63); they take an even number of m-tiles
+#: loads it into both by one multicast TMA (63); they take an even number of m-tiles.
+#: Measured slower in session 25 (H100): 1.03-1.09x step 39's time per round at h=128
 MULTICAST_STEPS = (63,)
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
@@ -830,7 +831,8 @@ class MlaSm90Config(Config):
     pairs). 63 is 61 with the CTAs of m-tiles 2j and 2j + 1 (s*h = 128 or 256) launched as a
     cluster of 2: they walk the same pages, and the CTA that frees a group of a stage's chunks
     last loads the next page's chunks into both by one multicast TMA, so each page crosses L2
-    to the SMs once per cluster instead of once per m-tile.
+    to the SMs once per cluster instead of once per m-tile (1.03-1.09x step 39's time per
+    round at h=128 on an H100 in session 25: a page's next load waits for the later CTA).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us

@@ -544,14 +544,21 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: so they walk the same pages in the same order, and each page chunk is loaded once
         #: for both by a multicast TMA. Where 61's warps issue a freed chunk group's next TMA,
         #: each CTA arms its own chunk mbarriers and adds 1 to the group's counter in cluster
-        #: rank 0's SMEM (atom.acq_rel.cluster); the CTA that finds the count odd freed the
+        #: rank 0's SMEM (a relaxed atom.shared::cluster, :func:`cluster_add_one`); the CTA
+        #: that finds the count odd freed the
         #: group second, so both copies are free, and it issues the group's TMAs to both
         #: (:meth:`load_group`). No CTA waits for its peer to load; a page's chunk lands in both
         #: as soon as the later of the two has freed it. Both CTAs of an h=128 part read every
         #: page, so 61 moves each page across L2 to the SMs twice: 311 MB of crossbar reads for
         #: 156 MB from DRAM at (32, 4096) and 4.86 GB for 2.44 GB at (128, 16384) under ncu on
         #: an H100 (the devlog, "Session 23"), and the rows where nothing is cut, which the
-        #: power cap slows most (61 as fast as 39 there), are where FlashInfer leads by 3-5%
+        #: power cap slows most (61 as fast as 39 there), are where FlashInfer leads by 3-5%.
+        #: Measured in session 25 (H100): correct (3 launches per check), and 1.03-1.09x step
+        #: 39's time per round at every h=128 row; under ncu at (128, 4096) 7.6% more SM cycles
+        #: than 61, the tensor pipe 55.8% against 60.2%: a group's next page now waits for the
+        #: later of the two CTAs to free it, and for the count's round trip, on the kernel's
+        #: hottest wait (a page's first chunk), while L2-to-SM bytes were not a limit (the
+        #: devlog, "Session 25")
         self.multicast = step in MULTICAST_STEPS
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
@@ -2215,9 +2222,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     @cute.jit
     def arm_chunks(self, mbar, stage, c_lo: cutlass.Constexpr, c_hi: cutlass.Constexpr):
         """Step 63, a whole warp: this CTA's chunk mbarriers c_lo..c_hi-1 of ``stage`` expect
-        their 8 KB (the elected lane's arrive), whichever CTA of the cluster issues the TMA; a
-        peer's bytes that land first leave the transaction count below zero until then, and the
-        phase cannot complete before this arrive."""
+        their 8 KB (the elected lane's arrive), whichever CTA of the cluster issues the TMA.
+        Called before this CTA counts the group's release (:meth:`freed_last`), so the peer's
+        TMA, issued only after both counts, lands after this arrive; were it to land first,
+        the transaction count would go below zero and the phase still could not complete
+        before this arrive."""
         for c in cutlass.range_constexpr(c_lo, c_hi):
             with cute.arch.elect_one():
                 cute.arch.mbarrier_arrive_and_expect_tx(mbar + stage * N_CHUNKS + c, CHUNK_BYTES)
