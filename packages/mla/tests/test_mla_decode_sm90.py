@@ -1024,6 +1024,34 @@ def test_mla_decode_sm90_seesaw_step39_reloads_v1r_once_pv1r_retires(tmp_path, m
     assert plan.build_label(prob, cfg) == "seesaw step 39"
 
 
+def test_mla_decode_sm90_seesaw_step64_reloads_v0l_before_taking_m1(tmp_path, monkeypatch):
+    """Step 64 (``--config step=64``): step 61 with warpgroup 0 reloading stage 0's chunks 0-3
+    (V0L, the first its next S0 reads) as soon as its PV0L retires, before it waits for
+    warpgroup 1's row max: in the main kernel's SASS the 4 chunk TMAs now sit between WG0's
+    wait_group(0) (WARPGROUP.DEPBAR.LE gsb0, 0x0) and its wait on BAR_M1 (BAR.SYNC 0x2,
+    0x100), where 61 issues none there. The same 36 page-TMA sites, MMAs, registers and
+    combine as 61, 0 spills. Built in session 25."""
+    import re
+
+    got, plan, prob, cfg = _seesaw_pair((61, 64), "early_v0l", tmp_path, monkeypatch)
+    (a, _), (b, kb) = got[61], got[64]
+    assert kb.fn.early_v1r and kb.fn.qk_release_order and kb.fn.combine_batch == 2
+    assert b["mma_mnemonics"] == a["mma_mnemonics"] and b["registers"] == a["registers"]
+    assert b["functions"][0]["instructions"] == a["functions"][0]["instructions"]
+    mains = {step: _kernel_sass(st, combine=False) for step, (st, _) in got.items()}
+
+    def tmas_before_m1(sass):
+        # the page TMAs between WG0's last wait_group(0) before its BAR_M1 wait and that wait
+        m1 = sass.index("BAR.SYNC.DEFER_BLOCKING 0x2, 0x100")
+        last_wait = sass.rindex("WARPGROUP.DEPBAR.LE gsb0, 0x0", 0, m1)
+        return len(re.findall(r"\bUTMALDG\b", sass[last_wait:m1]))
+
+    for step in (61, 64):
+        assert len(re.findall(r"\bUTMALDG\b", mains[step])) == 36
+    assert tmas_before_m1(mains[64]) == 4 and tmas_before_m1(mains[61]) == 0
+    assert plan.build_label(prob, cfg) == "seesaw step 64"
+
+
 def test_mla_decode_sm90_seesaw_step58_combine_fits_beside_a_split_cta(tmp_path, monkeypatch):
     """Step 58 (``--config step=58``): step 39 with combine CTAs of 2 warps (``combine_rows``)
     instead of 4. The point is residency: an SM holds 65536 registers; the split CTA's 8 warps

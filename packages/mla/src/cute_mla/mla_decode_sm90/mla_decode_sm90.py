@@ -154,10 +154,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: combine, 2 pieces per round, 16-byte loads, one round trip; 62: 39 with the two pieces of a
 #: sequence cut in two adjacent parts merged through distributed shared memory, the parts'
 #: CTAs a cluster of 2; 63: 61 with the CTAs of two m-tiles a cluster of 2 and each page
-#: chunk loaded once for both, by a multicast TMA)
+#: chunk loaded once for both, by a multicast TMA; 64: 61 with warpgroup 0 reloading stage 0's
+#: chunks 0-3 as soon as its PV0L retires)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62, 63,
+    60, 61, 62, 63, 64,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -766,7 +767,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 63, see
+    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 64, see
     :data:`.seesaw.STEPS`,
     40 or 42, one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8
     cache, or 49 to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for
@@ -833,6 +834,8 @@ class MlaSm90Config(Config):
     last loads the next page's chunks into both by one multicast TMA, so each page crosses L2
     to the SMs once per cluster instead of once per m-tile (1.03-1.09x step 39's time per
     round at h=128 on an H100 in session 25: a page's next load waits for the later CTA).
+    64 is 61 with warpgroup 0 reloading stage 0's chunks 0-3, the first its next S reads, as
+    soon as its PV0L retires, before it waits for warpgroup 1's row max.
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
@@ -861,7 +864,7 @@ class MlaSm90Config(Config):
     ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
     setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
     warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39 and
-    58-63, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
+    58-64, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
     :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
     warpgroup owns every other page and the
     running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,

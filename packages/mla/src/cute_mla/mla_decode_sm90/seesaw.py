@@ -84,11 +84,11 @@ first piece (its part's last segment) merges the other pieces into its own parti
 registers, 60 is 59 with that merge in one pass (each piece's LSE and O loaded together), and
 61 is 39 with a lean combine: 2 pieces per round, 16-byte loads and one round trip (13, 36 and
 38 together), 62 merges a sequence cut into one cluster's two parts through distributed
-shared memory, and 63 is 61 with the CTAs of two m-tiles a cluster that loads each page chunk
+shared memory, 63 is 61 with the CTAs of two m-tiles a cluster that loads each page chunk
 once for both (multicast TMA, issued by whichever CTA frees the chunk group second:
-:meth:`MlaDecodeSm90Seesaw.load_group`). Steps 14-24, 26, 27 and 30 take
-the FP8
-latent cache (and it only them):
+:meth:`MlaDecodeSm90Seesaw.load_group`), and 64 is 61 with warpgroup 0 reloading stage 0's
+chunks 0-3 as soon as its PV0L retires (before it takes warpgroup 1's row max). Steps 14-24,
+26, 27 and 30 take the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
 (:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15 with one group in flight in the
@@ -234,7 +234,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -407,7 +407,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63)
+        self.qk_release_order = step in (
+            33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64,
+        )  # fmt: skip
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -441,7 +443,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: finding that halving the combine's bytes did not shorten it. Measured in session 22
         #: (H100): tied with 33, 0.993-1.013x per round, its combine as long under ncu.
         # (step 37's merge: 16-byte vectors of its own)
-        self.combine_vec16 = step in (36, 38, 61, 62, 63)
+        self.combine_vec16 = step in (36, 38, 61, 62, 63, 64)
         #: step 38 (builds on 36): the combine issues its first round's partial-O loads (the
         #: pieces 0-3 that a row has) before it reads the pieces' LSEs, so a row's merge waits
         #: on one round trip to memory instead of two (the LSEs, then the partial O they
@@ -451,7 +453,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: us at (32, 4096) h=128), so neither the combine's bytes (step 34) nor its load
         #: instructions set its time; latency is what is left. Measured in session 22 (H100):
         #: tied with 33 (0.996-1.008x per round), its combine 7.0 against 7.5 us with warm L2.
-        self.combine_one_trip = step in (38, 61, 62, 63)
+        self.combine_one_trip = step in (38, 61, 62, 63, 64)
         #: step 39 (16-bit cache; builds on 33): WG1 reloads stage 1's chunks 4-7 (V1R, page
         #: pg0 + 3) as soon as its PV1R has retired, right after it issues PV0R, where 33 waits
         #: for PV0R as well and reloads both stages' right halves together. Those chunks are
@@ -461,7 +463,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: reads or waits on those chunks (its S1 and PV1R), so the early reload is safe as
         #: the FP8 producer's step 16 release is. Measured in session 22 (H100): 0.955-0.978x
         #: step 33's time per round at every h=128 row, 1.001x at h=64: the 16-bit default.
-        self.early_v1r = step in (39, 58, 59, 60, 61, 62, 63)
+        self.early_v1r = step in (39, 58, 59, 60, 61, 62, 63, 64)
         #: step 58 (16-bit cache; builds on 39; the next free step number, 40-57 being the
         #: query-rows-on-N builds): combine CTAs of 2 warps instead of 4. A split CTA holds 256
         #: threads x 224 allocated registers = 57344 of the SM's 65536 and 219 KB of SMEM; a
@@ -519,7 +521,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (session 23). Measured in session 24 (H100): 0.990x step 39's time per round at
         #: (32, 4096), 0.981x at varlen, 0.996-0.997x at (32, 16384) and (128, 16384); its
         #: combine 6.2 us against 39's 7.5 with warm L2: the 16-bit default since
-        if step in (61, 62, 63):
+        if step in (61, 62, 63, 64):
             self.combine_batch = 2
         #: step 62 (16-bit cache; builds on 61, whose lean combine merges the sequences that are
         #: not pairs): the parts run as clusters of 2 CTAs (parts 2k
@@ -560,6 +562,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: hottest wait (a page's first chunk), while L2-to-SM bytes were not a limit (the
         #: devlog, "Session 25")
         self.multicast = step in MULTICAST_STEPS
+        #: step 64 (16-bit cache; builds on 61): warpgroup 0 reloads stage 0's chunks 0-3
+        #: (V0L, page pg0 + 2) as soon as its PV0L retires, right after issuing it, before it
+        #: waits for warpgroup 1's row max (BAR_M1) and scales and stores P0; 61 reloads them
+        #: only after that. Those are the first chunks its next S0 reads, and the wait on the
+        #: first of them held 13.7% of step 39's stall samples at h=128 (32, 4096) and (128,
+        #: 16384) on an H100 (the devlog, "Session 23"); only warpgroup 0 reads them (its S0 and
+        #: PV0L), so the release needs its own wait_group and barrier alone, as step 39's V1R.
+        #: The cost: warpgroup 0 now waits for PV0L to retire before it can take m1, so where
+        #: m1 is already there, P0 reaches warpgroup 1 (BAR_P0) later
+        self.early_v0l = step == 64
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
@@ -1020,6 +1032,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 pv_rs, acc_o, rP[None, None, k], tOrV[None, None, k, own], acc_o
                             )
                         warpgroup.commit_group()
+                        if cutlass.const_expr(self.early_v0l):  # noqa: SIM102
+                            # step 64: PV0L retired in every warp of WG0 (reload_left's barrier):
+                            # V0L is free for page pg0 + 2 before m1 is taken
+                            if wg == 0:
+                                warpgroup.wait_group(0)
+                                self.reload_left(
+                                    tma_atom, tKgK, tKsKt, mPT, mbar, seq, 0, pg0 + 2, p1, nx0,
+                                    warp, wg_tidx, bar_me, cnt, lane,
+                                )  # fmt: skip
 
                     if wg == 0:
                         # wait for m1; P0 * exp2(m0 - m1) over the rope chunk of stage 0; publish it
@@ -1035,12 +1056,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         # also proves WG0's QK on stage 0 is done (WG1 reloads chunks 4-8 after it)
                         cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
                         # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
-                        # stage 0) is free for page pg0+2
-                        warpgroup.wait_group(0)
-                        self.reload_left(
-                            tma_atom, tKgK, tKsKt, mPT, mbar, seq, 0, pg0 + 2, p1, nx0, warp,
-                            wg_tidx, bar_me, cnt, lane,
-                        )  # fmt: skip
+                        # stage 0) is free for page pg0+2 (step 64 reloaded it already)
+                        if cutlass.const_expr(not self.early_v0l):
+                            warpgroup.wait_group(0)
+                            self.reload_left(
+                                tma_atom, tKgK, tKsKt, mPT, mbar, seq, 0, pg0 + 2, p1, nx0,
+                                warp, wg_tidx, bar_me, cnt, lane,
+                            )  # fmt: skip
                         if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
                             # stage 0's last page of this segment: V0L of the next one's first
                             if warp == 0 and pg0 + 2 >= p1 and np0 < np1:
