@@ -180,7 +180,8 @@ JOBS
 }
 
 # step 63 (two m-tiles' CTAs sharing each page by multicast TMA) takes an even number of
-# m-tiles: h=128, s=2 at h=128 (4 m-tiles, causal), s=2 at h=64 and s=4 at h=32 (2 m-tiles
+# m-tiles: h=128, s=2, 3 and 4 at h=128 (4, 6 and 8 m-tiles, causal; 3 and 4 added after the
+# session-25 run), s=2 at h=64 and s=4 at h=32 (2 m-tiles
 # whose rows are two or four query positions, causal limits differing between the CTAs of one
 # cluster), s=4 at h=64 (4 m-tiles, varlen); the same kinds of cases as jobs_check otherwise (tails, empty
 # sequences, fp16, the work list's many-segment parts, the mbarrier phases over 256 pages),
@@ -206,6 +207,8 @@ v-wl-mixed kernel --b 64 --seqlens [1,64,65,129,0,200,5,300,1,64,65,129,0,200,5,
 v-mc-b128-t4096 kernel --b 128 --t 4096 $v --check $cl --prof_type disabled
 v-mc-s2-b32-t4096 kernel --b 32 --s 2 --t 4096 $v --check $cl --prof_type disabled
 v-mc-b32-t4096 kernel --b 32 --t 4096 $v --check $cl --prof_type disabled
+v-mc-s3-t1000 kernel --b 4 --s 3 --t 1000 $v --check $cl --prof_type disabled
+v-mc-s4-varlen kernel --b 4 --s 4 --t 777 --varlen true $v --check $cl --prof_type disabled
 v-fault-wrong-page kernel --b 4 --t 1024 $v --inject-fault wrong-page --prof_type disabled
 JOBS
 }

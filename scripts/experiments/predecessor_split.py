@@ -1,25 +1,32 @@
 """Experiment: an alternated run's per-round ratios split by what was launched just before.
 
-``python -m kernelplan.alternate`` times its entries in rounds, one launch of each per round.
-Under a power cap a kernel's time can depend on the kernel launched right before it (the power
-and heat it leaves), so an entry that always follows the same one carries that one's effect.
-Until session 25 the rounds rotated one order, which fixed every entry's predecessor; since
-then they follow a Williams design (each entry right after each other one equally often), and
-each record names the design and the entries' index order (``launch_order``). This script takes
-the records of one run, rebuilds every round's order, and prints for each entry its per-round
-ratio to a reference entry (the median over the rounds, as ``kernelplan.report ratios``), split
-by the entry's predecessor in the round (``(first)``: the round's first launch, whose
-predecessor is the previous round's last) and by the reference's:
+``python -m kernelplan.alternate`` times its entries in rounds, one timed sample of each per
+round. Under a power cap a kernel's time could depend on the kernel launched right before it
+(the power and heat it leaves), so an entry that always follows the same one would carry that
+one's effect. Until session 25 the rounds rotated one order, which fixed every entry's
+predecessor; since then they follow a Williams design (within a round each entry follows each
+other one equally often), and each record names the design and the entries' index order
+(``launch_order``). This script takes the records of one run, rebuilds every round's order,
+and prints for each entry its per-round ratio to a reference entry (the median over the
+rounds; rounds where either time is not a positive finite number are skipped, as in
+``kernelplan.report ratios``), split by the entry's predecessor: the entry before it in the
+round, or for a round's first launch the previous round's last (round 0's first: ``(none)``,
+only warm-up launches came before it). With ``--cuda-graph`` a sample is one graph of several
+launches of the entry, so its predecessor is what ran before its first launch.
 
     uv run python scripts/experiments/predecessor_split.py --ref LABEL RECORD.json ...
 
-LABEL is an entry's table label (``mla/mla_decode_sm90[step=39]``). Records written before
-``launch_order`` existed were rotated: give ``--rotated "LABEL;LABEL;..."``, the entries in the
-order the run named them (its log's table lists them so). Bad input: one line and exit 2.
+LABEL is an entry's table label (``mla/mla_decode_sm90[step=39]``; in a run over several
+problems the records name each other ``label (problem)``, and so does LABEL). Records written
+before ``launch_order`` existed were rotated: give ``--rotated "LABEL;LABEL;..."``, the
+entries in the order the run named them (its log's table lists them so). Bad input (a record
+of another run or of none, a record without samples, labels that do not match): one line on
+stderr and exit status 2 (so do a run's entries left without their records).
 """
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -34,21 +41,37 @@ def load(paths: list[Path]) -> tuple[dict[str, list[float]], dict | None]:
     not list), and the run's ``launch_order``; raises ValueError with one line."""
     from kernelplan.report import rounds_by_label
 
-    recs = []
+    recs, run_ids = [], {}
     for p in paths:
         try:
             rec = json.loads(p.read_text())
-            rec["timing"]["samples_us"]
+            samples = rec["timing"]["samples_us"]
+            run = rec["round_id"]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{p}: not an alternated benchmark record ({e!r})") from None
+        if not isinstance(samples, list) or not samples or not run:
+            raise ValueError(f"{p}: no per-round samples (timing.samples_us) or no round_id")
+        run_ids.setdefault(str(run), []).append(p)
         recs.append((p, rec))
+    if len(run_ids) != 1:
+        many = ", ".join(f"{r} ({len(ps)}, e.g. {ps[0].name})" for r, ps in run_ids.items())
+        raise ValueError(f"the records come from {len(run_ids)} runs: {many}; give one run's")
     runs = rounds_by_label(recs)
-    if len(runs) != 1:
-        raise ValueError(f"the records hold {len(runs)} alternated runs: give one run's records")
+    if len(runs) != 1 or len(next(iter(runs.values()))) != len(recs):
+        raise ValueError(
+            "the records do not name each other (alternated_with) as one run's entries do"
+        )
     (by_label,) = runs.values()
-    samples = {
-        lab: [float(x) for x in rec["timing"]["samples_us"]] for lab, (_, rec) in by_label.items()
-    }
+    named = set(by_label).union(*(rec.get("alternated_with") or () for _, rec in recs))
+    if named != set(by_label):
+        raise ValueError(
+            f"the run's entries {sorted(named - set(by_label))} have no record here: give all "
+            "of its records"
+        )
+    lengths = {len(rec["timing"]["samples_us"]) for _, rec in by_label.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"the records hold different numbers of rounds ({sorted(lengths)})")
+    samples = {lab: list(rec["timing"]["samples_us"]) for lab, (_, rec) in by_label.items()}
     order = next(iter(by_label.values()))[1].get("launch_order")
     return samples, order
 
@@ -60,16 +83,20 @@ def orders_for(labels: list[str], n_rounds: int, launch_order, rotated: str | No
         if sorted(names) != sorted(labels):
             raise ValueError(f"--rotated names {names}, the records hold {sorted(labels)}")
         return [names[i % len(names) :] + names[: i % len(names)] for i in range(n_rounds)]
-    if not launch_order or launch_order.get("design") != "williams":
+    if not isinstance(launch_order, dict) or launch_order.get("design") != "williams":
         raise ValueError(
-            "the records have no launch_order (written before session 25): "
-            "give --rotated with the run's entries in their order"
+            "the records have no Williams launch_order (written before session 25?): give "
+            "--rotated with the run's entries in their order"
         )
-    names = [x.split(" (")[0] for x in launch_order["entries"]]
+    names = list(launch_order.get("entries") or [])
     if sorted(names) != sorted(labels):
         raise ValueError(f"launch_order names {names}, the records hold {sorted(labels)}")
     rows = round_orders(len(names))
     return [[names[j] for j in rows[i % len(rows)]] for i in range(n_rounds)]
+
+
+def _ok(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
 
 
 def main(argv=None) -> int:
@@ -82,7 +109,7 @@ def main(argv=None) -> int:
         samples, launch_order = load(a.records)
         if a.ref not in samples:
             raise ValueError(f"--ref {a.ref!r} is none of {sorted(samples)}")
-        n = min(len(s) for s in samples.values())
+        n = len(samples[a.ref])
         orders = orders_for(list(samples), n, launch_order, a.rotated)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -92,13 +119,15 @@ def main(argv=None) -> int:
     for lab in samples:
         if lab == a.ref:
             continue
-        by = {}
+        by: dict[str, list[float]] = {}
         for i, order in enumerate(orders):
             k = order.index(lab)
-            prev = order[k - 1] if k else "(first)"
-            by.setdefault(prev, []).append(samples[lab][i] / samples[a.ref][i])
-        for prev, r in sorted(by.items()):
-            print(f"| {lab} | {prev} | {len(r)} | {statistics.median(r):.3f} |")
+            prev = order[k - 1] if k else (orders[i - 1][-1] if i else "(none)")
+            x, r = samples[lab][i], samples[a.ref][i]
+            if _ok(x) and _ok(r):
+                by.setdefault(prev, []).append(x / r)
+        for prev, ratios in sorted(by.items()):
+            print(f"| {lab} | {prev} | {len(ratios)} | {statistics.median(ratios):.3f} |")
     return 0
 
 

@@ -103,11 +103,13 @@ def round_orders(n: int) -> list[list[int]]:
     That was suspected when two builds of one split kernel (MLA steps 39 and 61 where nothing
     is cut, identical SASS) differed by 3.7% per round at h=128 (128, 4096) on an H100, and
     refuted by splitting those rounds by predecessor (``scripts/experiments/
-    predecessor_split.py``: 1.037 after FlashInfer's kernel, 1.038 after step 39's; the MLA
-    devlog, "Session 25"); the balanced order stays, as it costs nothing and no run can now
-    carry that bias. Williams, E. J. (1949), "Experimental designs balanced for the
-    estimation of residual effects of treatments", Australian Journal of Scientific Research
-    A 2(3)."""
+    predecessor_split.py``: 1.037 after FlashInfer's kernel, 1.035 after step 39's; the MLA
+    devlog, "Session 25"); the balanced order stays, as it costs nothing. Its balance holds
+    within a round: a round's first launch follows the previous round's last, which the
+    design does not balance, and with ``cuda_graph`` each sample replays several launches of
+    one entry, so inside a sample an entry follows itself. Williams, E. J. (1949),
+    "Experimental designs balanced for the estimation of residual effects of treatments",
+    Australian Journal of Scientific Research A 2(3)."""
     if n <= 1:
         return [list(range(n))]
     first, lo, hi = [0], 1, n - 1  # 0, 1, n-1, 2, n-2, ...

@@ -829,7 +829,7 @@ class MlaSm90Config(Config):
     distributed shared memory, with no combine for it (0.962x step 39 and 0.979x FlashInfer at
     h=128 (32, 4096) on an H100 in session 24; where no sequence pairs the cluster launch
     alone costs 1.2-4.2% at h=128, so the default takes 62 only where every cut sequence
-    pairs). 63 is 61 with the CTAs of m-tiles 2j and 2j + 1 (s*h = 128 or 256) launched as a
+    pairs). 63 is 61 with the CTAs of m-tiles 2j and 2j + 1 (s*h a multiple of 128) launched as a
     cluster of 2: they walk the same pages, and the CTA that frees a group of a stage's chunks
     last loads the next page's chunks into both by one multicast TMA, so each page crosses L2
     to the SMs once per cluster instead of once per m-tile (1.03-1.09x step 39's time per
@@ -991,7 +991,7 @@ class MlaDecodeSm90(KernelPlan):
         if config.step in MULTICAST_STEPS and m_tiles % 2:
             raise ShapeError(
                 f"{self.name}: step {config.step} loads each page once for the CTAs of two "
-                f"64-row m-tiles and takes an even number of them, s*h = 128 or 256 (got "
+                f"64-row m-tiles and takes an even number of them, s*h a multiple of 128 (got "
                 f"s={problem.s}, h={problem.h}: {m_tiles} m-tile{'s' if m_tiles > 1 else ''}; "
                 "drop --config step for the default build)"
             )
