@@ -82,12 +82,8 @@ jobs_check() {
         jobs_check_multicast
         return
     fi
+    jobs_check_h128
     cat <<JOBS
-v-check-pkg-default session check mla mla_decode_sm90
-v-b4-t1024 kernel --b 4 --t 1024 $v --check $cl --prof_type disabled
-v-b3-t1000 kernel --b 3 --t 1000 $v --check $cl --prof_type disabled
-v-b8-t777-varlen kernel --b 8 --t 777 --varlen true $v --check $cl --prof_type disabled
-v-b4-s2-t1000 kernel --b 4 --s 2 --t 1000 $v --check $cl --prof_type disabled
 v-h64-t513 kernel --b 4 --t 513 --h 64 $v --check $cl --prof_type disabled
 v-h16-t300-varlen kernel --b 4 --t 300 --h 16 --varlen true $v --check $cl --prof_type disabled
 v-h16-s3 kernel --b 4 --t 1000 --h 16 --s 3 $v --check $cl --prof_type disabled
@@ -179,20 +175,28 @@ v-fault-wrong-page kernel --b 4 --t 1024 --h 16 $v --inject-fault wrong-page --p
 JOBS
 }
 
-# step 63 (two m-tiles' CTAs sharing each page by multicast TMA) takes an even number of
-# m-tiles: h=128, s=2, 3 and 4 at h=128 (4, 6 and 8 m-tiles, causal; 3 and 4 added after the
-# session-25 run), s=2 at h=64 and s=4 at h=32 (2 m-tiles
-# whose rows are two or four query positions, causal limits differing between the CTAs of one
-# cluster), s=4 at h=64 (4 m-tiles, varlen); the same kinds of cases as jobs_check otherwise (tails, empty
-# sequences, fp16, the work list's many-segment parts, the mbarrier phases over 256 pages),
-# the table's uncut rows, and the wrong-page fault that must FAIL
-jobs_check_multicast() {
+# the check jobs at h=128 that every list starts with: the package default's check, then the
+# variant at (4, 1024), 3 sequences of 1000 tokens, varlen B=8 and s=2
+jobs_check_h128() {
     cat <<JOBS
 v-check-pkg-default session check mla mla_decode_sm90
 v-b4-t1024 kernel --b 4 --t 1024 $v --check $cl --prof_type disabled
 v-b3-t1000 kernel --b 3 --t 1000 $v --check $cl --prof_type disabled
 v-b8-t777-varlen kernel --b 8 --t 777 --varlen true $v --check $cl --prof_type disabled
 v-b4-s2-t1000 kernel --b 4 --s 2 --t 1000 $v --check $cl --prof_type disabled
+JOBS
+}
+
+# step 63 (two m-tiles' CTAs sharing each page by multicast TMA) takes an even number of
+# m-tiles: h=128, s=2, 3 and 4 at h=128 (4, 6 and 8 m-tiles, causal; 3 and 4 added after the
+# session-25 run), s=2 at h=64 and s=4 at h=32 (2 m-tiles whose rows are two or four query
+# positions, causal limits differing between the CTAs of one cluster), s=4 at h=64 (4
+# m-tiles, varlen); the same kinds of cases as jobs_check otherwise (tails, empty sequences,
+# fp16, the work list's many-segment parts, the mbarrier phases over 256 pages), the table's
+# uncut rows, and the wrong-page fault that must FAIL
+jobs_check_multicast() {
+    jobs_check_h128
+    cat <<JOBS
 v-h64-s2-t513 kernel --b 4 --s 2 --h 64 --t 513 $v --check $cl --prof_type disabled
 v-h32-s4-t1000 kernel --b 4 --s 4 --h 32 --t 1000 $v --check $cl --prof_type disabled
 v-h64-s4-varlen kernel --b 4 --s 4 --h 64 --t 300 --varlen true $v --check $cl --prof_type disabled
