@@ -60,6 +60,8 @@ def test_ratios_split_by_predecessor_in_the_williams_order(tmp_path):
     recs = _records(tmp_path, {"mla/a": a, "mla/b": [10.0] * 12, "mla/c": c})
     r = _run("--ref", "mla/a", *recs)
     assert r.returncode == 0, r.stderr
+    wrong = _run("--ref", "mla/a", "--rotated", "mla/a;mla/b;mla/c", *recs)
+    assert wrong.returncode == 2 and "drop --rotated" in wrong.stderr
     lines = {tuple(x.strip() for x in ln.strip("|").split("|")) for ln in r.stdout.splitlines()}
     assert ("mla/c", "mla/b", str(after_b), "1.200") in lines
     # c is first in rounds whose previous round ended with a or b; round 0 has no predecessor

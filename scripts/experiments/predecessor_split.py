@@ -78,6 +78,11 @@ def load(paths: list[Path]) -> tuple[dict[str, list[float]], dict | None]:
 
 def orders_for(labels: list[str], n_rounds: int, launch_order, rotated: str | None):
     """Each round's launch order (labels), from the records' design or the rotated list."""
+    if rotated and launch_order:
+        raise ValueError(
+            "the records name their launch order (launch_order): drop --rotated, which is for "
+            "records written before session 25"
+        )
     if rotated:
         names = [x.strip() for x in rotated.split(";") if x.strip()]
         if sorted(names) != sorted(labels):

@@ -105,11 +105,12 @@ def round_orders(n: int) -> list[list[int]]:
     refuted by splitting those rounds by predecessor (``scripts/experiments/
     predecessor_split.py``: 1.037 after FlashInfer's kernel, 1.035 after step 39's; the MLA
     devlog, "Session 25"); the balanced order stays, as it costs nothing. Its balance holds
-    within a round: a round's first launch follows the previous round's last, which the
-    design does not balance, and with ``cuda_graph`` each sample replays several launches of
-    one entry, so inside a sample an entry follows itself. Williams, E. J. (1949),
-    "Experimental designs balanced for the estimation of residual effects of treatments",
-    Australian Journal of Scientific Research A 2(3)."""
+    within a round and over whole cycles of rows: a round's first launch follows the previous
+    round's last, which the design does not balance, a ``reps`` that is not a multiple of the
+    row count leaves the last cycle partial, and with ``cuda_graph`` each sample replays
+    several launches of one entry, so inside a sample an entry follows itself. Williams,
+    E. J. (1949), "Experimental designs balanced for the estimation of residual effects of
+    treatments", Australian Journal of Scientific Research A 2(3)."""
     if n <= 1:
         return [list(range(n))]
     first, lo, hi = [0], 1, n - 1  # 0, 1, n-1, 2, n-2, ...

@@ -835,7 +835,8 @@ class MlaSm90Config(Config):
     to the SMs once per cluster instead of once per m-tile (1.03-1.09x step 39's time per
     round at h=128 on an H100 in session 25: a page's next load waits for the later CTA).
     64 is 61 with warpgroup 0 reloading stage 0's chunks 0-3, the first its next S reads, as
-    soon as its PV0L retires, before it waits for warpgroup 1's row max.
+    soon as its PV0L retires, before it waits for warpgroup 1's row max (1.015-1.045x step
+    39's time per round at h=128 on an H200 in session 25: P0 reaches warpgroup 1 later).
     40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
     is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
     warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us

@@ -570,7 +570,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: 16384) on an H100 (the devlog, "Session 23"); only warpgroup 0 reads them (its S0 and
         #: PV0L), so the release needs its own wait_group and barrier alone, as step 39's V1R.
         #: The cost: warpgroup 0 now waits for PV0L to retire before it can take m1, so where
-        #: m1 is already there, P0 reaches warpgroup 1 (BAR_P0) later
+        #: m1 is already there, P0 reaches warpgroup 1 (BAR_P0) later. Measured in session 25
+        #: (H200): correct (3 launches per check), and 1.015-1.045x step 39's time per round at
+        #: the uncut and long h=128 rows: warpgroup 1's PV0R and its reload of stage 0's chunks
+        #: 4-8 come later by as much; 61 stays (the devlog, "Session 25")
         self.early_v0l = step == 64
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
@@ -2245,10 +2248,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     def arm_chunks(self, mbar, stage, c_lo: cutlass.Constexpr, c_hi: cutlass.Constexpr):
         """Step 63, a whole warp: this CTA's chunk mbarriers c_lo..c_hi-1 of ``stage`` expect
         their 8 KB (the elected lane's arrive), whichever CTA of the cluster issues the TMA.
-        Called before this CTA counts the group's release (:meth:`freed_last`), so the peer's
-        TMA, issued only after both counts, lands after this arrive; were it to land first,
-        the transaction count would go below zero and the phase still could not complete
-        before this arrive."""
+        Called before this CTA counts the group's release (:meth:`freed_last`); the relaxed
+        count does not order this arrive before the peer's TMA, and correctness does not need
+        it: bytes that land first leave the transaction count below zero, and the phase
+        cannot complete while this arrive is pending."""
         for c in cutlass.range_constexpr(c_lo, c_hi):
             with cute.arch.elect_one():
                 cute.arch.mbarrier_arrive_and_expect_tx(mbar + stage * N_CHUNKS + c, CHUNK_BYTES)
@@ -2486,11 +2489,14 @@ def cluster_add_one(addr, *, loc=None, ip=None) -> cutlass.Uint32:
     address ``addr`` (:func:`cluster_address`); returns the old value. Relaxed: with
     ``.acq_rel`` ptxas put MEMBAR.ALL.CTA and MEMBAR.ALL.GPU before each ATOM (CPU compile,
     session 25), a wait for every outstanding memory operation of the thread, 4 times per
-    pair of pages. Nothing here needs the fences: what the count releases is the group's SMEM, whose
-    every read (the WGMMAs, async proxy) has completed at the warpgroup's wait_group before
-    its barrier, and whose generic writes (P, the zeroed tail rows) were fenced to the async
-    proxy and read by those WGMMAs; the peer's TMA that follows the count depends on its
-    value (a branch), and its own reads are not ordered by it."""
+    pair of pages. Why the fences are not needed here: what the count releases is the
+    group's SMEM, whose every read (the WGMMAs, async proxy) has completed at the
+    warpgroup's wait_group before its barrier, and whose generic writes (P, the zeroed tail
+    rows) were fenced to the async proxy and read by those WGMMAs; the peer's TMA that
+    follows the count depends on its value (a branch). That argues from operations the
+    hardware has completed; the PTX memory model does not promise it for a relaxed atomic
+    (CUTLASS hands a buffer across CTAs with a release-ordered mbarrier arrive). Step 63
+    passed its GPU checks so, and was measured slower anyway."""
     a = cutlass.Uint32(addr).ir_value(loc=loc, ip=ip)
     return asm_u32("atom.relaxed.cluster.shared::cluster.add.u32 $0, [$1], 1;", "=r,r", [a], True)
 
