@@ -241,6 +241,9 @@ STEPS = (
 MERGE_ROWS = 4
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
 STEP = 61
+#: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L): each
+#: has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
+STEPS_ON_61 = (61, 62, 63, 64)
 
 
 def release_order_chunk(c: int, stage):
@@ -407,9 +410,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (128, 16384) on an H100, 15% of step 11's stall samples wait on chunk 0's mbarrier
         #: there (the devlog, "Session 20"). Measured in session 21 (H100): 0.982-0.987x step
         #: 11's time per round at the five h=128 s=1 rows, 1.00x at s=2.
-        self.qk_release_order = step in (
-            33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64,
-        )  # fmt: skip
+        self.qk_release_order = step in (33, 34, 35, 36, 37, 38, 39, 58, 59, 60, *STEPS_ON_61)
         #: step 34 (16-bit cache; builds on 33): the cut sequences' partial O is stored in the
         #: dtype, not fp32 (one more rounding to 8 significant bits, then the weighted merge in
         #: fp32), so the CTAs write and the combine reads half the bytes: at (32, 4096) h=128
@@ -443,7 +444,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: finding that halving the combine's bytes did not shorten it. Measured in session 22
         #: (H100): tied with 33, 0.993-1.013x per round, its combine as long under ncu.
         # (step 37's merge: 16-byte vectors of its own)
-        self.combine_vec16 = step in (36, 38, 61, 62, 63, 64)
+        self.combine_vec16 = step in (36, 38, *STEPS_ON_61)
         #: step 38 (builds on 36): the combine issues its first round's partial-O loads (the
         #: pieces 0-3 that a row has) before it reads the pieces' LSEs, so a row's merge waits
         #: on one round trip to memory instead of two (the LSEs, then the partial O they
@@ -453,7 +454,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: us at (32, 4096) h=128), so neither the combine's bytes (step 34) nor its load
         #: instructions set its time; latency is what is left. Measured in session 22 (H100):
         #: tied with 33 (0.996-1.008x per round), its combine 7.0 against 7.5 us with warm L2.
-        self.combine_one_trip = step in (38, 61, 62, 63, 64)
+        self.combine_one_trip = step in (38, *STEPS_ON_61)
         #: step 39 (16-bit cache; builds on 33): WG1 reloads stage 1's chunks 4-7 (V1R, page
         #: pg0 + 3) as soon as its PV1R has retired, right after it issues PV0R, where 33 waits
         #: for PV0R as well and reloads both stages' right halves together. Those chunks are
@@ -463,7 +464,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: reads or waits on those chunks (its S1 and PV1R), so the early reload is safe as
         #: the FP8 producer's step 16 release is. Measured in session 22 (H100): 0.955-0.978x
         #: step 33's time per round at every h=128 row, 1.001x at h=64: the 16-bit default.
-        self.early_v1r = step in (39, 58, 59, 60, 61, 62, 63, 64)
+        self.early_v1r = step in (39, 58, 59, 60, *STEPS_ON_61)
         #: step 58 (16-bit cache; builds on 39; the next free step number, 40-57 being the
         #: query-rows-on-N builds): combine CTAs of 2 warps instead of 4. A split CTA holds 256
         #: threads x 224 allocated registers = 57344 of the SM's 65536 and 219 KB of SMEM; a
@@ -521,7 +522,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (session 23). Measured in session 24 (H100): 0.990x step 39's time per round at
         #: (32, 4096), 0.981x at varlen, 0.996-0.997x at (32, 16384) and (128, 16384); its
         #: combine 6.2 us against 39's 7.5 with warm L2: the 16-bit default since
-        if step in (61, 62, 63, 64):
+        if step in STEPS_ON_61:
             self.combine_batch = 2
         #: step 62 (16-bit cache; builds on 61, whose lean combine merges the sequences that are
         #: not pairs): the parts run as clusters of 2 CTAs (parts 2k
