@@ -26,13 +26,11 @@ stderr and exit status 2 (so do a run's entries left without their records).
 
 import argparse
 import json
-import math
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared" / "kernelplan" / "src"))
-from kernelplan.alternate import round_orders  # noqa: E402
+from kernelplan.alternate import per_round_ratio, round_orders  # noqa: E402
 
 
 def load(paths: list[Path]) -> tuple[dict[str, list[float]], dict | None]:
@@ -100,10 +98,6 @@ def orders_for(labels: list[str], n_rounds: int, launch_order, rotated: str | No
     return [[names[j] for j in rows[i % len(rows)]] for i in range(n_rounds)]
 
 
-def _ok(x) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("records", nargs="+", type=Path)
@@ -124,15 +118,20 @@ def main(argv=None) -> int:
     for lab in samples:
         if lab == a.ref:
             continue
-        by: dict[str, list[float]] = {}
+        by: dict[str, tuple[list[float], list[float]]] = {}
         for i, order in enumerate(orders):
             k = order.index(lab)
             prev = order[k - 1] if k else (orders[i - 1][-1] if i else "(none)")
-            x, r = samples[lab][i], samples[a.ref][i]
-            if _ok(x) and _ok(r):
-                by.setdefault(prev, []).append(x / r)
-        for prev, ratios in sorted(by.items()):
-            print(f"| {lab} | {prev} | {len(ratios)} | {statistics.median(ratios):.3f} |")
+            xs, refs = by.setdefault(prev, ([], []))
+            xs.append(samples[lab][i])
+            refs.append(samples[a.ref][i])
+        for prev, (xs, refs) in sorted(by.items()):
+            # kernelplan.report's ratio (rounds with a non-finite or non-positive time skipped)
+            ratio = per_round_ratio(xs, refs)
+            if ratio is None:
+                continue
+            used = sum(per_round_ratio([x], [r]) is not None for x, r in zip(xs, refs, strict=True))
+            print(f"| {lab} | {prev} | {used} | {ratio:.3f} |")
     return 0
 
 
