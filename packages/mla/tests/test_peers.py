@@ -13,6 +13,8 @@ import pytest
 import torch
 from cute_mla.flashinfer_mla import FlashInferMla
 from cute_mla.flashinfer_mla import flashinfer_mla as fim
+from cute_mla.flashmla import FlashMla
+from cute_mla.flashmla import flashmla as fmla
 from cute_mla.tilegym_mla import TileGymMla
 from cute_mla.tilegym_mla import tilegym_mla as tgm
 
@@ -357,3 +359,122 @@ def test_tilegym_gather_is_in_the_launch(monkeypatch):
         launch()
         results[gather] = torch.equal(before, x["o"])
     assert results == {"in_launch": False, "at_bind": True}
+
+
+# -- FlashMLA (sgl-kernel's flashmla_ops) ------------------------------------------------------
+class FakeFlashMlaOps:
+    """``torch.ops.sgl_kernel`` as FlashMLA's two dense-decode ops document it (the wheel's
+    ``sgl_kernel/flash_mla.py``): metadata from the lengths; the op returns a new ``out (b, s,
+    h, d_v)`` and a natural-log ``lse (b, h, s)`` and writes nothing it was given."""
+
+    def __init__(self):
+        self.metadata_calls: list = []
+        self.runs = 0
+
+    def get_mla_decoding_metadata(self, seqlens, rows_per_head_k, h_k, h_q, is_fp8, topk):
+        assert seqlens.dtype == torch.int32 and seqlens.dim() == 1
+        assert h_k == 1 and h_q is None and is_fp8 is False and topk is None
+        self.metadata_calls.append(rows_per_head_k)
+        return [
+            torch.zeros(4, 8, dtype=torch.int32),
+            torch.zeros(seqlens.numel() + 1, dtype=torch.int32),
+        ]
+
+    def fwd_kvcache_mla(self, q, cache, d_v, seqlens, table, scale, causal, meta, splits, fp8, idx):
+        b, s, h, d = q.shape
+        assert cache.shape[1:] == (64, 1, d) and table.dtype == torch.int32
+        assert fp8 is False and idx is None and splits.numel() == b + 1
+        out = torch.empty(b, s, h, d_v, dtype=q.dtype)
+        lse = torch.empty(b, h, s)
+        for i in range(b):
+            n = int(seqlens[i])
+            pages = table[i, : -(-n // 64)].long()
+            rows = cache[pages].reshape(-1, d)[:n].double()
+            for r in range(s):
+                seen = max(0, min(n - s + r + 1 if causal else n, n))
+                if seen == 0:
+                    out[i, r], lse[i, :, r] = 0, -math.inf
+                    continue
+                sc = q[i, r].double() @ rows[:seen].T * scale  # (h, seen)
+                out[i, r] = (torch.softmax(sc, -1) @ rows[:seen, :d_v]).to(q.dtype)
+                lse[i, :, r] = torch.logsumexp(sc, -1).float()
+        self.runs += 1
+        return [out, lse]
+
+
+class _CpuFlashMla(FlashMla):
+    """FlashMla on CPU tensors (the check's inputs are made on the GPU otherwise)."""
+
+    def prepare_inputs(self, problem, seed, device="cpu"):
+        return super().prepare_inputs(problem, seed, device="cpu")
+
+
+@pytest.fixture
+def fake_flashmla(monkeypatch):
+    ops = FakeFlashMlaOps()
+    monkeypatch.setattr(fmla, "load_flashmla", lambda: ops)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
+    return ops
+
+
+def test_flashmla_missing_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(fmla, "_OPS", None)
+    monkeypatch.setenv(fmla.OPS_ENV, str(tmp_path / "nowhere.so"))
+    plan = FlashMla()
+    p = plan.problem(b=2, t=128)
+    with pytest.raises(KernelPlanError) as e:
+        plan.kernel(p, plan.default_config(p), plan.target("sm_90a"))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(
+        "flashmla needs FlashMLA's ops from sgl-kernel 0.3.21"
+    )
+    assert "pack-flashmla.sh" in msg and "nowhere.so: no such file" in msg
+    assert e.value.__cause__ is None and e.value.__suppress_context__
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"page": 16}, "takes --page 64 only"),
+        ({"dtype": "float32"}, "takes dtype bfloat16 or float16"),
+        ({"d_latent": 384}, "takes d_latent 512 and d_rope 64 only"),
+        ({"d_rope": 128}, "takes d_latent 512 and d_rope 64 only"),
+        ({"kv_dtype": "float8_e4m3fn"}, "flashmla takes a cache of the --dtype only"),
+    ],
+)
+def test_flashmla_refuses_in_one_line(kw, needle):
+    with pytest.raises(ShapeError, match=needle) as e:
+        FlashMla().problem(**{"b": 2, "t": 100, **kw})
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        MlaDecodeProblem(b=8, h=16, t=300, varlen=True),  # an empty sequence
+        MlaDecodeProblem(b=3, s=2, h=16, t=200),  # causal s = 2
+        MlaDecodeProblem(b=2, h=128, t=70),  # a partial second page
+    ],
+    ids=lambda p: f"b{p.b}-s{p.s}-h{p.h}-t{p.t}" + ("-varlen" if p.varlen else ""),
+)
+def test_flashmla_check_copies_and_timing_returns(fake_flashmla, p):
+    plan = _CpuFlashMla()
+    cfg = plan.default_config(p)
+    assert cfg.outputs == "returned" and plan.autotune_configs(p) == [cfg]
+    ok, res, _ = plan.run_check(p, cfg, target=plan.target("sm_90a"), seed=3, launches=2)
+    assert ok, [r.line() for r in res]
+    assert [r.name for r in res] == ["o", "lse"]  # both compared, through the copies
+    assert fake_flashmla.metadata_calls == [p.s * p.h]  # one metadata call, at bind
+    ok, res, _ = plan.run_check(p, cfg, target=plan.target("sm_90a"), seed=3, fault="skip-launch")
+    assert not ok and not any(r.passed for r in res)
+    ok, res, _ = plan.run_check(p, cfg, target=plan.target("sm_90a"), seed=3, fault="perturb")
+    assert not ok and [r.name for r in res if not r.passed] == ["o"]
+    # the timed launch is the op alone: its results are returned, the workload's untouched
+    x = inputs_for(p, seed=5)
+    x["o"].fill_(float("nan"))
+    runs = fake_flashmla.runs
+    out, lse = plan.kernel(p, cfg, plan.target("sm_90a")).bind(x)()
+    assert fake_flashmla.runs == runs + 1 and torch.isnan(x["o"]).all()
+    ref = W.reference(p, x)
+    r = compare("lse", lse.transpose(1, 2).contiguous(), ref["lse"], W.tolerance(p, "lse"))
+    assert r.passed, r.line()

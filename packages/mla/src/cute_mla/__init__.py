@@ -17,5 +17,6 @@ KERNELS = {
     ),
     "mla_decode_sm90": "cute_mla.mla_decode_sm90.mla_decode_sm90:MlaDecodeSm90",
     "flashinfer_mla": "cute_mla.flashinfer_mla.flashinfer_mla:FlashInferMla",
+    "flashmla": "cute_mla.flashmla.flashmla:FlashMla",
     "tilegym_mla": "cute_mla.tilegym_mla.tilegym_mla:TileGymMla",
 }

@@ -1,0 +1,213 @@
+"""Peer: FlashMLA's Hopper dense decode (deepseek-ai/FlashMLA), as sgl-kernel 0.3.21 ships it.
+
+FlashMLA is the issue's reference point (the fastest published Hopper MLA decode) and has no
+wheel of its own on PyPI (``flash-mla`` there is a 6 kB placeholder sdist). sgl-kernel
+``0.3.21`` carries it prebuilt: ``sgl_kernel/flashmla_ops.abi3.so`` registers the torch ops
+``sgl_kernel::get_mla_decoding_metadata`` (FlashMLA's ``get_mla_metadata``) and
+``sgl_kernel::fwd_kvcache_mla`` (its ``flash_mla_with_kvcache``; its dense sm_90 path runs the
+split-KV kernel and, where a sequence is split, the combine kernel). The op names, argument
+order and shapes are those of the wheel's ``sgl_kernel/flash_mla.py`` wrapper.
+
+**Where it comes from.** That library is built against torch 2.9.1 and CUDA 12; the H200 host
+has torch 2.11 with CUDA 13 and no registry. ``scripts/device/pack-flashmla.sh`` (run where
+PyPI is reachable) takes the library out of the registry's wheel, points three of its
+references at a small bridge of ours (``torch_abi_shim.cpp`` beside this file: the device
+properties in CUDA 12's struct layout, and two torch functions whose signatures changed), and
+puts CUDA 12.9's runtime beside it, in ``.device/fm``. Nothing of FlashMLA is built here. Where
+torch and sgl-kernel match (torch 2.9.1 with ``pip install sgl-kernel==0.3.21``), the wheel's
+own module is used instead.
+
+What the adapter does with the workload's tensors:
+
+* **bind** (once per input set, outside the timed launch): FlashMLA's scheduler metadata from
+  ``seqlens`` (``get_mla_decoding_metadata(seqlens, s*h, 1)``: one KV head, ``s*h`` query rows
+  per sequence), as a caller computes it once per decode step for all layers. It is a small
+  kernel on the GPU that reads the lengths; it writes no output of the workload.
+* **launch**: ``fwd_kvcache_mla(q (b, s, h, 576), kv_cache viewed (pages, 64, 1, 576), 512,
+  seqlens, page_table, scale, causal and s > 1, metadata, num_splits)``. The op allocates and
+  returns ``out (b, s, h, 512)`` and ``lse (b, h, s)`` (natural log) on every call; a caller
+  uses what it returns, so the timed launch is the op alone.
+* **check**: the op cannot write into the workload's ``o`` and ``lse``, so
+  :meth:`FlashMla.run_check` checks ``--config outputs=copied``, whose launch is the same op
+  followed by copying its two results into ``o`` and ``lse`` (transposing LSE to ``(b, s,
+  h)``). Timing defaults to ``outputs=returned``; ``outputs=copied`` can be timed to see the
+  copies' cost.
+
+The page table's spare entries are never read (FlashMLA reads ``ceil(len / 64)`` pages of a
+sequence). FlashMLA takes page 64 only, one KV head, d_qk 576 and d_latent 512, bf16 or fp16.
+A launch allocates only through torch's caching allocator and never synchronises, so it can
+be captured in a CUDA graph (``--cuda-graph``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from kernelplan import Config, KernelPlan, KernelPlanError, ShapeError, Target, TorchKernel
+from kernelplan.errors import NotInstalled
+from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_cache_only
+
+#: the sgl-kernel release whose FlashMLA library the adapter was written and measured against
+SGL_KERNEL_VERSION = "0.3.21"
+#: the environment variable naming the bridged library (scripts/device/pack-flashmla.sh)
+OPS_ENV = "KERNELPLAN_FLASHMLA_OPS"
+#: where pack-flashmla.sh puts it, relative to the project's root (the device's working dir)
+DEFAULT_OPS = Path(".device/fm/flashmla_ops.abi3.so")
+INSTALL = (
+    f"bash scripts/device/pack-flashmla.sh, then {OPS_ENV}={DEFAULT_OPS} "
+    f"(or, with torch 2.9.1: pip install sgl-kernel=={SGL_KERNEL_VERSION})"
+)
+DTYPES = ("bfloat16", "float16")
+#: the only page size, head dims and KV head count FlashMLA's dense decode takes
+PAGE, D_QK, D_LATENT = 64, 576, 512
+
+_OPS: Any = None  # the torch.ops namespace once the library is loaded (one load per process)
+
+
+def _load_library(path: Path) -> None:
+    """Import the bridged library as the extension module it is (its static initialisers
+    register the ``sgl_kernel`` torch ops)."""
+    spec = importlib.util.spec_from_file_location("flashmla_ops", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not a loadable extension module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+def load_flashmla() -> Any:
+    """``torch.ops.sgl_kernel`` with FlashMLA's ops registered.
+
+    The library named by ``$KERNELPLAN_FLASHMLA_OPS`` (or ``.device/fm/flashmla_ops.abi3.so``
+    when that exists), else the installed ``sgl_kernel.flashmla_ops``.
+
+    Raises:
+        NotInstalled: neither loads (one line: how to get it, and why the load failed).
+    """
+    global _OPS
+    if _OPS is not None:
+        return _OPS
+    try:
+        import torch
+
+        named = os.environ.get(OPS_ENV)
+        path = Path(named) if named else (DEFAULT_OPS if DEFAULT_OPS.exists() else None)
+        if path is not None:
+            if not path.is_file():
+                raise FileNotFoundError(f"{OPS_ENV}={named}: no such file")
+            _load_library(path)
+        else:
+            import sgl_kernel.flashmla_ops  # noqa: F401  (registers the ops)
+        ops = torch.ops.sgl_kernel
+        ops.fwd_kvcache_mla, ops.get_mla_decoding_metadata  # noqa: B018  (present?)
+    except Exception as e:  # ImportError, OSError (dlopen), AttributeError (no such op)
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise NotInstalled(
+            f"flashmla needs FlashMLA's ops from sgl-kernel {SGL_KERNEL_VERSION}: {INSTALL} "
+            f"(load failed: {type(e).__name__}: {first})"
+        ) from None
+    _OPS = ops
+    return ops
+
+
+@dataclass(frozen=True)
+class FlashMlaConfig(Config):
+    """``outputs``: ``returned`` (the launch is the op; its results are what a caller uses)
+    or ``copied`` (the op, then its O and LSE copied into the workload's ``o`` and ``lse``:
+    what a check runs)."""
+
+    outputs: Literal["returned", "copied"] = "returned"
+
+
+class FlashMlaKernel(TorchKernel):
+    """A TorchKernel whose :meth:`bind` computes FlashMLA's scheduler metadata for one input
+    set and returns the launch (see the module docstring)."""
+
+    def __init__(self, name: str, problem: MlaDecodeProblem, config: FlashMlaConfig):
+        super().__init__(name, self._unbound)
+        self.problem, self.config = problem, config
+        self.ops = load_flashmla()
+
+    @staticmethod
+    def _unbound(_inputs: Mapping[str, Any]) -> None:  # pragma: no cover - bind() replaces it
+        raise KernelPlanError("flashmla: launch through bind()")
+
+    def bind(self, inputs: Mapping[str, Any]):
+        p, t, ops = self.problem, inputs, self.ops
+        q, seqlens, table = t["q"], t["seqlens"], t["page_table"]
+        cache = t["kv_cache"].view(-1, p.page, 1, p.d_qk)
+        try:
+            meta, splits = ops.get_mla_decoding_metadata(seqlens, p.s * p.h, 1, None, False, None)
+        except Exception as e:  # FlashMLA's TORCH_CHECK, or a CUDA error through the bridge
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise KernelPlanError(
+                f"{self.name}: FlashMLA get_mla_decoding_metadata failed: "
+                f"{type(e).__name__}: {first}"
+            ) from e
+        scale, causal = p.scale(), bool(p.causal and p.s > 1)
+        o, lse = t["o"], t["lse"]
+
+        def attend():
+            return ops.fwd_kvcache_mla(
+                q, cache, p.d_latent, seqlens, table, scale, causal, meta, splits, False, None
+            )
+
+        if self.config.outputs == "returned":
+            launch = attend
+        else:
+
+            def launch() -> None:
+                out, out_lse = attend()
+                o.copy_(out)
+                lse.copy_(out_lse.transpose(1, 2))
+
+        launch.metadata = (meta, splits)  # type: ignore[attr-defined]  # kept with the launch
+        return launch
+
+
+class FlashMla(KernelPlan):
+    """FlashMLA's Hopper dense MLA decode from sgl-kernel 0.3.21 (see the module docstring:
+    the check copies its returned O and LSE; the timed launch is the op alone)."""
+
+    name: ClassVar[str] = "flashmla"
+    package: ClassVar[str] = "mla"
+    workload = MLA_DECODE
+    source: ClassVar[str | None] = None  # a peer library, not a CUTLASS example
+    target_sm: ClassVar[tuple[str, ...]] = ()  # a peer: its dense decode runs on sm_90
+    config_type = FlashMlaConfig
+    description: ClassVar[str] = (
+        f"FlashMLA dense decode (sgl-kernel {SGL_KERNEL_VERSION} flashmla_ops): metadata at "
+        "bind; the op returns O and LSE (the check copies them)"
+    )
+
+    def supports(self, problem: MlaDecodeProblem) -> None:
+        p = problem
+        plain_cache_only(self.name, p)  # the FP8 latent cache: not this layout
+        if p.dtype not in DTYPES:
+            raise ShapeError(f"{self.name} takes dtype bfloat16 or float16 (got --dtype {p.dtype})")
+        if p.page != PAGE:
+            raise ShapeError(f"{self.name} takes --page {PAGE} only (FlashMLA's page block)")
+        if p.d_qk != D_QK or p.d_latent != D_LATENT:
+            raise ShapeError(
+                f"{self.name} takes d_latent {D_LATENT} and d_rope {D_QK - D_LATENT} only (got "
+                f"--d_latent {p.d_latent} --d_rope {p.d_rope})"
+            )
+
+    def autotune_configs(self, problem: MlaDecodeProblem) -> list[FlashMlaConfig]:
+        """The op alone (``outputs=copied`` times copies FlashMLA's callers do not make)."""
+        return [FlashMlaConfig()]
+
+    def run_check(self, problem, config, **kw):
+        """:meth:`KernelPlan.run_check` with ``outputs=copied``: the op is the one the timed
+        launch runs, and its results reach the workload's ``o`` and ``lse`` to be compared."""
+        return super().run_check(problem, dataclasses.replace(config, outputs="copied"), **kw)
+
+    def plan(
+        self, problem: MlaDecodeProblem, config: FlashMlaConfig, target: Target
+    ) -> TorchKernel:
+        return FlashMlaKernel(self.name, problem, config)
