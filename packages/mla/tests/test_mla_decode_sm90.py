@@ -1053,6 +1053,29 @@ def test_mla_decode_sm90_seesaw_step64_reloads_v0l_before_taking_m1(tmp_path, mo
     assert plan.build_label(prob, cfg) == "seesaw step 64"
 
 
+def test_mla_decode_sm90_seesaw_step65_queues_s0_behind_pv1l(tmp_path, monkeypatch):
+    """Step 65 (``--config step=65``): step 61 with warpgroup 0's next S0 issued behind its
+    PV1L (step 31's order, FlashMLA's ``wg0_subroutine``, on the 61 base): S0's chunks 0-3,
+    then ``wait_group(1)`` (PV1L retired: one more WARPGROUP.DEPBAR.LE gsb0, 0x1 than 61),
+    stage 1's reload, chunks 4-8, one ``wait_group(0)``. The QK is built twice (the loop's top
+    for warpgroup 1 and a segment's first pair, and behind PV1L), so 36 more HGMMAs and 5 more
+    page-TMA sites; no WGMMA is serialized (a handful of DEPBARs, not one per HGMMA) and
+    nothing spills, at 237 registers against 61's 220."""
+    got, plan, prob, cfg = _seesaw_pair((61, 65), "qk_behind_pv", tmp_path, monkeypatch)
+    (a, _), (b, kb) = got[61], got[65]
+    assert kb.fn.early_v1r and kb.fn.qk_release_order and kb.fn.combine_batch == 2
+    assert not kb.fn.pv0r_first and not kb.fn.early_v0l
+    mains = {step: _kernel_sass(st, combine=False) for step, (st, _) in got.items()}
+    hgmma = {step: mains[step].count("HGMMA.") for step in mains}
+    assert hgmma[65] == hgmma[61] + 36
+    depbar = {step: mains[step].count("WARPGROUP.DEPBAR") for step in mains}
+    assert depbar[65] <= depbar[61] + 2 < hgmma[65] // 4
+    ones = {step: mains[step].count("WARPGROUP.DEPBAR.LE gsb0, 0x1") for step in mains}
+    assert ones[65] == ones[61] + 1
+    assert b["registers"] > a["registers"]
+    assert plan.build_label(prob, cfg) == "seesaw step 65"
+
+
 def test_mla_decode_sm90_seesaw_step58_combine_fits_beside_a_split_cta(tmp_path, monkeypatch):
     """Step 58 (``--config step=58``): step 39 with combine CTAs of 2 warps (``combine_rows``)
     instead of 4. The point is residency: an SM holds 65536 registers; the split CTA's 8 warps

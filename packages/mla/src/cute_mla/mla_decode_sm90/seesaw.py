@@ -234,16 +234,17 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
 MERGE_ROWS = 4
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
 STEP = 61
-#: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L): each
-#: has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
-STEPS_ON_61 = (61, 62, 63, 64)
+#: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
+#: behind PV1L): each has 61's lean combine and everything 61 took from 39 and 33, so one list
+#: for those flags
+STEPS_ON_61 = (61, 62, 63, 64, 65)
 
 
 def release_order_chunk(c: int, stage):
@@ -397,8 +398,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: step 25 (16-bit cache; builds on 11): the L2 prefetch stream of the pair after next
         self.l2_pages = step == 25
         #: step 31 (16-bit cache; builds on 11): WG0 issues the next pair's S0 right behind its
-        #: PV1L (FlashMLA's order, splitkv_mla.cuh wg0_subroutine), not after PV1L has retired
-        self.qk_behind_pv = step in (31, 32)
+        #: PV1L (FlashMLA's order, splitkv_mla.cuh wg0_subroutine), not after PV1L has retired.
+        #: Step 31 was 1.005-1.04x step 11 (session 11), before steps 33 and 39 changed which
+        #: chunks the next S waits on. Step 65 (builds on 61): the same order on the 61 base,
+        #: where warpgroup 0's tensor queue still drains at every pair's end (it waits for PV1L,
+        #: reloads, and only then issues the next S0); 237 registers against 61's 220, 0 spills
+        self.qk_behind_pv = step in (31, 32, 65)
         #: step 32: 31 with WG0's PV1L issued only once WG1 has issued its PV0R (FlashMLA's
         #: rO1sP0sV0RIssued barrier), so the tensor pipe takes PV0R first and WG1 reloads
         #: stage 0's chunks 4-8, which the next S0 waits for, a PV earlier
