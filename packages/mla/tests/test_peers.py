@@ -6,6 +6,7 @@ small PyTorch stand-in that follows the peer's documented contract."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 
@@ -365,7 +366,8 @@ def test_tilegym_gather_is_in_the_launch(monkeypatch):
 class FakeFlashMlaOps:
     """``torch.ops.sgl_kernel`` as FlashMLA's two dense-decode ops document it (the wheel's
     ``sgl_kernel/flash_mla.py``): metadata from the lengths; the op returns a new ``out (b, s,
-    h, d_v)`` and a natural-log ``lse (b, h, s)`` and writes nothing it was given."""
+    h, d_v)`` and a natural-log ``lse (b, h, s)`` (+inf where a query sees no key, FlashMLA's
+    own reference) and writes nothing it was given."""
 
     def __init__(self):
         self.metadata_calls: list = []
@@ -392,14 +394,23 @@ class FakeFlashMlaOps:
             rows = cache[pages].reshape(-1, d)[:n].double()
             for r in range(s):
                 seen = max(0, min(n - s + r + 1 if causal else n, n))
-                if seen == 0:
-                    out[i, r], lse[i, :, r] = 0, -math.inf
+                if seen == 0:  # FlashMLA's convention: o 0, lse +inf
+                    out[i, r], lse[i, :, r] = 0, math.inf
                     continue
                 sc = q[i, r].double() @ rows[:seen].T * scale  # (h, seen)
                 out[i, r] = (torch.softmax(sc, -1) @ rows[:seen, :d_v]).to(q.dtype)
                 lse[i, :, r] = torch.logsumexp(sc, -1).float()
         self.runs += 1
         return [out, lse]
+
+
+def _fm_args(x: dict, p: MlaDecodeProblem) -> tuple:
+    """The op's arguments as the adapter passes them (metadata stand-ins)."""
+    splits = torch.zeros(p.b + 1, dtype=torch.int32)
+    cache = x["kv_cache"].view(-1, p.page, 1, p.d_qk)
+    meta = torch.zeros(4, 8, dtype=torch.int32)
+    return (x["q"], cache, p.d_latent, x["seqlens"], x["page_table"], p.scale(), False, meta,
+            splits, False, None)  # fmt: skip
 
 
 class _CpuFlashMla(FlashMla):
@@ -465,6 +476,15 @@ def test_flashmla_check_copies_and_timing_returns(fake_flashmla, p):
     assert ok, [r.line() for r in res]
     assert [r.name for r in res] == ["o", "lse"]  # both compared, through the copies
     assert fake_flashmla.metadata_calls == [p.s * p.h]  # one metadata call, at bind
+    if p.varlen:  # an empty sequence: +inf from the op, -inf in the workload's lse
+        x = inputs_for(p, seed=4)
+        x["lse"].fill_(float("nan"))
+        copied = dataclasses.replace(cfg, outputs="copied")
+        _, op_lse = fake_flashmla.fwd_kvcache_mla(*_fm_args(x, p))
+        plan.kernel(p, copied, plan.target("sm_90a")).bind(x)()
+        empty = x["seqlens"] == 0
+        assert empty.any() and torch.isposinf(op_lse[empty]).all()
+        assert torch.isneginf(x["lse"][empty]).all() and not torch.isinf(x["lse"][~empty]).any()
     ok, res, _ = plan.run_check(p, cfg, target=plan.target("sm_90a"), seed=3, fault="skip-launch")
     assert not ok and not any(r.passed for r in res)
     ok, res, _ = plan.run_check(p, cfg, target=plan.target("sm_90a"), seed=3, fault="perturb")
@@ -476,5 +496,7 @@ def test_flashmla_check_copies_and_timing_returns(fake_flashmla, p):
     out, lse = plan.kernel(p, cfg, plan.target("sm_90a")).bind(x)()
     assert fake_flashmla.runs == runs + 1 and torch.isnan(x["o"]).all()
     ref = W.reference(p, x)
-    r = compare("lse", lse.transpose(1, 2).contiguous(), ref["lse"], W.tolerance(p, "lse"))
+    got = lse.transpose(1, 2).contiguous()
+    got[got == math.inf] = -math.inf  # FlashMLA's empty-query convention, as the check maps it
+    r = compare("lse", got, ref["lse"], W.tolerance(p, "lse"))
     assert r.passed, r.line()

@@ -32,6 +32,11 @@ What the adapter does with the workload's tensors:
   followed by copying its two results into ``o`` and ``lse`` (transposing LSE to ``(b, s,
   h)``). Timing defaults to ``outputs=returned``; ``outputs=copied`` can be timed to see the
   copies' cost.
+* **A query that sees no key** (an empty sequence; with causal s > 1 a query of a sequence
+  shorter than s): FlashMLA returns ``o = 0`` and ``lse = +inf`` (its own reference says so:
+  ``tests/test_flash_mla_dense_decoding.py`` L114-L118 in deepseek-ai/FlashMLA at 9241ae3); the
+  workload's convention is ``-inf`` (the log of an empty sum), so the copy maps exactly
+  ``+inf`` to ``-inf`` (a finite problem has no other infinite LSE). ``o`` is not touched.
 
 The page table's spare entries are never read (FlashMLA reads ``ceil(len / 64)`` pages of a
 sequence). FlashMLA takes page 64 only, one KV head, d_qk 576 and d_latent 512, bf16 or fp16.
@@ -43,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -165,6 +171,8 @@ class FlashMlaKernel(TorchKernel):
                 out, out_lse = attend()
                 o.copy_(out)
                 lse.copy_(out_lse.transpose(1, 2))
+                # FlashMLA's LSE of a query that sees no key is +inf, the workload's -inf
+                lse.masked_fill_(lse == math.inf, -math.inf)
 
         launch.metadata = (meta, splits)  # type: ignore[attr-defined]  # kept with the launch
         return launch
