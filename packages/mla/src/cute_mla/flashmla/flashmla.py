@@ -41,12 +41,24 @@ What the adapter does with the workload's tensors:
 The page table's spare entries are never read (FlashMLA reads ``ceil(len / 64)`` pages of a
 sequence). FlashMLA takes page 64 only, one KV head, d_qk 576 and d_latent 512, bf16 or fp16.
 A launch allocates only through torch's caching allocator and never synchronises, so it can
-be captured in a CUDA graph (``--cuda-graph``).
+be captured in a CUDA graph (``--cuda-graph``); compare it with ``--cuda-graph``, since an
+eager launch also times the op's host work (its views, ``torch::empty`` calls and
+``cudaFuncSetAttribute``), which FlashInfer's launch does not have.
+
+**Limits of the bridge** (what the three renamed symbols do not cover). The library was built
+against torch 2.9.1's headers, so it carries inline copies of torch code; a reviewer found its
+``TensorImpl`` virtual-call slots 0x18 below torch 2.11's. Those calls are made only for tensors
+with custom sizes, strides or device policies (subclasses, fake tensors under tracing); the
+field offsets of plain tensors match, and plain CUDA tensors are all this adapter passes. The
+loader refuses the bridged library under any torch but 2.11. A CUDA error inside FlashMLA's
+launchers is not an exception: they print it and ``exit(1)`` (its ``CHECK_CUDA``), which ends
+the process and any run it was part of.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import math
 import os
@@ -63,17 +75,21 @@ from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_
 SGL_KERNEL_VERSION = "0.3.21"
 #: the environment variable naming the bridged library (scripts/device/pack-flashmla.sh)
 OPS_ENV = "KERNELPLAN_FLASHMLA_OPS"
-#: where pack-flashmla.sh puts it, relative to the project's root (the device's working dir)
-DEFAULT_OPS = Path(".device/fm/flashmla_ops.abi3.so")
+#: where pack-flashmla.sh puts it: .device/fm under the project's root (this file is
+#: packages/mla/src/cute_mla/flashmla/flashmla.py in it)
+DEFAULT_OPS = Path(__file__).resolve().parents[5] / ".device" / "fm" / "flashmla_ops.abi3.so"
 INSTALL = (
-    f"bash scripts/device/pack-flashmla.sh, then {OPS_ENV}={DEFAULT_OPS} "
+    f"bash scripts/device/pack-flashmla.sh, then {OPS_ENV}=.device/fm/flashmla_ops.abi3.so "
     f"(or, with torch 2.9.1: pip install sgl-kernel=={SGL_KERNEL_VERSION})"
 )
+#: the torch the bridged library was checked against (the H200 host's); see the module text
+BRIDGE_TORCH = "2.11"
 DTYPES = ("bfloat16", "float16")
 #: the only page size, head dims and KV head count FlashMLA's dense decode takes
 PAGE, D_QK, D_LATENT = 64, 576, 512
 
 _OPS: Any = None  # the torch.ops namespace once the library is loaded (one load per process)
+_SOURCE: dict[str, str] = {}  # what was loaded: recorded with every run (FlashMlaKernel.meta)
 
 
 def _load_library(path: Path) -> None:
@@ -104,11 +120,25 @@ def load_flashmla() -> Any:
         named = os.environ.get(OPS_ENV)
         path = Path(named) if named else (DEFAULT_OPS if DEFAULT_OPS.exists() else None)
         if path is not None:
+            where = f"{OPS_ENV}={named}" if named else str(path)
             if not path.is_file():
-                raise FileNotFoundError(f"{OPS_ENV}={named}: no such file")
+                what = "is not a file" if path.exists() else "no such file"
+                raise FileNotFoundError(f"{where}: {what}")
+            if not torch.__version__.startswith(BRIDGE_TORCH + "."):
+                raise ImportError(
+                    f"{where} is bridged to torch {BRIDGE_TORCH}; this is torch {torch.__version__}"
+                )
             _load_library(path)
+            _SOURCE.update(
+                library=str(path.resolve()),
+                library_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+                sgl_kernel=f"{SGL_KERNEL_VERSION} (bridged by scripts/device/pack-flashmla.sh)",
+            )
         else:
+            import sgl_kernel
             import sgl_kernel.flashmla_ops  # noqa: F401  (registers the ops)
+
+            _SOURCE.update(sgl_kernel=str(getattr(sgl_kernel, "__version__", "?")))
         ops = torch.ops.sgl_kernel
         ops.fwd_kvcache_mla, ops.get_mla_decoding_metadata  # noqa: B018  (present?)
     except Exception as e:  # ImportError, OSError (dlopen), AttributeError (no such op)
@@ -138,6 +168,8 @@ class FlashMlaKernel(TorchKernel):
         super().__init__(name, self._unbound)
         self.problem, self.config = problem, config
         self.ops = load_flashmla()
+        self.meta.update(peer="FlashMLA dense decode (sgl-kernel flashmla_ops)", **_SOURCE)
+        self.meta["outputs"] = config.outputs
 
     @staticmethod
     def _unbound(_inputs: Mapping[str, Any]) -> None:  # pragma: no cover - bind() replaces it
@@ -146,10 +178,19 @@ class FlashMlaKernel(TorchKernel):
     def bind(self, inputs: Mapping[str, Any]):
         p, t, ops = self.problem, inputs, self.ops
         q, seqlens, table = t["q"], t["seqlens"], t["page_table"]
+        if q.is_cuda:
+            import torch
+
+            cc = torch.cuda.get_device_capability(q.device)
+            if cc != (9, 0):
+                raise KernelPlanError(
+                    f"{self.name}: FlashMLA's dense decode runs on sm_90 only (this GPU is "
+                    f"sm_{cc[0]}{cc[1]})"
+                )
         cache = t["kv_cache"].view(-1, p.page, 1, p.d_qk)
         try:
             meta, splits = ops.get_mla_decoding_metadata(seqlens, p.s * p.h, 1, None, False, None)
-        except Exception as e:  # FlashMLA's TORCH_CHECK, or a CUDA error through the bridge
+        except Exception as e:  # FlashMLA's TORCH_CHECK (its CUDA errors exit the process)
             first = (str(e).strip().splitlines() or [""])[0]
             raise KernelPlanError(
                 f"{self.name}: FlashMLA get_mla_decoding_metadata failed: "

@@ -74,6 +74,11 @@ __attribute__((visibility("default"))) void lcd_flashmla_cuda_check(int err, con
                                                                      const char* func, int line,
                                                                      bool /*device_assertions*/) {
   if (err == 0) return;
+  // as torch's own check does: clear the error, so that a later check does not find it again
+  try {
+    cudart12_fn<int (*)()>("cudaGetLastError")();
+  } catch (const std::exception&) {
+  }
   throw std::runtime_error("FlashMLA (sgl-kernel): CUDA error " + error_text(err) + " at " +
                            (file ? file : "?") + ":" + std::to_string(line) + " in " +
                            (func ? func : "?"));

@@ -38,9 +38,9 @@ Conventions every implementation must follow:
 * A query that sees no key (a zero-length sequence; with ``causal`` and ``s > 1`` a query of a
   sequence shorter than ``s``) has ``o = 0`` and ``lse = -inf`` (the log of an empty sum).
   FlashMLA returns ``+inf`` there instead (its reference sets ``lse[lonely_q] = +inf``,
-  ``tests/test_flash_mla_dense_decoding.py:L114-L116``); its adapter maps it. (The core's
-  check skips elements whose reference is not finite, so such lse entries are not compared;
-  ``o = 0`` is.)
+  ``tests/test_flash_mla_dense_decoding.py:L114-L118``); its adapter maps it. (The core's
+  check requires the reference's own infinity where the reference is infinite, so an
+  unmapped ``+inf`` fails; ``o = 0`` is compared as any value.)
 * Page-table entries past a sequence's own ``ceil(len / page)`` pages point at a *spare* page:
   a valid page index (so a kernel that prefetches them reads memory it may read), belonging to
   no sequence and filled with NaN. Implementations must not use them.
