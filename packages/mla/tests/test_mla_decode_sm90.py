@@ -1060,8 +1060,23 @@ def test_mla_decode_sm90_seesaw_step65_queues_s0_behind_pv1l(tmp_path, monkeypat
     stage 1's reload, chunks 4-8, one ``wait_group(0)``. The QK is built twice (the loop's top
     for warpgroup 1 and a segment's first pair, and behind PV1L), so 36 more HGMMAs and 5 more
     page-TMA sites; no WGMMA is serialized (a handful of DEPBARs, not one per HGMMA) and
-    nothing spills, at 237 registers against 61's 220."""
+    nothing spills, at 237 registers against 61's 220. The loop's top keeps 61's one group of
+    9 chunks in step 33's release order (``part`` -1; a review found a first build issuing it
+    in two natural-order parts, which undid that order for warpgroup 1): the QK sites traced
+    are -1 for 61 and -1, 0, 1 for 65."""
+    from cute_mla.mla_decode_sm90.seesaw import MlaDecodeSm90Seesaw
+
+    parts: list = []
+    orig = MlaDecodeSm90Seesaw.qk_chunks
+
+    def recording(self, *args):
+        parts.append((self.step, args[-1]))
+        return orig(self, *args)
+
+    monkeypatch.setattr(MlaDecodeSm90Seesaw, "qk_chunks", recording)
     got, plan, prob, cfg = _seesaw_pair((61, 65), "qk_behind_pv", tmp_path, monkeypatch)
+    assert [pt for st, pt in parts if st == 61] == [-1]
+    assert [pt for st, pt in parts if st == 65] == [-1, 0, 1]
     (a, _), (b, kb) = got[61], got[65]
     assert kb.fn.early_v1r and kb.fn.qk_release_order and kb.fn.combine_batch == 2
     assert not kb.fn.pv0r_first and not kb.fn.early_v0l

@@ -33,8 +33,9 @@ What the adapter does with the workload's tensors:
   h)``). Timing defaults to ``outputs=returned``; ``outputs=copied`` can be timed to see the
   copies' cost.
 * **A query that sees no key** (an empty sequence; with causal s > 1 a query of a sequence
-  shorter than s): FlashMLA returns ``o = 0`` and ``lse = +inf`` (its own reference says so:
-  ``tests/test_flash_mla_dense_decoding.py`` L114-L118 in deepseek-ai/FlashMLA at 9241ae3); the
+  shorter than s): FlashMLA returns ``o = 0`` and ``lse = +inf`` (upstream's reference says so:
+  ``tests/test_flash_mla_dense_decoding.py`` L114-L118 in deepseek-ai/FlashMLA at 9241ae3;
+  sgl-kernel builds from its own FlashMLA pin, so the device check is what confirms it); the
   workload's convention is ``-inf`` (the log of an empty sum), so the copy maps exactly
   ``+inf`` to ``-inf`` (a finite problem has no other infinite LSE). ``o`` is not touched.
 
@@ -105,8 +106,9 @@ def _load_library(path: Path) -> None:
 def load_flashmla() -> Any:
     """``torch.ops.sgl_kernel`` with FlashMLA's ops registered.
 
-    The library named by ``$KERNELPLAN_FLASHMLA_OPS`` (or ``.device/fm/flashmla_ops.abi3.so``
-    when that exists), else the installed ``sgl_kernel.flashmla_ops``.
+    The library named by ``$KERNELPLAN_FLASHMLA_OPS`` (refused unless torch is 2.11), or
+    ``.device/fm/flashmla_ops.abi3.so`` under the project's root when that exists and torch is
+    2.11, else the installed ``sgl_kernel.flashmla_ops``.
 
     Raises:
         NotInstalled: neither loads (one line: how to get it, and why the load failed).
@@ -118,13 +120,18 @@ def load_flashmla() -> Any:
         import torch
 
         named = os.environ.get(OPS_ENV)
+        bridged_torch = torch.__version__.startswith(BRIDGE_TORCH + ".")
+        # the bundle under the project's root only under the torch it is bridged to; under
+        # another torch, the installed sgl-kernel (whose own torch it must be)
         path = Path(named) if named else (DEFAULT_OPS if DEFAULT_OPS.exists() else None)
+        if path is not None and not named and not bridged_torch:
+            path = None
         if path is not None:
             where = f"{OPS_ENV}={named}" if named else str(path)
             if not path.is_file():
                 what = "is not a file" if path.exists() else "no such file"
                 raise FileNotFoundError(f"{where}: {what}")
-            if not torch.__version__.startswith(BRIDGE_TORCH + "."):
+            if not bridged_torch:
                 raise ImportError(
                     f"{where} is bridged to torch {BRIDGE_TORCH}; this is torch {torch.__version__}"
                 )

@@ -401,8 +401,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: PV1L (FlashMLA's order, splitkv_mla.cuh wg0_subroutine), not after PV1L has retired.
         #: Step 31 was 1.005-1.04x step 11 (session 11), before steps 33 and 39 changed which
         #: chunks the next S waits on. Step 65 (builds on 61): the same order on the 61 base,
-        #: where warpgroup 0's tensor queue still drains at every pair's end (it waits for PV1L,
-        #: reloads, and only then issues the next S0); 237 registers against 61's 220, 0 spills
+        #: where warpgroup 0 waits for PV1L, reloads, and only then issues the next S0, so no
+        #: MMA of its own is queued while it waits; in 65 the S0's chunks 0-3 are (both still
+        #: wait for everything, wait_group(0), before the next pair's softmax). Warpgroup 1 and
+        #: a segment's first S0 keep 61's one group in step 33's release order
         self.qk_behind_pv = step in (31, 32, 65)
         #: step 32: 31 with WG0's PV1L issued only once WG1 has issued its PV0R (FlashMLA's
         #: rO1sP0sV0RIssued barrier), so the tensor pipe takes PV0R first and WG1 reloads
@@ -967,12 +969,20 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             # step 31: WG0's S of every pair but a segment's first was issued
                             # and waited for at the end of the pair before
                             if wg == 1 or it == 0:
-                                qk_mma = self.qk_chunks(
-                                    qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 0
-                                )
-                                qk_mma = self.qk_chunks(
-                                    qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 1
-                                )
+                                if cutlass.const_expr(self.qk_release_order):
+                                    # step 65: here all 9 chunks in step 33's release order
+                                    # (WG1: 4-7, 0-3, 8), as 61 takes them; only the S0 issued
+                                    # behind PV1L is split in two
+                                    qk_mma = self.qk_chunks(
+                                        qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1
+                                    )
+                                else:
+                                    qk_mma = self.qk_chunks(
+                                        qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 0
+                                    )
+                                    qk_mma = self.qk_chunks(
+                                        qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 1
+                                    )
                                 warpgroup.wait_group(0)
                         else:
                             qk_mma = self.qk_chunks(qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1)
