@@ -36,7 +36,9 @@ class DslMissing(KernelPlanError):
     the ``cutlass`` module in its place."""
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
+    """The first line of ``e``'s message, stripped ("" for an empty message): what a one-line
+    error quotes of a library's multi-line exception."""
     text = str(e).strip()
     return text.splitlines()[0].strip() if text else ""
 
@@ -82,7 +84,7 @@ def explain(e: BaseException, what: str | None = None) -> KernelPlanError | None
         out.args = (f"{e} ({note})",)
         return out
     if isinstance(e, NotImplementedError):
-        first = _first_line(e) or "a method is not written yet"
+        first = first_line(e) or "a method is not written yet"
         return Unfinished(
             f"{what or 'the adapter'} is not finished: {first} ({_raised_at(e)}): fill in "
             "what its TODOs ask, or leave it out of the package's KERNELS"
@@ -94,7 +96,7 @@ def explain(e: BaseException, what: str | None = None) -> KernelPlanError | None
     note = cutlass_src.drift_note()
     if not note:
         return None
-    detail = _first_line(e)
+    detail = first_line(e)
     detail = f"{type(e).__name__}: {detail}" if detail else type(e).__name__
     return KernelPlanError(f"{head}{detail} ({note})")
 

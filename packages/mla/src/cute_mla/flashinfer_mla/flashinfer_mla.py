@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from kernelplan import Config, KernelPlan, KernelPlanError, ShapeError, Target, TorchKernel
-from kernelplan.errors import NotInstalled
+from kernelplan.errors import NotInstalled, first_line
 from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_cache_only
 
 #: the versions the adapter was written and measured against (mla-peers.md section 1)
@@ -93,7 +93,7 @@ def load_flashinfer() -> tuple[Any, Any, str]:
         import flashinfer
         from flashinfer.mla import BatchMLAPagedAttentionWrapper, MLAPlanMetadata
     except Exception as e:  # ImportError, or an install that fails while importing
-        first = (str(e).strip().splitlines() or [""])[0]
+        first = first_line(e)
         raise NotInstalled(
             f"flashinfer_mla needs FlashInfer: {INSTALL} "
             f"(import flashinfer failed: {type(e).__name__}: {first})"
@@ -232,7 +232,7 @@ class FlashInferKernel(TorchKernel):
                     lse_mode="basee",
                 )
         except Exception as e:  # FlashInfer's refusal or a JIT failure: one line
-            first = (str(e).strip().splitlines() or [""])[0]
+            first = first_line(e)
             raise KernelPlanError(
                 f"{self.name}: FlashInfer {self.version} plan() failed "
                 f"(backend {self.config.backend}): {type(e).__name__}: {first}"

@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from kernelplan import Config, KernelPlan, KernelPlanError, ShapeError, Target, TorchKernel
-from kernelplan.errors import NotInstalled
+from kernelplan.errors import NotInstalled, first_line
 from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_cache_only
 
 #: the sgl-kernel release whose FlashMLA library the adapter was written and measured against
@@ -123,9 +123,11 @@ def load_flashmla() -> Any:
         bridged_torch = torch.__version__.startswith(BRIDGE_TORCH + ".")
         # the bundle under the project's root only under the torch it is bridged to; under
         # another torch, the installed sgl-kernel (whose own torch it must be)
-        path = Path(named) if named else (DEFAULT_OPS if DEFAULT_OPS.exists() else None)
-        if path is not None and not named and not bridged_torch:
-            path = None
+        path = None
+        if named:
+            path = Path(named)
+        elif bridged_torch and DEFAULT_OPS.exists():
+            path = DEFAULT_OPS
         if path is not None:
             where = f"{OPS_ENV}={named}" if named else str(path)
             if not path.is_file():
@@ -149,7 +151,7 @@ def load_flashmla() -> Any:
         ops = torch.ops.sgl_kernel
         ops.fwd_kvcache_mla, ops.get_mla_decoding_metadata  # noqa: B018  (present?)
     except Exception as e:  # ImportError, OSError (dlopen), AttributeError (no such op)
-        first = (str(e).strip().splitlines() or [""])[0]
+        first = first_line(e)
         raise NotInstalled(
             f"flashmla needs FlashMLA's ops from sgl-kernel {SGL_KERNEL_VERSION}: {INSTALL} "
             f"(load failed: {type(e).__name__}: {first})"
@@ -198,7 +200,7 @@ class FlashMlaKernel(TorchKernel):
         try:
             meta, splits = ops.get_mla_decoding_metadata(seqlens, p.s * p.h, 1, None, False, None)
         except Exception as e:  # FlashMLA's TORCH_CHECK (its CUDA errors exit the process)
-            first = (str(e).strip().splitlines() or [""])[0]
+            first = first_line(e)
             raise KernelPlanError(
                 f"{self.name}: FlashMLA get_mla_decoding_metadata failed: "
                 f"{type(e).__name__}: {first}"
@@ -222,7 +224,6 @@ class FlashMlaKernel(TorchKernel):
                 # FlashMLA's LSE of a query that sees no key is +inf, the workload's -inf
                 lse.masked_fill_(lse == math.inf, -math.inf)
 
-        launch.metadata = (meta, splits)  # type: ignore[attr-defined]  # kept with the launch
         return launch
 
 

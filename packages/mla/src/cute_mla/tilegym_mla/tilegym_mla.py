@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from kernelplan import Config, KernelPlan, KernelPlanError, ShapeError, Target, TorchKernel
-from kernelplan.errors import NotInstalled
+from kernelplan.errors import NotInstalled, first_line
 from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_cache_only
 
 TILEGYM_VERSION = "1.5.1"
@@ -70,7 +70,7 @@ def load_tilegym() -> tuple[Any, str]:
         import tilegym
         from tilegym.ops import mla_decoding_split_kv
     except Exception as e:  # ImportError, or cuTile failing while importing
-        first = (str(e).strip().splitlines() or [""])[0]
+        first = first_line(e)
         raise NotInstalled(
             f"tilegym_mla needs TileGym on cuTile: {INSTALL} "
             f"(import tilegym failed: {type(e).__name__}: {first})"
@@ -201,7 +201,7 @@ class TileGymKernel(TorchKernel):
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
         except Exception as e:
-            first = (str(e).strip().splitlines() or [""])[0]
+            first = first_line(e)
             raise KernelPlanError(
                 f"{self.name}: TileGym {self.version} mla_decoding_split_kv failed: "
                 f"{type(e).__name__}: {first}"
