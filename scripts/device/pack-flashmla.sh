@@ -5,8 +5,9 @@
 # torch 2.11 with CUDA 13 and no registry, so this script, run here from the project's root,
 #   bash scripts/device/pack-flashmla.sh
 # writes .device/fm (about 8 MiB; carry it with any call, no install step on the host):
-#   flashmla_ops.abi3.so   the wheel's library with three references renamed to the bridge's
-#                          (patchelf --rename-dynamic-symbols), libnvrtc.so.12 dropped from its
+#   flashmla_ops.abi3.so   the wheel's library with two inline torch virtual calls moved to
+#                          torch 2.11's vtable slots (below), three references renamed to the
+#                          bridge's (patchelf --rename-dynamic-symbols), libnvrtc.so.12 dropped from its
 #                          DT_NEEDED (it references no nvrtc symbol), the bridge added to it and
 #                          RUNPATH $ORIGIN
 #   libflashmla_shim.so    the bridge, compiled from packages/mla/src/cute_mla/flashmla/
@@ -69,6 +70,56 @@ done
 if grep -q nvrtc <<< "$undef"; then
     echo "pack-flashmla: the library references nvrtc symbols; libnvrtc.so.12 cannot be dropped" >&2; exit 3
 fi
+# Two virtual calls of torch's inline code, compiled into the library from torch 2.9.1's
+# headers, run on plain tensors: TensorImpl::has_storage() in every data_ptr() (data_impl) and
+# shallow_copy_and_detach() in make_variable's path for a shared tensor. torch 2.11's TensorImpl
+# has three more virtual methods before them, so each slot is 0x18 further (compiled from the
+# 2.11 headers: has_storage at 0xb0, shallow_copy_and_detach at 0xf0; the fields these
+# functions read sit at the same offsets in both). Unpatched, the first call asks 2.11's vtable
+# for another method and FlashMLA's launch fails with "Cannot access data pointer of Tensor
+# that doesn't have storage" (the first device run, 2026-12-07). Each site is found inside its
+# function by its exact bytes, once, and given the 2.11 slot; the other inline TensorImpl
+# virtual calls sit behind the custom-policy checks that plain tensors never pass.
+python3 - "$lib" <<'PY'
+import subprocess, sys
+lib = sys.argv[1]
+sites = [  # (function, torch 2.9.1 bytes, torch 2.11 bytes, what)
+    ("_ZNK3c1010TensorImpl9data_implIvZNS0_12mutable_dataEvEUlvE_EEPT_RKT0_",
+     "488b07ff9098000000", "488b07ff90b0000000", "call *0x98(%rax): has_storage()"),
+    ("_ZN5torch8autograd13make_variableEN2at6TensorEbb",
+     "4c8bb8d8000000", "4c8bb8f0000000", "mov 0xd8(%rax),%r15: shallow_copy_and_detach()"),
+]
+syms = {}
+for line in subprocess.run(["nm", "-D", "--defined-only", "-S", lib], capture_output=True,
+                           text=True, check=True).stdout.splitlines():
+    f = line.split()
+    if len(f) == 4:
+        syms[f[3]] = (int(f[0], 16), int(f[1], 16))
+data = bytearray(open(lib, "rb").read())
+# program headers: map the function's address to its file offset
+import struct
+phoff, = struct.unpack_from("<Q", data, 0x20)
+phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+def file_offset(addr):
+    for i in range(phnum):
+        ptype, _, off, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if ptype == 1 and vaddr <= addr < vaddr + filesz:
+            return addr - vaddr + off
+    raise SystemExit(f"pack-flashmla: address {addr:#x} is in no loaded segment")
+for sym, old, new, what in sites:
+    if sym not in syms:
+        raise SystemExit(f"pack-flashmla: the library does not define {sym}: update this patch")
+    addr, size = syms[sym]
+    start = file_offset(addr)
+    body = bytes(data[start:start + size])
+    old_b, new_b = bytes.fromhex(old), bytes.fromhex(new)
+    if body.count(old_b) != 1:
+        raise SystemExit(f"pack-flashmla: {what} is not once in {sym} ({body.count(old_b)}x)")
+    at = start + body.find(old_b)
+    data[at:at + len(old_b)] = new_b
+    print(f"pack-flashmla: {what} -> torch 2.11's slot at file offset {at:#x}")
+open(lib, "wb").write(bytes(data))
+PY
 cat > "$work/rename.map" <<'MAP'
 _ZN2at4cuda26getCurrentDevicePropertiesEv lcd_flashmla_device_properties
 _ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib lcd_flashmla_cuda_check

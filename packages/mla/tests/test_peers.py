@@ -500,3 +500,24 @@ def test_flashmla_check_copies_and_timing_returns(fake_flashmla, p):
     got[got == math.inf] = -math.inf  # FlashMLA's empty-query convention, as the check maps it
     r = compare("lse", got, ref["lse"], W.tolerance(p, "lse"))
     assert r.passed, r.line()
+
+
+def test_flashmla_op_failure_is_one_line(fake_flashmla, monkeypatch):
+    """A TORCH_CHECK inside FlashMLA's op (the first device run hit one: "Cannot access data
+    pointer of Tensor that doesn't have storage", from a torch 2.9 vtable slot) reaches the
+    caller as one KernelPlanError line naming the op, not as the library's traceback."""
+
+    def failing(*a, **k):
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage\n"
+                           "Exception raised from throw_data_ptr_access_error at ...")  # fmt: skip
+
+    monkeypatch.setattr(fake_flashmla, "fwd_kvcache_mla", failing)
+    plan = _CpuFlashMla()
+    p = MlaDecodeProblem(b=2, h=16, t=70)
+    launch = plan.kernel(p, plan.default_config(p), plan.target("sm_90a")).bind(inputs_for(p, 1))
+    with pytest.raises(KernelPlanError) as e:
+        launch()
+    assert str(e.value) == (
+        "flashmla: FlashMLA fwd_kvcache_mla failed: RuntimeError: Cannot access data pointer "
+        "of Tensor that doesn't have storage"
+    )

@@ -46,11 +46,17 @@ be captured in a CUDA graph (``--cuda-graph``); compare it with ``--cuda-graph``
 eager launch also times the op's host work (its views, ``torch::empty`` calls and
 ``cudaFuncSetAttribute``), which FlashInfer's launch does not have.
 
-**Limits of the bridge** (what the three renamed symbols do not cover). The library was built
-against torch 2.9.1's headers, so it carries inline copies of torch code; a reviewer found its
-``TensorImpl`` virtual-call slots 0x18 below torch 2.11's. Those calls are made only for tensors
-with custom sizes, strides or device policies (subclasses, fake tensors under tracing); the
-field offsets of plain tensors match, and plain CUDA tensors are all this adapter passes. The
+**Limits of the bridge.** The library was built against torch 2.9.1's headers, so it carries
+inline copies of torch code, whose ``TensorImpl`` virtual-call slots are 0x18 below torch
+2.11's (three virtual methods were added before them). Two of those calls run on plain
+tensors: ``has_storage()`` in every ``data_ptr()``, and ``shallow_copy_and_detach()`` when
+``torch::empty``'s result is shared; the first device run failed at the first ("Cannot access
+data pointer of Tensor that doesn't have storage", 2026-12-07), and ``pack-flashmla.sh``
+now moves both to torch 2.11's slots (found by their bytes inside their functions, checked
+against the same functions compiled from the 2.11 headers). The others are made only for
+tensors with custom sizes, strides or device policies (subclasses, fake tensors under
+tracing); the field offsets of plain tensors match, and plain CUDA tensors are all this
+adapter passes. The
 loader refuses the bridged library under any torch but 2.11. A CUDA error inside FlashMLA's
 launchers is not an exception: they print it and ``exit(1)`` (its ``CHECK_CUDA``), which ends
 the process and any run it was part of.
@@ -209,9 +215,15 @@ class FlashMlaKernel(TorchKernel):
         o, lse = t["o"], t["lse"]
 
         def attend():
-            return ops.fwd_kvcache_mla(
-                q, cache, p.d_latent, seqlens, table, scale, causal, meta, splits, False, None
-            )
+            try:
+                return ops.fwd_kvcache_mla(
+                    q, cache, p.d_latent, seqlens, table, scale, causal, meta, splits, False, None
+                )
+            except Exception as e:  # its TORCH_CHECKs (its CUDA errors exit the process)
+                raise KernelPlanError(
+                    f"{self.name}: FlashMLA fwd_kvcache_mla failed: {type(e).__name__}: "
+                    f"{first_line(e)}"
+                ) from e
 
         if self.config.outputs == "returned":
             launch = attend
