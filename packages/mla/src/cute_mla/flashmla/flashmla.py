@@ -13,9 +13,13 @@ has torch 2.11 with CUDA 13 and no registry. ``scripts/device/pack-flashmla.sh``
 PyPI is reachable) takes the library out of the registry's wheel, points three of its
 references at a small bridge of ours (``torch_abi_shim.cpp`` beside this file: the device
 properties in CUDA 12's struct layout, and two torch functions whose signatures changed), and
-puts CUDA 12.9's runtime beside it, in ``.device/fm``. Nothing of FlashMLA is built here. Where
-torch and sgl-kernel match (torch 2.9.1 with ``pip install sgl-kernel==0.3.21``), the wheel's
-own module is used instead.
+puts CUDA 12.9's runtime beside it, in ``.device/fm``, with an ops bridge of ours
+(``torch_ops_bridge.cpp``, compiled against torch 2.11's headers): the torch ops
+``lcd_flashmla::get_mla_decoding_metadata`` and ``lcd_flashmla::fwd_kvcache_mla``, which call
+the library's two C++ entry points directly, so the library's own ``sgl_kernel`` op wrappers
+(torch 2.9.1 code) never run. Nothing of FlashMLA is built here. Where torch and sgl-kernel
+match (torch 2.9.1 with ``pip install sgl-kernel==0.3.21``), the wheel's own module and its
+``sgl_kernel`` ops are used instead.
 
 What the adapter does with the workload's tensors:
 
@@ -56,7 +60,14 @@ now moves both to torch 2.11's slots (found by their bytes inside their function
 against the same functions compiled from the 2.11 headers). The others are made only for
 tensors with custom sizes, strides or device policies (subclasses, fake tensors under
 tracing); the field offsets of plain tensors match, and plain CUDA tensors are all this
-adapter passes. The
+adapter passes. A reviewer's read of the library against the 2.11 headers found one more
+difference on the plain path: torch 2.11 counts a Python-owned tensor's references in one
+64-bit word and gives the Python object back when the count falls from 2 to 1, which 2.9.1's
+inline decrement never does. The library's op wrappers release their stack arguments that
+way, so each call through ``sgl_kernel::fwd_kvcache_mla`` would keep every input (the KV cache
+among them) alive for good. The ops bridge is the fix: torch 2.11's code owns the stack, and
+the bridge holds its own reference to every tensor for the call, so no count the library
+changes crosses 1 and 2. The
 loader refuses the bridged library under any torch but 2.11. A CUDA error inside FlashMLA's
 launchers is not an exception: they print it and ``exit(1)`` (its ``CHECK_CUDA``), which ends
 the process and any run it was part of.
@@ -66,7 +77,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.util
 import math
 import os
 from collections.abc import Mapping
@@ -84,9 +94,9 @@ SGL_KERNEL_VERSION = "0.3.21"
 OPS_ENV = "KERNELPLAN_FLASHMLA_OPS"
 #: where pack-flashmla.sh puts it: .device/fm under the project's root (this file is
 #: packages/mla/src/cute_mla/flashmla/flashmla.py in it)
-DEFAULT_OPS = Path(__file__).resolve().parents[5] / ".device" / "fm" / "flashmla_ops.abi3.so"
+DEFAULT_OPS = Path(__file__).resolve().parents[5] / ".device" / "fm" / "libflashmla_ops_bridge.so"
 INSTALL = (
-    f"bash scripts/device/pack-flashmla.sh, then {OPS_ENV}=.device/fm/flashmla_ops.abi3.so "
+    f"bash scripts/device/pack-flashmla.sh, then {OPS_ENV}=.device/fm/libflashmla_ops_bridge.so "
     f"(or, with torch 2.9.1: pip install sgl-kernel=={SGL_KERNEL_VERSION})"
 )
 #: the torch the bridged library was checked against (the H200 host's); see the module text
@@ -100,21 +110,20 @@ _SOURCE: dict[str, str] = {}  # what was loaded: recorded with every run (FlashM
 
 
 def _load_library(path: Path) -> None:
-    """Import the bridged library as the extension module it is (its static initialisers
-    register the ``sgl_kernel`` torch ops)."""
-    spec = importlib.util.spec_from_file_location("flashmla_ops", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"{path} is not a loadable extension module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """Load the ops bridge (which loads sgl-kernel's library, its DT_NEEDED, beside it); its
+    static initialisers register the ``lcd_flashmla`` torch ops."""
+    import torch
+
+    torch.ops.load_library(str(path))
 
 
 def load_flashmla() -> Any:
-    """``torch.ops.sgl_kernel`` with FlashMLA's ops registered.
+    """The torch ops namespace with FlashMLA's two ops: ``torch.ops.lcd_flashmla`` from the
+    bundle's ops bridge, or ``torch.ops.sgl_kernel`` from an installed sgl-kernel.
 
-    The library named by ``$KERNELPLAN_FLASHMLA_OPS`` (refused unless torch is 2.11), or
-    ``.device/fm/flashmla_ops.abi3.so`` under the project's root when that exists and torch is
-    2.11, else the installed ``sgl_kernel.flashmla_ops``.
+    The bridge named by ``$KERNELPLAN_FLASHMLA_OPS`` (refused unless torch is 2.11), or
+    ``.device/fm/libflashmla_ops_bridge.so`` under the project's root when that exists and
+    torch is 2.11, else the installed ``sgl_kernel.flashmla_ops`` (under its own torch, 2.9.1).
 
     Raises:
         NotInstalled: neither loads (one line: how to get it, and why the load failed).
@@ -143,18 +152,22 @@ def load_flashmla() -> Any:
                 raise ImportError(
                     f"{where} is bridged to torch {BRIDGE_TORCH}; this is torch {torch.__version__}"
                 )
+            library = path.resolve().parent / "flashmla_ops.abi3.so"
             _load_library(path)
             _SOURCE.update(
-                library=str(path.resolve()),
-                library_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+                library=str(library),
+                library_sha256=hashlib.sha256(library.read_bytes()).hexdigest(),
+                ops_bridge=str(path.resolve()),
+                ops_bridge_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
                 sgl_kernel=f"{SGL_KERNEL_VERSION} (bridged by scripts/device/pack-flashmla.sh)",
             )
+            ops = torch.ops.lcd_flashmla
         else:
             import sgl_kernel
             import sgl_kernel.flashmla_ops  # noqa: F401  (registers the ops)
 
             _SOURCE.update(sgl_kernel=str(getattr(sgl_kernel, "__version__", "?")))
-        ops = torch.ops.sgl_kernel
+            ops = torch.ops.sgl_kernel
         ops.fwd_kvcache_mla, ops.get_mla_decoding_metadata  # noqa: B018  (present?)
     except Exception as e:  # ImportError, OSError (dlopen), AttributeError (no such op)
         first = first_line(e)
