@@ -23,8 +23,12 @@
 #   SOURCES                sha256 of the three registry wheels they come from (torch 2.11's
 #                          only for its headers and the two libraries the bridge links)
 # Then on the host: KERNELPLAN_FLASHMLA_OPS=.device/fm/libflashmla_ops_bridge.so (cute_mla.flashmla).
-# Needs g++, python3 with pip, and the network to PyPI (here, not on the host).
+# Needs git, g++, binutils (nm), python3 with pip, and the network to PyPI (here, not on the
+# host); it caches about 1.1 GB of wheels under ~/.cache/learn-cute-dsl/flashmla.
 set -euo pipefail
+for tool in git g++ nm python3; do
+    command -v "$tool" > /dev/null || { echo "pack-flashmla: needs $tool (git, g++, binutils' nm, python3 with pip)" >&2; exit 3; }
+done
 SGL=0.3.21
 CUDART=12.9.79
 # the exact registry files, by name and sha256 (the versions this bridge was written against)
@@ -106,6 +110,24 @@ fi
 # that doesn't have storage" (the first device run, 2026-12-07). Each site is found inside its
 # function by its exact bytes, once, and given the 2.11 slot; the other inline TensorImpl
 # virtual calls sit behind the custom-policy checks that plain tensors never pass.
+# the two slots in torch 2.11, read from its headers (Itanium ABI: a pointer to a virtual
+# member is its vtable offset + 1), so that the patch below is checked, not assumed;
+# make_variable calls the VariableVersion&& overload (its argument is a temporary)
+cat > "$work/slots.cpp" <<'CPP'
+#include <c10/core/TensorImpl.h>
+#include <cstdio>
+#include <cstring>
+template <typename M> long slot(M m) { long v; std::memcpy(&v, &m, sizeof v); return v - 1; }
+int main() {
+  using c10::TensorImpl;
+  c10::intrusive_ptr<TensorImpl> (TensorImpl::*copy)(c10::VariableVersion&&, bool) const =
+      &TensorImpl::shallow_copy_and_detach;
+  std::printf("%lx %lx\n", slot(&TensorImpl::has_storage), slot(copy));
+}
+CPP
+g++ -std=c++17 -O0 -I "$tdir/torch/include" -o "$work/slots" "$work/slots.cpp" \
+    -L "$tdir/torch/lib" -lc10 -Wl,-rpath,"$tdir/torch/lib"
+[ "$("$work/slots")" = "b0 f0" ] || { echo "pack-flashmla: torch $TORCH's TensorImpl slots are $("$work/slots"), not b0 f0: update the patch" >&2; exit 3; }
 python3 - "$lib" <<'PY'
 import subprocess, sys
 lib = sys.argv[1]
@@ -171,13 +193,14 @@ done
 # every renamed reference must now be defined by the bridge
 for sym in lcd_flashmla_device_properties lcd_flashmla_cuda_check lcd_flashmla_message_logger; do
     grep -qw "$sym" <<< "$(nm -D --undefined-only "$lib")" || { echo "pack-flashmla: rename of $sym failed" >&2; exit 3; }
-    grep -qw "$sym" <<< "$(nm -D --defined-only "$work/libflashmla_shim.so")" || { echo "pack-flashmla: the bridge lacks $sym" >&2; exit 3; }
+    grep -qw "$sym" <<< "$(nm -D --defined-only "$work/libflashmla_shim.so")" || { echo "pack-flashmla: the ABI shim lacks $sym" >&2; exit 3; }
 done
 # the new bundle is assembled beside the old one and replaces it only when complete
 mkdir -p "$work/fm"
 cp "$lib" "$work/libflashmla_shim.so" "$work/libflashmla_ops_bridge.so" "$work/libcudart.so.12" "$work/fm/"
 (cd "$cache" && sha256sum "$(basename "$sgl_whl")" "$(basename "$rt_whl")" "$(basename "$torch_whl")") > "$work/fm/SOURCES"
 (cd "$work/fm" && sha256sum flashmla_ops.abi3.so libflashmla_shim.so libflashmla_ops_bridge.so libcudart.so.12) > "$work/fm/MANIFEST"
+mkdir -p "$(dirname "$out")"
 rm -rf "$out.new"
 cp -r "$work/fm" "$out.new"
 rm -rf "$out"

@@ -8,7 +8,7 @@ under torch 2.11), on a GPU.
 
 Prints, per namespace, each input's ``sys.getrefcount`` before and after ``calls`` calls (5 by
 default) and whether the KV cache's storage was freed once the script dropped its own names
-(a weak reference to its ``untyped_storage``'s tensor). A reviewer's read of the library
+(a weak reference to the cache tensor). A reviewer's read of the library
 predicts: unchanged and freed through the bridge; one more reference per call, and not freed,
 through ``sgl_kernel``. Exit 1 where the bridge keeps a reference (the fix does not hold).
 """
@@ -46,7 +46,7 @@ def main() -> int:
         gc.collect()
         freed = probe() is None
         print(f"{name}: {calls} calls; refcount before {before}, after {after}; cache freed: "
-              f"{freed}")  # fmt: skip
+              f"{freed}", flush=True)  # fmt: skip
         if name == "lcd_flashmla" and (after != before or not freed):
             leaked = True
     return 1 if leaked else 0

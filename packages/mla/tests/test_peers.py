@@ -430,6 +430,7 @@ def fake_flashmla(monkeypatch):
 
 def test_flashmla_missing_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(fmla, "_OPS", None)
+    monkeypatch.setattr(torch, "__version__", fmla.BRIDGE_TORCH + ".0")  # the bundle's torch
     monkeypatch.setenv(fmla.OPS_ENV, str(tmp_path / "nowhere.so"))
     plan = FlashMla()
     p = plan.problem(b=2, t=128)
@@ -521,3 +522,27 @@ def test_flashmla_op_failure_is_one_line(fake_flashmla, monkeypatch):
         "flashmla: FlashMLA fwd_kvcache_mla failed: RuntimeError: Cannot access data pointer "
         "of Tensor that doesn't have storage"
     )
+
+
+def test_flashmla_bundle_under_another_torch_says_which(monkeypatch, tmp_path):
+    """The bundle is bridged to torch 2.11 only: under another torch (this venv's), naming it
+    gets one line that names both torches and the way out, and the unnamed bundle under the
+    project's root is reported as skipped, not silently ignored."""
+    if torch.__version__.startswith(fmla.BRIDGE_TORCH + "."):
+        pytest.skip("this venv has the bundle's own torch")
+    bundle = tmp_path / "libflashmla_ops_bridge.so"
+    bundle.write_bytes(b"\x7fELF")
+    monkeypatch.setattr(fmla, "_OPS", None)
+    monkeypatch.setenv(fmla.OPS_ENV, str(bundle))
+    with pytest.raises(KernelPlanError) as e:
+        fmla.load_flashmla()
+    msg = str(e.value)
+    assert "\n" not in msg and f"needs torch {fmla.BRIDGE_TORCH}" in msg
+    assert f"this is torch {torch.__version__}" in msg and "sgl-kernel==0.3.21" in msg
+    monkeypatch.delenv(fmla.OPS_ENV)
+    monkeypatch.setattr(fmla, "DEFAULT_OPS", bundle)
+    monkeypatch.setitem(sys.modules, "sgl_kernel", None)  # not installed, whatever this venv has
+    with pytest.raises(KernelPlanError) as e:
+        fmla.load_flashmla()
+    msg = str(e.value)
+    assert "\n" not in msg and f"the bundle at {bundle} was not used" in msg

@@ -67,10 +67,13 @@ inline decrement never does. The library's op wrappers release their stack argum
 way, so each call through ``sgl_kernel::fwd_kvcache_mla`` would keep every input (the KV cache
 among them) alive for good. The ops bridge is the fix: torch 2.11's code owns the stack, and
 the bridge holds its own reference to every tensor for the call, so no count the library
-changes crosses 1 and 2. The
-loader refuses the bridged library under any torch but 2.11. A CUDA error inside FlashMLA's
-launchers is not an exception: they print it and ``exit(1)`` (its ``CHECK_CUDA``), which ends
-the process and any run it was part of.
+changes crosses 1 and 2. These reads covered ``TensorImpl``, its reference count and the code
+the two ops reach; another class's inline code differs too (``VirtualGuardImpl``'s
+``recordDataPtrOnStream`` slot, 0x98 against 2.11's 0xa8) but is not on the decode path. The
+loader refuses the bundle under any torch but 2.11. Errors: the library's ``TORCH_CHECK`` calls
+and torch's CUDA checks (through the ABI shim) raise, and the adapter turns them into one
+line; a CUDA error that FlashMLA's own launchers check is not an exception: they print it and
+``exit(1)`` (its ``CHECK_CUDA``), which ends the process and any run it was part of.
 """
 
 from __future__ import annotations
@@ -117,6 +120,15 @@ def _load_library(path: Path) -> None:
     torch.ops.load_library(str(path))
 
 
+def _torch_version() -> str:
+    try:
+        import torch
+
+        return str(torch.__version__)
+    except ImportError:  # pragma: no cover - the package depends on torch
+        return "none"
+
+
 def load_flashmla() -> Any:
     """The torch ops namespace with FlashMLA's two ops: ``torch.ops.lcd_flashmla`` from the
     bundle's ops bridge, or ``torch.ops.sgl_kernel`` from an installed sgl-kernel.
@@ -145,13 +157,16 @@ def load_flashmla() -> Any:
             path = DEFAULT_OPS
         if path is not None:
             where = f"{OPS_ENV}={named}" if named else str(path)
+            if not bridged_torch:  # the torch first: no file can fix another torch
+                raise NotInstalled(
+                    f"flashmla: {where} needs torch {BRIDGE_TORCH} (the bundle of "
+                    f"scripts/device/pack-flashmla.sh is bridged to it), or unset {OPS_ENV} and "
+                    f"use torch 2.9.1 with sgl-kernel=={SGL_KERNEL_VERSION} installed; this is "
+                    f"torch {torch.__version__}"
+                )
             if not path.is_file():
                 what = "is not a file" if path.exists() else "no such file"
                 raise FileNotFoundError(f"{where}: {what}")
-            if not bridged_torch:
-                raise ImportError(
-                    f"{where} is bridged to torch {BRIDGE_TORCH}; this is torch {torch.__version__}"
-                )
             library = path.resolve().parent / "flashmla_ops.abi3.so"
             _load_library(path)
             _SOURCE.update(
@@ -169,8 +184,18 @@ def load_flashmla() -> Any:
             _SOURCE.update(sgl_kernel=str(getattr(sgl_kernel, "__version__", "?")))
             ops = torch.ops.sgl_kernel
         ops.fwd_kvcache_mla, ops.get_mla_decoding_metadata  # noqa: B018  (present?)
+    except NotInstalled:
+        raise
     except Exception as e:  # ImportError, OSError (dlopen), AttributeError (no such op)
         first = first_line(e)
+        cause = e.__cause__ or e.__context__  # torch.ops.load_library wraps dlopen's reason
+        if cause is not None and first_line(cause) not in first:
+            first = f"{first}: {first_line(cause)}"
+        if isinstance(e, ModuleNotFoundError) and DEFAULT_OPS.exists():
+            first += (
+                f" (the bundle at {DEFAULT_OPS} was not used: it is bridged to torch "
+                f"{BRIDGE_TORCH}, this is torch {_torch_version()})"
+            )
         raise NotInstalled(
             f"flashmla needs FlashMLA's ops from sgl-kernel {SGL_KERNEL_VERSION}: {INSTALL} "
             f"(load failed: {type(e).__name__}: {first})"
