@@ -7,10 +7,10 @@
 # writes .device/fm (about 8 MiB; carry it with any call, no install step on the host):
 #   flashmla_ops.abi3.so   the wheel's library with two inline torch virtual calls moved to
 #                          torch 2.11's vtable slots (below), three references renamed to the
-#                          bridge's (patchelf --rename-dynamic-symbols), libnvrtc.so.12 dropped from its
-#                          DT_NEEDED (it references no nvrtc symbol), the bridge added to it and
+#                          ABI shim's (patchelf --rename-dynamic-symbols), libnvrtc.so.12 dropped from its
+#                          DT_NEEDED (it references no nvrtc symbol), the ABI shim added to it and
 #                          RUNPATH $ORIGIN
-#   libflashmla_shim.so    the bridge, compiled from packages/mla/src/cute_mla/flashmla/
+#   libflashmla_shim.so    the ABI shim, compiled from packages/mla/src/cute_mla/flashmla/
 #                          torch_abi_shim.cpp (what the three symbols are and why)
 #   libflashmla_ops_bridge.so  the torch ops lcd_flashmla::get_mla_decoding_metadata and
 #                          lcd_flashmla::fwd_kvcache_mla, compiled from torch_ops_bridge.cpp
@@ -21,7 +21,7 @@
 #                          links; torch keeps its CUDA 13 runtime, both on the primary context
 #   MANIFEST               sha256 of the four files above (sha256sum -c MANIFEST in .device/fm)
 #   SOURCES                sha256 of the three registry wheels they come from (torch 2.11's
-#                          only for its headers and the two libraries the bridge links)
+#                          only for its headers and the two libraries the ops bridge links)
 # Then on the host: KERNELPLAN_FLASHMLA_OPS=.device/fm/libflashmla_ops_bridge.so (cute_mla.flashmla).
 # Needs git, g++, binutils (nm), python3 with pip, and the network to PyPI (here, not on the
 # host); it caches about 1.1 GB of wheels under ~/.cache/learn-cute-dsl/flashmla.
@@ -31,7 +31,7 @@ for tool in git g++ nm python3; do
 done
 SGL=0.3.21
 CUDART=12.9.79
-# the exact registry files, by name and sha256 (the versions this bridge was written against)
+# the exact registry files, by name and sha256 (the versions this packaging was written against)
 SGL_WHL=sgl_kernel-0.3.21-cp310-abi3-manylinux2014_x86_64.whl
 SGL_SHA=57dfb3a2a3cd759f499c32e2bad5f6489b7c58f7f9a84ee00c53ec92d303aaab
 RT_WHL=nvidia_cuda_runtime_cu12-12.9.79-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
@@ -56,7 +56,7 @@ torch_whl=$cache/$TORCH_WHL
 for pair in "$SGL_SHA $sgl_whl" "$RT_SHA $rt_whl" "$TORCH_SHA $torch_whl"; do
     set -- $pair
     [ -f "$2" ] || { echo "pack-flashmla: pip did not give $(basename "$2")" >&2; exit 3; }
-    echo "$1  $2" | sha256sum -c --quiet - || { echo "pack-flashmla: $(basename "$2") is not the file this bridge was written against" >&2; exit 3; }
+    echo "$1  $2" | sha256sum -c --quiet - || { echo "pack-flashmla: $(basename "$2") is not the file this packaging was written against" >&2; exit 3; }
 done
 # torch 2.11's headers and the two libraries the ops bridge links (libtorch_cpu.so is 430 MiB),
 # once per cache; the host's own torch 2.11 provides them at run time
@@ -184,13 +184,13 @@ g++ -O2 -std=c++17 -shared -fPIC -Wall -Wextra -Werror -I "$t/include" \
     -I "$t/include/torch/csrc/api/include" -o "$work/libflashmla_ops_bridge.so" \
     packages/mla/src/cute_mla/flashmla/torch_ops_bridge.cpp \
     -L "$work" -l:flashmla_ops.abi3.so -L "$t/lib" -lc10 -ltorch_cpu -Wl,-rpath,'$ORIGIN'
-# the bridge must call the library's two entry points by their exported names
+# the ops bridge must call the library's two entry points by their exported names
 for sym in _Z15fwd_kvcache_mlaRN2at6TensorERKS0_lS3_S3_dbS3_S3_RKbRKSt8optionalIS0_E \
            _Z25get_mla_decoding_metadataRN2at6TensorEllSt8optionalIlEbS3_; do
     grep -qw "$sym" <<< "$(nm -D --undefined-only "$work/libflashmla_ops_bridge.so")" || { echo "pack-flashmla: the ops bridge does not call $sym" >&2; exit 3; }
     grep -qw "$sym" <<< "$(nm -D --defined-only "$lib")" || { echo "pack-flashmla: the library does not export $sym: update torch_ops_bridge.cpp" >&2; exit 3; }
 done
-# every renamed reference must now be defined by the bridge
+# every renamed reference must now be defined by the ABI shim
 for sym in lcd_flashmla_device_properties lcd_flashmla_cuda_check lcd_flashmla_message_logger; do
     grep -qw "$sym" <<< "$(nm -D --undefined-only "$lib")" || { echo "pack-flashmla: rename of $sym failed" >&2; exit 3; }
     grep -qw "$sym" <<< "$(nm -D --defined-only "$work/libflashmla_shim.so")" || { echo "pack-flashmla: the ABI shim lacks $sym" >&2; exit 3; }

@@ -11,7 +11,7 @@ order and shapes are those of the wheel's ``sgl_kernel/flash_mla.py`` wrapper.
 **Where it comes from.** That library is built against torch 2.9.1 and CUDA 12; the H200 host
 has torch 2.11 with CUDA 13 and no registry. ``scripts/device/pack-flashmla.sh`` (run where
 PyPI is reachable) takes the library out of the registry's wheel, points three of its
-references at a small bridge of ours (``torch_abi_shim.cpp`` beside this file: the device
+references at a small ABI shim of ours (``torch_abi_shim.cpp`` beside this file: the device
 properties in CUDA 12's struct layout, and two torch functions whose signatures changed), and
 puts CUDA 12.9's runtime beside it, in ``.device/fm``, with an ops bridge of ours
 (``torch_ops_bridge.cpp``, compiled against torch 2.11's headers): the torch ops
@@ -50,7 +50,7 @@ be captured in a CUDA graph (``--cuda-graph``); compare it with ``--cuda-graph``
 eager launch also times the op's host work (its views, ``torch::empty`` calls and
 ``cudaFuncSetAttribute``), which FlashInfer's launch does not have.
 
-**Limits of the bridge.** The library was built against torch 2.9.1's headers, so it carries
+**Limits of the bundle.** The library was built against torch 2.9.1's headers, so it carries
 inline copies of torch code, whose ``TensorImpl`` virtual-call slots are 0x18 below torch
 2.11's (three virtual methods were added before them). Two of those calls run on plain
 tensors: ``has_storage()`` in every ``data_ptr()``, and ``shallow_copy_and_detach()`` when
@@ -93,7 +93,7 @@ from kernelplan.workloads.mla_decode import MLA_DECODE, MlaDecodeProblem, plain_
 
 #: the sgl-kernel release whose FlashMLA library the adapter was written and measured against
 SGL_KERNEL_VERSION = "0.3.21"
-#: the environment variable naming the bridged library (scripts/device/pack-flashmla.sh)
+#: the environment variable naming the ops bridge of the bundle (scripts/device/pack-flashmla.sh)
 OPS_ENV = "KERNELPLAN_FLASHMLA_OPS"
 #: where pack-flashmla.sh puts it: .device/fm under the project's root (this file is
 #: packages/mla/src/cute_mla/flashmla/flashmla.py in it)
@@ -102,7 +102,7 @@ INSTALL = (
     f"bash scripts/device/pack-flashmla.sh, then {OPS_ENV}=.device/fm/libflashmla_ops_bridge.so "
     f"(or, with torch 2.9.1: pip install sgl-kernel=={SGL_KERNEL_VERSION})"
 )
-#: the torch the bridged library was checked against (the H200 host's); see the module text
+#: the torch the bundle is built for (the H200 host's); see the module text
 BRIDGE_TORCH = "2.11"
 DTYPES = ("bfloat16", "float16")
 #: the only page size, head dims and KV head count FlashMLA's dense decode takes
@@ -133,7 +133,7 @@ def load_flashmla() -> Any:
     """The torch ops namespace with FlashMLA's two ops: ``torch.ops.lcd_flashmla`` from the
     bundle's ops bridge, or ``torch.ops.sgl_kernel`` from an installed sgl-kernel.
 
-    The bridge named by ``$KERNELPLAN_FLASHMLA_OPS`` (refused unless torch is 2.11), or
+    The ops bridge named by ``$KERNELPLAN_FLASHMLA_OPS`` (refused unless torch is 2.11), or
     ``.device/fm/libflashmla_ops_bridge.so`` under the project's root when that exists and
     torch is 2.11, else the installed ``sgl_kernel.flashmla_ops`` (under its own torch, 2.9.1).
 
