@@ -180,10 +180,19 @@ MAP
 g++ -O2 -std=c++17 -shared -fPIC -Wall -Wextra -Werror -o "$work/libflashmla_shim.so" \
     packages/mla/src/cute_mla/flashmla/torch_abi_shim.cpp -ldl
 t="$tdir/torch"
-g++ -O2 -std=c++17 -shared -fPIC -Wall -Wextra -Werror -I "$t/include" \
-    -I "$t/include/torch/csrc/api/include" -o "$work/libflashmla_ops_bridge.so" \
-    packages/mla/src/cute_mla/flashmla/torch_ops_bridge.cpp \
-    -L "$work" -l:flashmla_ops.abi3.so -L "$t/lib" -lc10 -ltorch_cpu -Wl,-rpath,'$ORIGIN'
+# The ops bridge exports no symbol (its static initialisers register the ops): a default build
+# exports its torch 2.11 copies of inline torch code (IValue::destroy, KernelFunction's
+# destructor, ...; 78 names), the library binds 66 of the same names through the dynamic
+# linker, and, loaded as the bridge's dependency, it would bind them to the bridge's copies
+printf '{ local: *; };\n' > "$work/exports.map"
+g++ -O2 -std=c++17 -shared -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -Wall -Wextra \
+    -Werror -I "$t/include" -I "$t/include/torch/csrc/api/include" \
+    -o "$work/libflashmla_ops_bridge.so" packages/mla/src/cute_mla/flashmla/torch_ops_bridge.cpp \
+    -L "$work" -l:flashmla_ops.abi3.so -L "$t/lib" -lc10 -ltorch_cpu -Wl,-rpath,'$ORIGIN' \
+    -Wl,--version-script="$work/exports.map"
+shared=$(comm -12 <(nm -D --defined-only "$work/libflashmla_ops_bridge.so" | awk '{print $3}' | sort) \
+                  <(nm -D --defined-only "$lib" | awk '{print $3}' | sort) | wc -l)
+[ "$shared" -eq 0 ] || { echo "pack-flashmla: the ops bridge defines $shared dynamic symbols the library also defines" >&2; exit 3; }
 # the ops bridge must call the library's two entry points by their exported names
 for sym in _Z15fwd_kvcache_mlaRN2at6TensorERKS0_lS3_S3_dbS3_S3_RKbRKSt8optionalIS0_E \
            _Z25get_mla_decoding_metadataRN2at6TensorEllSt8optionalIlEbS3_; do

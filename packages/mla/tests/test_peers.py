@@ -528,8 +528,7 @@ def test_flashmla_bundle_under_another_torch_says_which(monkeypatch, tmp_path):
     """The bundle is bridged to torch 2.11 only: under another torch (this venv's), naming it
     gets one line that names both torches and the way out, and the unnamed bundle under the
     project's root is reported as skipped, not silently ignored."""
-    if torch.__version__.startswith(fmla.BRIDGE_TORCH + "."):
-        pytest.skip("this venv has the bundle's own torch")
+    monkeypatch.setattr(torch, "__version__", "2.15.0")  # not the bundle's torch, on any host
     bundle = tmp_path / "libflashmla_ops_bridge.so"
     bundle.write_bytes(b"\x7fELF")
     monkeypatch.setattr(fmla, "_OPS", None)
@@ -546,3 +545,22 @@ def test_flashmla_bundle_under_another_torch_says_which(monkeypatch, tmp_path):
         fmla.load_flashmla()
     msg = str(e.value)
     assert "\n" not in msg and f"the bundle at {bundle} was not used" in msg
+
+
+def test_flashmla_named_library_is_not_the_bridge(monkeypatch, tmp_path):
+    """Naming sgl-kernel's library where the ops bridge is expected (what the variable named
+    before the bridge existed) is one line that names the bridge beside it; nothing loads."""
+    monkeypatch.setattr(fmla, "_OPS", None)
+    monkeypatch.setattr(fmla, "_SOURCE", {})
+    monkeypatch.setattr(torch, "__version__", fmla.BRIDGE_TORCH + ".0")
+    library = tmp_path / "flashmla_ops.abi3.so"
+    library.write_bytes(b"\x7fELF")
+    monkeypatch.setenv(fmla.OPS_ENV, str(library))
+    loaded = []
+    monkeypatch.setattr(fmla, "_load_library", loaded.append)
+    with pytest.raises(KernelPlanError) as e:
+        fmla.load_flashmla()
+    msg = str(e.value)
+    assert "\n" not in msg and "is sgl-kernel's library; name the bundle's ops bridge" in msg
+    assert str(tmp_path / "libflashmla_ops_bridge.so") in msg
+    assert loaded == [] and fmla._SOURCE == {}

@@ -56,8 +56,9 @@ inline copies of torch code, whose ``TensorImpl`` virtual-call slots are 0x18 be
 tensors: ``has_storage()`` in every ``data_ptr()``, and ``shallow_copy_and_detach()`` when
 ``torch::empty``'s result is shared; the first device run failed at the first ("Cannot access
 data pointer of Tensor that doesn't have storage", 2026-12-07), and ``pack-flashmla.sh``
-now moves both to torch 2.11's slots (found by their bytes inside their functions, checked
-against the same functions compiled from the 2.11 headers). The others are made only for
+now moves both to torch 2.11's slots (found by their bytes inside their functions; the 2.11
+slots read from its headers; both calls compared by hand with the same functions compiled
+from those headers). The others are made only for
 tensors with custom sizes, strides or device policies (subclasses, fake tensors under
 tracing); the field offsets of plain tensors match, and plain CUDA tensors are all this
 adapter passes. A reviewer's read of the library against the 2.11 headers found one more
@@ -65,9 +66,10 @@ difference on the plain path: torch 2.11 counts a Python-owned tensor's referenc
 64-bit word and gives the Python object back when the count falls from 2 to 1, which 2.9.1's
 inline decrement never does. The library's op wrappers release their stack arguments that
 way, so each call through ``sgl_kernel::fwd_kvcache_mla`` would keep every input (the KV cache
-among them) alive for good. The ops bridge is the fix: torch 2.11's code owns the stack, and
-the bridge holds its own reference to every tensor for the call, so no count the library
-changes crosses 1 and 2. These reads covered ``TensorImpl``, its reference count and the code
+among them) alive for good. The ops bridge is the fix, not yet run on a GPU: torch 2.11's
+code owns the stack, and the bridge holds its own reference to every tensor for the call, so
+no count the library changes crosses 1 and 2 (``scripts/experiments/flashmla_refcounts.py``
+measures both ways). These reads covered ``TensorImpl``, its reference count and the code
 the two ops reach; another class's inline code differs too (``VirtualGuardImpl``'s
 ``recordDataPtrOnStream`` slot, 0x98 against 2.11's 0xa8) but is not on the decode path. The
 loader refuses the bundle under any torch but 2.11. Errors: the library's ``TORCH_CHECK`` calls
@@ -167,23 +169,29 @@ def load_flashmla() -> Any:
             if not path.is_file():
                 what = "is not a file" if path.exists() else "no such file"
                 raise FileNotFoundError(f"{where}: {what}")
+            if path.name == "flashmla_ops.abi3.so":  # the library itself, not the bridge
+                raise FileNotFoundError(
+                    f"{where} is sgl-kernel's library; name the bundle's ops bridge, "
+                    f"{path.parent / DEFAULT_OPS.name}"
+                )
             library = path.resolve().parent / "flashmla_ops.abi3.so"
             _load_library(path)
-            _SOURCE.update(
-                library=str(library),
-                library_sha256=hashlib.sha256(library.read_bytes()).hexdigest(),
-                ops_bridge=str(path.resolve()),
-                ops_bridge_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-                sgl_kernel=f"{SGL_KERNEL_VERSION} (bridged by scripts/device/pack-flashmla.sh)",
-            )
             ops = torch.ops.lcd_flashmla
+            ops.fwd_kvcache_mla, ops.get_mla_decoding_metadata  # noqa: B018  (present?)
+            source = {
+                "library": str(library),
+                "library_sha256": hashlib.sha256(library.read_bytes()).hexdigest(),
+                "ops_bridge": str(path.resolve()),
+                "ops_bridge_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "sgl_kernel": f"{SGL_KERNEL_VERSION} (bridged by scripts/device/pack-flashmla.sh)",
+            }
         else:
             import sgl_kernel
             import sgl_kernel.flashmla_ops  # noqa: F401  (registers the ops)
 
-            _SOURCE.update(sgl_kernel=str(getattr(sgl_kernel, "__version__", "?")))
             ops = torch.ops.sgl_kernel
-        ops.fwd_kvcache_mla, ops.get_mla_decoding_metadata  # noqa: B018  (present?)
+            ops.fwd_kvcache_mla, ops.get_mla_decoding_metadata  # noqa: B018  (present?)
+            source = {"sgl_kernel": str(getattr(sgl_kernel, "__version__", "?"))}
     except NotInstalled:
         raise
     except Exception as e:  # ImportError, OSError (dlopen), AttributeError (no such op)
@@ -200,6 +208,7 @@ def load_flashmla() -> Any:
             f"flashmla needs FlashMLA's ops from sgl-kernel {SGL_KERNEL_VERSION}: {INSTALL} "
             f"(load failed: {type(e).__name__}: {first})"
         ) from None
+    _SOURCE.update(source)  # what was loaded, once it has the two ops
     _OPS = ops
     return ops
 

@@ -18,7 +18,10 @@
 // The two functions' signatures are the library's exported symbols (nm -D: fwd_kvcache_mla
 // _Z15fwd_kvcache_mlaRN2at6TensorERKS0_lS3_S3_dbS3_S3_RKbRKSt8optionalIS0_E and
 // get_mla_decoding_metadata _Z25get_mla_decoding_metadataRN2at6TensorEllSt8optionalIlEbS3_);
-// the schemas are the ones sgl-kernel registers for them (sgl_kernel/flash_mla.py's calls).
+// the schemas follow the ones sgl-kernel registers for them (argument order and types; the
+// cache argument is named kv_cache there). The bridge exports no symbol (pack-flashmla.sh links
+// it with a version script that makes every symbol local), so the library keeps binding its
+// own copies of torch's inline code.
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
@@ -74,9 +77,9 @@ TORCH_LIBRARY(lcd_flashmla, m) {
       "Tensor num_splits, bool is_fp8, Tensor? indices) -> Tensor[]");
 }
 
-// CompositeExplicitAutograd: one kernel for every device (the library checks the devices and
-// raises its own errors), no autograd
-TORCH_LIBRARY_IMPL(lcd_flashmla, CompositeExplicitAutograd, m) {
+// CUDA tensors only, as sgl-kernel registers them: a CPU, meta or fake tensor gets torch's "no
+// kernel for this backend" error instead of reaching the library
+TORCH_LIBRARY_IMPL(lcd_flashmla, CUDA, m) {
   m.impl("get_mla_decoding_metadata", &metadata);
   m.impl("fwd_kvcache_mla", &decode);
 }

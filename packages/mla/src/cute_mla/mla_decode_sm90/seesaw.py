@@ -405,9 +405,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: MMA of its own is queued while it waits; in 65 the S0's chunks 0-3 are (both still
         #: wait for everything, wait_group(0), before the next pair's softmax). Warpgroup 1 and
         #: a segment's first S0 keep 61's one group in step 33's release order. Measured in
-        #: session 27 (H100): correct (3 launches per check), and 1.016-1.058x the default's
-        #: (61's) time per round at the uncut and long h=128 rows, 1.026 at s=2 and varlen,
-        #: 0.998 at h=64 (not profiled; the devlog, "Session 27"). 61 stays
+        #: session 27 (H100): correct (3 launches per check), and against the default where
+        #: it builds 61 1.043x its time per round at (64, 4096), 1.016 at (128, 4096), 1.058 at
+        #: (128, 16384), 1.026 at s=2 and varlen, 0.998 at h=64 (not profiled; the devlog,
+        #: "Session 27"). 61 stays
         self.qk_behind_pv = step in (31, 32, 65)
         #: step 32: 31 with WG0's PV1L issued only once WG1 has issued its PV0R (FlashMLA's
         #: rO1sP0sV0RIssued barrier), so the tensor pipe takes PV0R first and WG1 reloads
