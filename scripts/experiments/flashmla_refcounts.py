@@ -24,6 +24,10 @@ import sys
 import weakref
 from pathlib import Path
 
+from cute_mla.flashmla.flashmla import LIBRARY, OPS_ENV
+
+from kernelplan.errors import first_line
+
 
 def measure(namespace: str, calls: int) -> bool:
     """One namespace's line; True where its op kept a reference or the cache."""
@@ -34,8 +38,8 @@ def measure(namespace: str, calls: int) -> bool:
 
         ops = load_flashmla()
     else:  # the library alone, beside the bridge named by KERNELPLAN_FLASHMLA_OPS
-        bridge = Path(os.environ["KERNELPLAN_FLASHMLA_OPS"])
-        torch.ops.load_library(str(bridge.resolve().parent / "flashmla_ops.abi3.so"))
+        bridge = Path(os.environ[OPS_ENV])
+        torch.ops.load_library(str(bridge.resolve().parent / LIBRARY))
         ops = torch.ops.sgl_kernel
     b, h, pages = 4, 128, 8
     q = torch.randn(b, 1, h, 576, device="cuda", dtype=torch.bfloat16)
@@ -66,14 +70,13 @@ def main(argv: list[str]) -> int:
         try:
             return int(measure(name, int(argv[2])))
         except Exception as e:  # not loadable, no GPU, the op failed: one line
-            first = (str(e).strip().splitlines() or [""])[0]
-            print(f"{name}: {type(e).__name__}: {first}", flush=True)
+            print(f"{name}: {type(e).__name__}: {first_line(e)}", flush=True)
             return 3
     if len(argv) > 2 or (len(argv) == 2 and not (argv[1].isdigit() and int(argv[1]) > 0)):
         print(usage, file=sys.stderr)
         return 2
-    if not os.environ.get("KERNELPLAN_FLASHMLA_OPS"):
-        print("set KERNELPLAN_FLASHMLA_OPS to the bundle's libflashmla_ops_bridge.so "
+    if not os.environ.get(OPS_ENV):
+        print(f"set {OPS_ENV} to the bundle's libflashmla_ops_bridge.so "
               "(scripts/device/pack-flashmla.sh)", file=sys.stderr)  # fmt: skip
         return 2
     calls = argv[1] if len(argv) == 2 else "5"

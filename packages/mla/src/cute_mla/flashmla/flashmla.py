@@ -104,6 +104,8 @@ INSTALL = (
     f"bash scripts/device/pack-flashmla.sh, then {OPS_ENV}=.device/fm/libflashmla_ops_bridge.so "
     f"(or, with torch 2.9.1: pip install sgl-kernel=={SGL_KERNEL_VERSION})"
 )
+#: sgl-kernel's FlashMLA library, beside the ops bridge in the bundle
+LIBRARY = "flashmla_ops.abi3.so"
 #: the torch the bundle is built for (the H200 host's); see the module text
 BRIDGE_TORCH = "2.11"
 DTYPES = ("bfloat16", "float16")
@@ -122,15 +124,6 @@ def _load_library(path: Path) -> None:
     torch.ops.load_library(str(path))
 
 
-def _torch_version() -> str:
-    try:
-        import torch
-
-        return str(torch.__version__)
-    except ImportError:  # pragma: no cover - the package depends on torch
-        return "none"
-
-
 def load_flashmla() -> Any:
     """The torch ops namespace with FlashMLA's two ops: ``torch.ops.lcd_flashmla`` from the
     bundle's ops bridge, or ``torch.ops.sgl_kernel`` from an installed sgl-kernel.
@@ -145,11 +138,13 @@ def load_flashmla() -> Any:
     global _OPS
     if _OPS is not None:
         return _OPS
+    version = "none"  # torch's, once imported
     try:
         import torch
 
+        version = torch.__version__
         named = os.environ.get(OPS_ENV)
-        bridged_torch = torch.__version__.startswith(BRIDGE_TORCH + ".")
+        bridged_torch = version.startswith(BRIDGE_TORCH + ".")
         # the bundle under the project's root only under the torch it is bridged to; under
         # another torch, the installed sgl-kernel (whose own torch it must be)
         path = None
@@ -164,17 +159,17 @@ def load_flashmla() -> Any:
                     f"flashmla: {where} needs torch {BRIDGE_TORCH} (the bundle of "
                     f"scripts/device/pack-flashmla.sh is bridged to it), or unset {OPS_ENV} and "
                     f"use torch 2.9.1 with sgl-kernel=={SGL_KERNEL_VERSION} installed; this is "
-                    f"torch {torch.__version__}"
+                    f"torch {version}"
                 )
             if not path.is_file():
                 what = "is not a file" if path.exists() else "no such file"
                 raise FileNotFoundError(f"{where}: {what}")
-            if path.name == "flashmla_ops.abi3.so":  # the library itself, not the bridge
+            if path.name == LIBRARY:  # the library itself, not the bridge
                 raise FileNotFoundError(
                     f"{where} is sgl-kernel's library; name the bundle's ops bridge, "
                     f"{path.parent / DEFAULT_OPS.name}"
                 )
-            library = path.resolve().parent / "flashmla_ops.abi3.so"
+            library = path.resolve().parent / LIBRARY
             _load_library(path)
             ops = torch.ops.lcd_flashmla
             ops.fwd_kvcache_mla, ops.get_mla_decoding_metadata  # noqa: B018  (present?)
@@ -202,7 +197,7 @@ def load_flashmla() -> Any:
         if isinstance(e, ModuleNotFoundError) and DEFAULT_OPS.exists():
             first += (
                 f" (the bundle at {DEFAULT_OPS} was not used: it is bridged to torch "
-                f"{BRIDGE_TORCH}, this is torch {_torch_version()})"
+                f"{BRIDGE_TORCH}, this is torch {version})"
             )
         raise NotInstalled(
             f"flashmla needs FlashMLA's ops from sgl-kernel {SGL_KERNEL_VERSION}: {INSTALL} "
