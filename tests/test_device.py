@@ -39,3 +39,29 @@ def test_no_gpu_is_refused_for_cute_kernels_and_peers():
         require_runs_on("hopper_dense_gemm", ("sm_90a",), None)
     with pytest.raises(ArchMismatch, match="a CUDA GPU"):
         require_runs_on("torch_matmul", (), None)
+
+
+def test_a_peer_library_names_the_sm_it_runs_on_without_a_static_hint():
+    """A peer that runs on one SM only (FlashMLA's dense decode: sm_90) says which, with and
+    without a GPU, and offers no static analysis (nothing of ours is compiled)."""
+    with pytest.raises(ArchMismatch) as e:
+        require_runs_on("flashmla", (), None, ("sm_90a",))
+    msg = str(e.value)
+    assert "sm_90a (Hopper" in msg and "--prof_type=static" not in msg
+    b200 = DeviceInfo(name="NVIDIA B200", sm="sm_100", sm_count=148, memory_bytes=1, l2_bytes=1)
+    with pytest.raises(ArchMismatch) as e:
+        require_runs_on("flashmla", (), b200, ("sm_90a",))
+    msg = str(e.value)
+    assert "NVIDIA B200 (sm_100)" in msg and "sm_90a" in msg and "static" not in msg
+    require_runs_on("flashmla", (), _h200(), ("sm_90a",))  # no raise
+
+
+def test_require_plan_runs_on_reads_a_peers_sm():
+    from kernelplan.device import require_plan_runs_on
+
+    class Peer:
+        name, target_sm, peer_sm = "flashmla", (), ("sm_90a",)
+
+    with pytest.raises(ArchMismatch, match="sm_90a"):
+        require_plan_runs_on(Peer, None)
+    require_plan_runs_on(Peer, _h200())

@@ -564,3 +564,14 @@ def test_flashmla_named_library_is_not_the_bridge(monkeypatch, tmp_path):
     assert "\n" not in msg and "is sgl-kernel's library; name the bundle's ops bridge" in msg
     assert str(tmp_path / "libflashmla_ops_bridge.so") in msg
     assert loaded == [] and fmla._SOURCE == {}
+
+
+def test_flashmla_without_a_gpu_names_sm_90():
+    """On a host without a GPU the CLI refuses FlashMLA in one line naming the SM it needs
+    (its dense decode is built for sm_90a only), before any library is loaded."""
+    from cute_mla.flashmla.flashmla import FlashMla
+
+    from kernelplan import device as devmod
+
+    with pytest.raises(devmod.ArchMismatch, match=r"flashmla: no CUDA GPU here; it needs sm_90a"):
+        devmod.require_plan_runs_on(FlashMla, None)

@@ -447,7 +447,7 @@ def run_table(
     for pkg, k, ov in chosen:
         plan = load_plan_class(pkg, k)()
         try:
-            devmod.require_runs_on(plan.name, plan.target_sm, dev)
+            devmod.require_plan_runs_on(plan, dev)
         except devmod.ArchMismatch as e:
             log(f"skip: {e}")
             continue

@@ -330,7 +330,7 @@ def run(
 
         find_ncu()
     dev = devmod.current_device()
-    devmod.require_runs_on(plan.name, plan.target_sm, dev)
+    devmod.require_plan_runs_on(plan, dev)
     if opts.ncu_child:
         return _child(plan, problem, config, target, opts)
     rc = 0

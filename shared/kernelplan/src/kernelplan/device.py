@@ -174,17 +174,21 @@ def clocks_now() -> dict[str, Any]:
     return out
 
 
-def require_runs_on(kernel: str, targets: tuple[str, ...], device: DeviceInfo | None) -> None:
+def require_runs_on(
+    kernel: str, targets: tuple[str, ...], device: DeviceInfo | None, peer: tuple[str, ...] = ()
+) -> None:
     """Raise :class:`ArchMismatch` unless one of ``targets`` runs on ``device``.
 
-    ``targets`` empty means "any CUDA GPU" (peers such as torch).
+    ``targets`` empty means a peer: it runs on one of the SMs ``peer`` names, or on any CUDA
+    GPU when that is empty too (torch).
 
     Raises:
-        ArchMismatch: no GPU, or none of the targets runs on its SM; the message names the
-            SM the kernel needs and the static-analysis alternative.
+        ArchMismatch: no GPU, or none of the targets (or the peer's SMs) runs on its SM; the
+            message names the SM the kernel needs and, for our builds, the static-analysis
+            alternative.
     """
     if device is None:
-        need = " or ".join(describe_sm(t) for t in targets) or "a CUDA GPU"
+        need = " or ".join(describe_sm(t) for t in targets or peer) or "a CUDA GPU"
         hint = " (use --prof_type=static to compile and analyse it without one)" if targets else ""
         raise ArchMismatch(f"{kernel}: no CUDA GPU here; it needs {need} to run{hint}")
     if targets and not any(runs_on(t, device.sm) for t in targets):
@@ -193,6 +197,18 @@ def require_runs_on(kernel: str, targets: tuple[str, ...], device: DeviceInfo | 
             f"{kernel} targets {need}; this device is {device.name} ({device.sm}): not run "
             "(use --prof_type=static to compile and analyse it for its own SM)"
         )
+    if not targets and peer and not any(runs_on(t, device.sm) for t in peer):
+        need = " or ".join(describe_sm(t) for t in peer)
+        raise ArchMismatch(
+            f"{kernel} (a peer library) runs on {need}; this device is {device.name} "
+            f"({device.sm}): not run"
+        )
+
+
+def require_plan_runs_on(plan, device: DeviceInfo | None) -> None:
+    """:func:`require_runs_on` for a :class:`~kernelplan.plan.KernelPlan` (class or instance):
+    its ``target_sm``, or for a peer its ``peer_sm``."""
+    require_runs_on(plan.name, plan.target_sm, device, getattr(plan, "peer_sm", ()))
 
 
 def gpu_has_capability(major: int, minor: int, index: int = 0) -> bool:

@@ -273,7 +273,7 @@ def run(
                 continue
             cute += bool(plan.target_sm)
             try:
-                devmod.require_runs_on(plan.name, plan.target_sm, dev)
+                devmod.require_plan_runs_on(plan, dev)
                 runnable.append(plan)
             except devmod.ArchMismatch as e:
                 if plan.target_sm:

@@ -43,8 +43,10 @@ class KernelPlan(abc.ABC):
         workload: the workload instance it implements (``kernelplan.workloads.gemm.GEMM``).
         source: path of the upstream example under ``examples/python/CuTeDSL`` (None for
             peers and for this project's own kernels).
-        target_sm: SMs the kernel is built for (``("sm_90a",)``); empty for peers that run on
-            any CUDA GPU.
+        target_sm: SMs the kernel is built for (``("sm_90a",)``); empty for peers.
+        peer_sm: for a peer (``target_sm`` empty), the SMs its library runs on (``("sm_90a",)``
+            for FlashMLA's dense decode); empty: any CUDA GPU. Only checked against the device
+            (:func:`kernelplan.device.require_plan_runs_on`), never compiled for.
         config_type: its typed config (a frozen :class:`~kernelplan.workload.Config`).
         runtime_problem_fields: problem fields the compiled code does NOT specialise on
             (extents of dynamic-layout tensors): left out of the compile key, so one compile
@@ -57,6 +59,7 @@ class KernelPlan(abc.ABC):
     workload: ClassVar[Workload]
     source: ClassVar[str | None] = None
     target_sm: ClassVar[tuple[str, ...]] = ()
+    peer_sm: ClassVar[tuple[str, ...]] = ()
     config_type: ClassVar[type[Config]] = NoConfig
     #: the problem type; the workload's unless the implementation's example really takes more
     #: (a subclass of the workload's problem, e.g. an epilogue's scalars), which it then says

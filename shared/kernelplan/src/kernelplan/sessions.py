@@ -157,7 +157,7 @@ def _check_one(plan, dev, rows, results_dir, record, fault, log) -> int:
     failed = 0
     probs = plan.check_problems()
     try:
-        devmod.require_runs_on(plan.name, plan.target_sm, dev)
+        devmod.require_plan_runs_on(plan, dev)
         runnable = True
     except devmod.ArchMismatch as e:
         runnable = False
@@ -302,7 +302,7 @@ def profile_package(
             log(_error_line(plan.name, plan.error))
             continue
         try:
-            devmod.require_runs_on(plan.name, plan.target_sm, dev)
+            devmod.require_plan_runs_on(plan, dev)
         except devmod.ArchMismatch as e:
             log(f"skip: {e}")
             continue

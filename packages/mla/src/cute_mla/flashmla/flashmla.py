@@ -289,7 +289,8 @@ class FlashMla(KernelPlan):
     package: ClassVar[str] = "mla"
     workload = MLA_DECODE
     source: ClassVar[str | None] = None  # a peer library, not a CUTLASS example
-    target_sm: ClassVar[tuple[str, ...]] = ()  # a peer: its dense decode runs on sm_90
+    target_sm: ClassVar[tuple[str, ...]] = ()  # a peer: nothing of ours is compiled
+    peer_sm: ClassVar[tuple[str, ...]] = ("sm_90a",)  # its dense decode's only build
     config_type = FlashMlaConfig
     description: ClassVar[str] = (
         f"FlashMLA dense decode (sgl-kernel {SGL_KERNEL_VERSION} flashmla_ops): metadata at "
