@@ -65,3 +65,13 @@ def test_require_plan_runs_on_reads_a_peers_sm():
     with pytest.raises(ArchMismatch, match="sm_90a"):
         require_plan_runs_on(Peer, None)
     require_plan_runs_on(Peer, _h200())
+
+
+def test_the_static_hint_can_be_left_out_where_the_caller_analyses_statically():
+    with pytest.raises(ArchMismatch) as e:
+        require_runs_on("hopper_dense_gemm", ("sm_90a",), None, static_hint=False)
+    assert "sm_90a" in str(e.value) and "--prof_type=static" not in str(e.value)
+    b200 = DeviceInfo(name="NVIDIA B200", sm="sm_100", sm_count=148, memory_bytes=1, l2_bytes=1)
+    with pytest.raises(ArchMismatch) as e:
+        require_runs_on("hopper_dense_gemm", ("sm_90a",), b200, static_hint=False)
+    assert "not run" in str(e.value) and "static" not in str(e.value)

@@ -175,12 +175,17 @@ def clocks_now() -> dict[str, Any]:
 
 
 def require_runs_on(
-    kernel: str, targets: tuple[str, ...], device: DeviceInfo | None, peer: tuple[str, ...] = ()
+    kernel: str,
+    targets: tuple[str, ...],
+    device: DeviceInfo | None,
+    peer: tuple[str, ...] = (),
+    static_hint: bool = True,
 ) -> None:
     """Raise :class:`ArchMismatch` unless one of ``targets`` runs on ``device``.
 
     ``targets`` empty means a peer: it runs on one of the SMs ``peer`` names, or on any CUDA
-    GPU when that is empty too (torch).
+    GPU when that is empty too (torch). ``static_hint`` False leaves out the pointer to
+    ``--prof_type=static`` (for callers that run the static analysis themselves).
 
     Raises:
         ArchMismatch: no GPU, or none of the targets (or the peer's SMs) runs on its SM; the
@@ -189,13 +194,18 @@ def require_runs_on(
     """
     if device is None:
         need = " or ".join(describe_sm(t) for t in targets or peer) or "a CUDA GPU"
-        hint = " (use --prof_type=static to compile and analyse it without one)" if targets else ""
+        hint = (
+            " (use --prof_type=static to compile and analyse it without one)"
+            if targets and static_hint
+            else ""
+        )
         raise ArchMismatch(f"{kernel}: no CUDA GPU here; it needs {need} to run{hint}")
     if targets and not any(runs_on(t, device.sm) for t in targets):
         need = " or ".join(describe_sm(t) for t in targets)
+        hint = " (use --prof_type=static to compile and analyse it for its own SM)"
         raise ArchMismatch(
-            f"{kernel} targets {need}; this device is {device.name} ({device.sm}): not run "
-            "(use --prof_type=static to compile and analyse it for its own SM)"
+            f"{kernel} targets {need}; this device is {device.name} ({device.sm}): not run"
+            + (hint if static_hint else "")
         )
     if not targets and peer and not any(runs_on(t, device.sm) for t in peer):
         need = " or ".join(describe_sm(t) for t in peer)
@@ -205,10 +215,10 @@ def require_runs_on(
         )
 
 
-def require_plan_runs_on(plan, device: DeviceInfo | None) -> None:
+def require_plan_runs_on(plan, device: DeviceInfo | None, static_hint: bool = True) -> None:
     """:func:`require_runs_on` for a :class:`~kernelplan.plan.KernelPlan` (class or instance):
     its ``target_sm``, or for a peer its ``peer_sm``."""
-    require_runs_on(plan.name, plan.target_sm, device, getattr(plan, "peer_sm", ()))
+    require_runs_on(plan.name, plan.target_sm, device, getattr(plan, "peer_sm", ()), static_hint)
 
 
 def gpu_has_capability(major: int, minor: int, index: int = 0) -> bool:
