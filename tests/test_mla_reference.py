@@ -202,6 +202,9 @@ def test_torch_reference_peer_passes_on_cpu():
         (dict(b=2, seqlens=(100, 10), num_pages=3), "plus 1 spare page"),
         (dict(dtype="int8"), "--dtype int8"),
         (dict(softmax_scale=0.0), "--softmax_scale must be a positive number"),
+        (dict(b=1_000_000_000), "--b 1000000000: at most 16777216 sequences"),
+        (dict(b=1_000_000, t=1_000_000), "the KV cache would take 1047.7 TiB"),
+        (dict(b=1 << 20, t=0, h=1 << 20), "Q would take"),
     ],
 )
 def test_problem_validation_one_line(kw, message):

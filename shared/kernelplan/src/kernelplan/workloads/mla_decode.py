@@ -164,6 +164,12 @@ KV_FP8_INPUTS = ("kv_scales", "kv_rope")
 E4M3_MAX = 448.0
 #: latent values per scale with ``kv_scale="per_block"`` and no ``kv_block`` (FlashMLA's tile)
 KV_BLOCK_DEFAULT = 128
+#: the most sequences a problem takes: validation holds one length per sequence on the host
+#: and walks them (pages, page-table width), so a larger --b would stall before any check
+MAX_SEQUENCES = 1 << 24
+#: the most bytes Q or the KV cache may take (1 TiB): more than any GPU's memory, so such a
+#: problem is refused before its lengths are built
+MAX_TENSOR_BYTES = 1 << 40
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -262,6 +268,7 @@ class MlaDecodeProblem(Rederived):
                 raise ShapeError(f"--{key} must be true or false (got {getattr(self, key)!r})")
         if self.dtype not in DTYPES:
             raise ShapeError(f"--dtype {self.dtype}: one of {', '.join(DTYPES)}")
+        self._check_size()
         if self.seqlens is not None:
             lens = tuple(self.seqlens)
             if len(lens) != self.b:
@@ -298,6 +305,29 @@ class MlaDecodeProblem(Rederived):
             )
         object.__setattr__(self, "_auto", frozenset(auto))
         self._validate_cache()
+
+    def _check_size(self) -> None:
+        """Refuse, before any per-sequence work, a batch larger than :data:`MAX_SEQUENCES` or
+        a Q or KV cache (``t`` tokens per sequence, or the given ``seqlens``) larger than
+        :data:`MAX_TENSOR_BYTES` in ``dtype``."""
+        if self.b > MAX_SEQUENCES:
+            raise ShapeError(
+                f"--b {self.b}: at most {MAX_SEQUENCES} sequences (each one's length is held "
+                "on the host); use a smaller --b"
+            )
+        row = (self.d_latent + self.d_rope) * dtypes.nbytes(self.dtype)
+        tokens = self.b * self.t
+        if self.seqlens is not None and len(self.seqlens) == self.b:
+            tokens = sum(x for x in self.seqlens if isinstance(x, int) and x > 0)
+        for what, n, hint in (
+            ("Q", self.b * self.s * self.h * row, "--b, --s or --h"),
+            ("the KV cache", tokens * row, "--b or --t (--seqlens)"),
+        ):
+            if n > MAX_TENSOR_BYTES:
+                raise ShapeError(
+                    f"{what} would take {n / 2**40:.1f} TiB, more than any GPU holds "
+                    f"(at most {MAX_TENSOR_BYTES >> 40} TiB here); use a smaller {hint}"
+                )
 
     def _validate_cache(self) -> None:
         """``kv_dtype``, ``kv_scale``, ``kv_block``: one spelling per problem (a value equal
