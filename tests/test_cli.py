@@ -338,6 +338,25 @@ def test_a_tuple_flag_takes_a_comma_list_as_config_does(value, want):
         parse(plan, ["--b", "3", "--seqlens", "a,b,c"])
 
 
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (
+            ["--softmax_scale", "nan"],
+            "--softmax_scale: expected a finite number such as 0.0417, or null (got nan)",
+        ),
+        (["--softmax_scale", "inf"], "(got inf)"),
+        (["--num_pages", "x"], "--num_pages: expected an integer, or null (got x)"),
+    ],
+)
+def test_an_optional_number_flag_says_what_it_takes(argv, needle):
+    """A float or int flag that may be null names the kind of value and echoes the bad one
+    (it said "not a valid value; see --help for its type", and --help shows a float)."""
+    with pytest.raises(KernelPlanError) as e:
+        parse(_mla_plan(), argv)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
 def test_help_has_no_sphinx_roles_and_each_default_once():
     import re
 

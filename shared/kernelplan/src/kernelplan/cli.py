@@ -187,10 +187,14 @@ def _one_line(e: BaseException) -> str:
         return f"{bad_bool.group(1)} expects true or false, got {bad_bool.group(2)!r}"
     if "Union subtypes" in text:
         flag = text.split(":", 1)[0]
-        got = re.search(r"Got value: (\S+)", text)
+        got = re.search(r"(?:Got|Given) value: (\S+)", text)
         shown = f" (got {got.group(1)})" if got else ""
         if "tuple" in text:
             return f"{flag}: expected a list such as 1,2,3 or [1,2,3], or null{shown}"
+        if "<class 'float'>" in text:
+            return f"{flag}: expected a finite number such as 0.0417, or null{shown}"
+        if "<class 'int'>" in text:
+            return f"{flag}: expected an integer, or null{shown}"
         return f"{flag}: not a valid value{shown}; see --help for its type"
     return text
 
