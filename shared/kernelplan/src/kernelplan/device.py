@@ -200,19 +200,18 @@ def require_runs_on(
             else ""
         )
         raise ArchMismatch(f"{kernel}: no CUDA GPU here; it needs {need} to run{hint}")
-    if targets and not any(runs_on(t, device.sm) for t in targets):
-        need = " or ".join(describe_sm(t) for t in targets)
-        hint = " (use --prof_type=static to compile and analyse it for its own SM)"
-        raise ArchMismatch(
-            f"{kernel} targets {need}; this device is {device.name} ({device.sm}): not run"
-            + (hint if static_hint else "")
+    sms = targets or peer
+    if sms and not any(runs_on(t, device.sm) for t in sms):
+        need = " or ".join(describe_sm(t) for t in sms)
+        what = (
+            f"{kernel} targets {need}" if targets else f"{kernel} (a peer library) runs on {need}"
         )
-    if not targets and peer and not any(runs_on(t, device.sm) for t in peer):
-        need = " or ".join(describe_sm(t) for t in peer)
-        raise ArchMismatch(
-            f"{kernel} (a peer library) runs on {need}; this device is {device.name} "
-            f"({device.sm}): not run"
+        hint = (
+            " (use --prof_type=static to compile and analyse it for its own SM)"
+            if targets and static_hint
+            else ""
         )
+        raise ArchMismatch(f"{what}; this device is {device.name} ({device.sm}): not run{hint}")
 
 
 def require_plan_runs_on(plan, device: DeviceInfo | None, static_hint: bool = True) -> None:

@@ -315,7 +315,7 @@ class MlaDecodeProblem(Rederived):
                 f"--b {self.b}: at most {MAX_SEQUENCES} sequences (each one's length is held "
                 "on the host); use a smaller --b"
             )
-        row = (self.d_latent + self.d_rope) * dtypes.nbytes(self.dtype)
+        row = self.d_qk * dtypes.nbytes(self.dtype)
         tokens = self.b * self.t
         if self.seqlens is not None and len(self.seqlens) == self.b:
             tokens = sum(x for x in self.seqlens if isinstance(x, int) and x > 0)
