@@ -98,6 +98,36 @@ def test_a_runtime_field_shares_the_compiled_function(monkeypatch, tmp_path):
     assert len(calls) == 1
 
 
+def test_a_build_chosen_from_a_runtime_field_is_its_own_compile(monkeypatch, tmp_path):
+    """A plan may pick what to build from a field the code does not specialise on (session 29:
+    mla_decode_sm90's automatic step is 62 at h=128 (32, 4096) and 61 at (128, 4096), b and t
+    being runtime fields). The kernel's ``meta`` says what was built and is part of the key, so
+    the second problem reaches cute.compile again instead of launching the first's function;
+    a problem with the same build still shares it."""
+    import cutlass.cute as cute
+
+    calls = []
+    monkeypatch.setenv("KERNELPLAN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(CuteKernel, "_cache", {})
+    monkeypatch.setattr(
+        cute, "compile", lambda fn, *a, **k: calls.append(a) or f"build {len(calls)}"
+    )
+
+    class Chooser(AxpbyPlan):
+        def plan(self, problem, config, target):
+            k = super().plan(problem, config, target)
+            k.meta["build"] = "wide" if problem.n > 2048 else "narrow"
+            return k
+
+    plan = Chooser()
+    got = []
+    for n in (1000, 4096, 1500):
+        prob = plan.problem(n=n)
+        k = plan.kernel(prob, plan.default_config(prob), plan.target())
+        got.append(k.compile(k.fake_args()))
+    assert got == ["build 1", "build 2", "build 1"] and len(calls) == 2
+
+
 def test_setup_fills_inputs_before_bind_converts_them(monkeypatch):
     """``setup`` runs once per bind, on the inputs, before the CuTe arguments are made: what
     it writes (a host-planned work list) is what the kernel receives."""

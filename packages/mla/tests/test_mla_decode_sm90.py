@@ -2392,3 +2392,48 @@ def test_fp8_q_on_n_k_and_v_offsets_address_the_swizzled_page(stage):
                     off = m.v_byte_offset(offs, 16 * kb + 8 * a, e)
                     assert off == _sw128_byte(stage, tok, 8 * vec8), (tid, kb, a, e)
                     assert off % 8 == 0
+
+
+def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_keys():
+    """The default config (``step=0``) builds step 62 at h=128 (32, 4096) and step 61 at
+    (128, 4096), b and t being runtime fields: the compile keys differ (the kernel's meta is
+    in them), so that one process timing both rows launches each row's own build. Before
+    session 29 they were equal, and a process that compiled one launched it for the other:
+    62's binary at the uncut rows of every table that began with (32, 4096), and 61's at
+    (32, 4096), whose O then stayed unwritten (62's plan merges its pairs in the kernel)."""
+    from kernelplan.registry import load_plan_class
+
+    plan = load_plan_class("mla", "mla_decode_sm90")()
+    tgt = plan.target("sm_90a", 132)
+    keys, labels = {}, {}
+    for b in (32, 128, 120):
+        prob = plan.problem(b=b, t=4096)
+        cfg = plan.config(prob, {})
+        labels[b] = plan.build_label(prob, cfg)
+        keys[b] = plan.kernel(prob, cfg, tgt).key
+    assert labels == {32: "seesaw step 62", 128: "seesaw step 61", 120: "seesaw step 61"}
+    assert keys[32] != keys[128]
+
+
+def test_mla_decode_sm90_seesaw_step66_keeps_descriptors_in_uniform_registers(
+    tmp_path, monkeypatch
+):
+    """Step 66 (``--config step=66``): step 61 with each math warpgroup's code traced with its
+    index a compile-time constant (two copies, branched once on the warp-uniform index), so
+    that its stage, V half and barrier ids are constants: ptxas computes the WGMMA descriptors
+    on the uniform datapath (UIADD3) instead of per thread (IMAD, VIADD, LOP3) with an R2UR
+    per descriptor word. In 61 the stage is the run-time ``tidx // 128``. CPU compile at h=128
+    (32, 4096): R2UR 312 -> 9 in the cubin, 88 HGMMA sites against 48 (the shared code once per
+    warpgroup),
+    0 spills. Measured in session 29 (H100): correct (3 launches per check); 23% fewer
+    instructions executed than 61 at (128, 4096) under ncu (55.4 M against 72.0 M) but 1.2%
+    more SM cycles, and 1.0-1.7% slower per round; not the default (the devlog, "Session 29")."""
+    got, plan, prob, cfg = _seesaw_pair((61, 66), "wg_constant", tmp_path, monkeypatch)
+    (a, _), (b, kb) = got[61], got[66]
+    assert kb.fn.early_v1r and kb.fn.qk_release_order and kb.fn.combine_batch == 2
+    assert a["opcodes"]["R2UR"] > 200 and b["opcodes"]["R2UR"] < 20
+    assert b["opcodes"]["UIADD3"] > 2 * a["opcodes"]["UIADD3"]
+    mains = {step: _kernel_sass(st, combine=False) for step, (st, _) in got.items()}
+    # the shared code twice, the code one warpgroup alone runs once: 88 HGMMA sites against 48
+    assert mains[61].count("HGMMA.") < mains[66].count("HGMMA.") < 2 * mains[61].count("HGMMA.")
+    assert plan.build_label(prob, cfg) == "seesaw step 66"

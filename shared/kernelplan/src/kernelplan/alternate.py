@@ -36,6 +36,7 @@ import math
 import secrets
 import statistics
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,9 @@ from .timing import TimingStats, capture_graphs, summarize
 
 #: a busy SM clock range wider than this fraction of its top gets a note under the table
 CLOCK_SPREAD_NOTE = 0.05
+#: with ``idle_ms``: GPU cycles of the spin queued ahead of each sample's start event (about
+#: 0.1-0.3 ms between the idle and the maximum SM clock), longer than a launch's submission
+IDLE_LEAD_CYCLES = 200_000
 
 
 def per_round_ratio(samples: Sequence[float] | None, ref: Sequence[float] | None) -> float | None:
@@ -134,6 +138,7 @@ def alternate(
     reps: int = 50,
     cuda_graph: bool = False,
     graph_launches: int = 10,
+    idle_ms: float = 0.0,
 ) -> dict[str, TimingStats]:
     """Time several implementations in rounds: round ``i`` launches each once, in row
     ``i`` (cyclically) of :func:`round_orders`, each between two CUDA events; workspaces
@@ -142,6 +147,11 @@ def alternate(
     Args:
         launchers: label -> zero-argument launchers (one per workspace).
         cuda_graph: time CUDA-graph replays of ``graph_launches`` launches per sample.
+        idle_ms: before each sample, wait for the GPU to drain and sleep this long on the
+            host, so that every sample starts from an idle GPU (a power controller that
+            capped the clock under sustained load has let go; the anti-pattern
+            ``knowledge/anti-patterns/data-dependent-power-throttling.md``); 0 times the
+            samples back to back, as a serving loop runs them.
 
     Returns:
         label -> TimingStats (microseconds per launch), or a KernelPlanError for an
@@ -180,6 +190,12 @@ def alternate(
     with ClockSampler() as clk:
         for i in range(reps):
             for lab in (labels[j] for j in orders[i % len(orders)]):
+                if idle_ms > 0:
+                    torch.cuda.synchronize()
+                    time.sleep(idle_ms / 1000.0)
+                    # a short spin ahead of the start event, so that the host's submission of
+                    # the launch falls inside it and not between the two events
+                    torch.cuda._sleep(IDLE_LEAD_CYCLES)
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s.record(stream)
                 steps[lab](i)
@@ -198,6 +214,7 @@ def alternate(
             graph_launches=per_sample,
         )
         st.clocks_during = clocks
+        st.idle_ms = float(idle_ms)
         out[lab] = st
     for lab, why in uncapturable.items():
         out[lab] = KernelPlanError(f"CUDA graph capture failed: {why}")
@@ -268,6 +285,7 @@ def time_entries(
     checked: bool = True,
     record: bool = True,
     results_dir=None,
+    idle_ms: float = 0.0,
     log=print,
 ) -> list[Timed]:
     """Time ``entries`` (label -> :data:`Entry`) in ONE alternated run (:func:`alternate`) and
@@ -285,7 +303,11 @@ def time_entries(
         return []
     before = devmod.clocks_now()
     stats = alternate(
-        {lab: e[5] for lab, e in entries.items()}, warmup=warmup, reps=reps, cuda_graph=cuda_graph
+        {lab: e[5] for lab, e in entries.items()},
+        warmup=warmup,
+        reps=reps,
+        cuda_graph=cuda_graph,
+        idle_ms=idle_ms,
     )
     after = devmod.clocks_now()
     entries = dict(entries)
@@ -407,6 +429,7 @@ def run_table(
     record: bool = True,
     where: Sequence[str] = (),
     problem: Sequence[str] = (),
+    idle_ms: float = 0.0,
     log=print,
 ) -> int:
     """The comparison table of ``workload`` on this GPU (see the module docstring). Returns
@@ -481,6 +504,7 @@ def run_table(
             checked=check,
             record=record,
             results_dir=results_dir,
+            idle_ms=idle_ms,
             log=log,
         )
         rows.extend(table_rows(timed))
@@ -569,10 +593,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--cuda-graph", action="store_true")
+    p.add_argument(
+        "--idle-ms", type=float, default=0.0, metavar="MS",
+        help="let the GPU idle this many milliseconds before each sample (drain, then a host "
+        "sleep), so that no sample runs under the power cap that back-to-back samples reach; "
+        "default 0: back to back",
+    )  # fmt: skip
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--no-record", action="store_true")
     p.add_argument("--results-dir", default=None)
     a = p.parse_args(argv)
+    if not (a.idle_ms >= 0 and math.isfinite(a.idle_ms)) or a.idle_ms > 10_000:
+        return die(f"--idle-ms takes a number of milliseconds from 0 to 10000 (got {a.idle_ms})")
     try:
         return run_table(
             a.workload,
@@ -586,6 +618,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             record=not a.no_record,
             where=a.where,
             problem=a.problem,
+            idle_ms=a.idle_ms,
         )
     except KernelPlanError as e:
         return die(str(e))

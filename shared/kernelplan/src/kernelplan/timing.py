@@ -48,6 +48,9 @@ class TimingStats:
     samples_us: list[float] = field(default_factory=list, repr=False)
     #: SM/memory clocks sampled (NVML) during the timed region: ``clocks.ClockSampler``.
     clocks_during: dict[str, Any] | None = None
+    #: milliseconds the GPU idled before each sample (``kernelplan.alternate --idle-ms``); 0:
+    #: the samples ran back to back
+    idle_ms: float = 0.0
 
     def to_dict(self, with_samples: bool = True) -> dict[str, Any]:
         d = asdict(self)

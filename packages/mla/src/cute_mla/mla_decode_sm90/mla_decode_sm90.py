@@ -159,7 +159,7 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: PV1L, step 31's order, on the 61 base)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62, 63, 64, 65,
+    60, 61, 62, 63, 64, 65, 66,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem

@@ -234,7 +234,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -244,7 +244,7 @@ STEP = 61
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L): each has 61's lean combine and everything 61 took from 39 and 33, so one list
 #: for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65)
+STEPS_ON_61 = (61, 62, 63, 64, 65, 66)
 
 
 def release_order_chunk(c: int, stage):
@@ -587,6 +587,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: the uncut and long h=128 rows: warpgroup 1's PV0R and its reload of stage 0's chunks
         #: 4-8 come later by as much; 61 stays (the devlog, "Session 25")
         self.early_v0l = step == 64
+        self.wg_constant = step == 66
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
@@ -791,554 +792,595 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 cute.arch.cluster_arrive()
                 cute.arch.cluster_wait()
 
-        if math_wg:  # (a Python True without the producer: no branch)
-            if cutlass.const_expr(self.producer_wg):
-                cute.arch.setmaxregister_increase(self.math_regs)
-            # ---- MMA partitions (once per CTA) ---------------------------------------------------
-            thr_qk = qk_mma.get_slice(wg_tidx)
-            tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ))  # (MMA, 1, 36)
-            tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK))  # (MMA, 1, 36, 2)
-            acc_s_shape = thr_qk.partition_shape_C((TILE_M, PAGE))
-            tScS = _mn_view(thr_qk.partition_C(cute.make_identity_tensor((TILE_M, PAGE))))
-            # P's place in each stage: the rope chunk (columns 512..575), a 64 x 64 K-major tile
-            sP = [cute.local_tile(sK[None, None, st], (TILE_M, CHUNK), (0, P_CHUNK))
-                  for st in range(STAGES)]  # fmt: skip
-            tPsP = [thr_qk.partition_C(sP[st]) for st in range(STAGES)]  # S's thread layout
-            # step 6: P by stmatrix (8x8 16-bit matrices, 4 per instruction) in S's thread layout
-            st_copy = cute.make_tiled_copy_C(
-                cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype), qk_mma
-            )
-            thr_st = st_copy.get_slice(wg_tidx)
-            tPsP_st = [thr_st.partition_D(sP[st]) for st in range(STAGES)]
+        # step 66: the math region traced once per warpgroup with its index a compile-time
+        # constant, each copy run by its warpgroup alone (one branch on the warp-uniform index),
+        # so that the stage, V half and barriers are constants and ptxas computes the WGMMA
+        # descriptors and mbarrier addresses in uniform registers; the other builds trace it
+        # once, ``wg`` the thread's run-time index
+        wg_rt = cute.arch.make_warp_uniform(cute.arch.warp_idx()) // (WG_THREADS // 32)
+        for wg_c in cutlass.range_constexpr(NUM_WG if self.wg_constant else 1):
+            if cutlass.const_expr(self.wg_constant):
+                wg = wg_c
+                math_wg = wg_rt == wg_c
+            if math_wg:  # (a Python True without the producer or step 66: no branch)
+                if cutlass.const_expr(self.producer_wg):
+                    cute.arch.setmaxregister_increase(self.math_regs)
+                # ---- MMA partitions (once per CTA) -----------------------------------------------
+                thr_qk = qk_mma.get_slice(wg_tidx)
+                tSrQ = thr_qk.make_fragment_A(thr_qk.partition_A(sQ))  # (MMA, 1, 36)
+                tSrK = thr_qk.make_fragment_B(thr_qk.partition_B(sK))  # (MMA, 1, 36, 2)
+                acc_s_shape = thr_qk.partition_shape_C((TILE_M, PAGE))
+                tScS = _mn_view(thr_qk.partition_C(cute.make_identity_tensor((TILE_M, PAGE))))
+                # P's place in each stage: the rope chunk (columns 512..575), a 64 x 64 K-major tile
+                sP = [cute.local_tile(sK[None, None, st], (TILE_M, CHUNK), (0, P_CHUNK))
+                      for st in range(STAGES)]  # fmt: skip
+                tPsP = [thr_qk.partition_C(sP[st]) for st in range(STAGES)]  # S's thread layout
+                # step 6: P by stmatrix (8x8 16-bit matrices, 4 per instruction) in S's thread
+                # layout
+                st_copy = cute.make_tiled_copy_C(
+                    cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype),
+                    qk_mma,
+                )
+                thr_st = st_copy.get_slice(wg_tidx)
+                tPsP_st = [thr_st.partition_D(sP[st]) for st in range(STAGES)]
 
-            thr_rs = pv_rs.get_slice(wg_tidx)
-            thr_ss = pv_ss.get_slice(wg_tidx)
-            sVt_wg = cute.local_tile(sVt, (HALF_V, PAGE, STAGES), (wg, 0, 0))  # this WG's V half
-            tOrV = thr_rs.make_fragment_B(thr_rs.partition_B(sVt_wg))  # (MMA, 1, 4, 2)
-            tOrVs = thr_ss.make_fragment_B(thr_ss.partition_B(sVt_wg))
-            tOrPs = [thr_ss.make_fragment_A(thr_ss.partition_A(sP[st])) for st in range(STAGES)]
-            acc_o = thr_rs.make_fragment_C(thr_rs.partition_shape_C((TILE_M, HALF_V)))
-            acc_o_mn = _mn_view(acc_o)
+                thr_rs = pv_rs.get_slice(wg_tidx)
+                thr_ss = pv_ss.get_slice(wg_tidx)
+                sVt_wg = cute.local_tile(
+                    sVt, (HALF_V, PAGE, STAGES), (wg, 0, 0)
+                )  # this WG's V half
+                tOrV = thr_rs.make_fragment_B(thr_rs.partition_B(sVt_wg))  # (MMA, 1, 4, 2)
+                tOrVs = thr_ss.make_fragment_B(thr_ss.partition_B(sVt_wg))
+                tOrPs = [thr_ss.make_fragment_A(thr_ss.partition_A(sP[st])) for st in range(STAGES)]
+                acc_o = thr_rs.make_fragment_C(thr_rs.partition_shape_C((TILE_M, HALF_V)))
+                acc_o_mn = _mn_view(acc_o)
 
-            n_rows = cute.size(tScS, mode=[0])  # 2 rows per thread
-            n_cols = cute.size(tScS, mode=[1])  # 16 columns per thread and row
-            row_max = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)  # m (log2)
-            row_sum = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)  # own P's
-            limit = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Int32)
-            sc_a = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
-            sc_b = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
-            bar_me = BAR_WG[0] + wg
-            #: step 31: S carried from the end of one pair into the next (WG0's next page)
-            acc_s_next = thr_qk.make_fragment_C(acc_s_shape)
+                n_rows = cute.size(tScS, mode=[0])  # 2 rows per thread
+                n_cols = cute.size(tScS, mode=[1])  # 16 columns per thread and row
+                row_max = cute.make_rmem_tensor(
+                    cute.make_layout(n_rows), cutlass.Float32
+                )  # m (log2)
+                row_sum = cute.make_rmem_tensor(
+                    cute.make_layout(n_rows), cutlass.Float32
+                )  # own P's
+                limit = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Int32)
+                sc_a = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+                sc_b = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+                bar_me = BAR_WG[0] + wg
+                #: step 31: S carried from the end of one pair into the next (WG0's next page)
+                acc_s_next = thr_qk.make_fragment_C(acc_s_shape)
 
-            # ---- the CTA's segments: one (sequence, page range), or step 11's work list ----------
-            # (a part of the pages of all sequences end to end: one segment per sequence it
-            # crosses, each with its own Q, pages and epilogue; the mbarriers' phases run on)
-            seg_lo, seg_hi = 0, 1
-            if cutlass.const_expr(self.work_list):
-                seg_lo = mWork[sp, 0]
-                seg_hi = mWork[sp, 1]
-            ph0 = cutlass.Int32(0)  # the parity of stage 0's mbarrier phases so far
-            ph1 = cutlass.Int32(0)  # and of stage 1's
-            got0 = cutlass.Int32(0)  # step 12: this segment's first page is already loading
-            got1 = cutlass.Int32(0)  # and its second
-            q_got = cutlass.Int32(0)  # step 28: this segment's Q is already loading
-            # (without the work list the one-trip loop is unrolled: step 9's code)
-            for seg in cutlass.range(seg_lo, seg_hi, unroll=1, unroll_full=not self.work_list):
-                seq = bidx
-                slot = sp
-                pieces = cutlass.Int32(0)
+                # ---- the CTA's segments: one (sequence, page range), or step 11's work list ------
+                # (a part of the pages of all sequences end to end: one segment per sequence it
+                # crosses, each with its own Q, pages and epilogue; the mbarriers' phases run on)
+                seg_lo, seg_hi = 0, 1
                 if cutlass.const_expr(self.work_list):
-                    seq = mWork[seg, 0]
-                    slot = mWork[seg, 3]  # the workspace slot of this piece of the sequence
-                    pieces = mWork[PARTS_CAP + seq, 0]
-                seqlen = mLens[seq]
-                p0 = cutlass.Int32(0)
-                p1 = cutlass.Int32(0)
-                if cutlass.const_expr(self.work_list):
-                    p0 = mWork[seg, 1]
-                    p1 = mWork[seg, 2]
-                else:
-                    p0, p1 = self.page_range(seqlen, slot, num_splits, pages_per_split, split)
+                    seg_lo = mWork[sp, 0]
+                    seg_hi = mWork[sp, 1]
+                ph0 = cutlass.Int32(0)  # the parity of stage 0's mbarrier phases so far
+                ph1 = cutlass.Int32(0)  # and of stage 1's
+                got0 = cutlass.Int32(0)  # step 12: this segment's first page is already loading
+                got1 = cutlass.Int32(0)  # and its second
+                q_got = cutlass.Int32(0)  # step 28: this segment's Q is already loading
+                # (without the work list the one-trip loop is unrolled: step 9's code)
+                for seg in cutlass.range(seg_lo, seg_hi, unroll=1, unroll_full=not self.work_list):
+                    seq = bidx
+                    slot = sp
+                    pieces = cutlass.Int32(0)
+                    if cutlass.const_expr(self.work_list):
+                        seq = mWork[seg, 0]
+                        slot = mWork[seg, 3]  # the workspace slot of this piece of the sequence
+                        pieces = mWork[PARTS_CAP + seq, 0]
+                    seqlen = mLens[seq]
+                    p0 = cutlass.Int32(0)
+                    p1 = cutlass.Int32(0)
+                    if cutlass.const_expr(self.work_list):
+                        p0 = mWork[seg, 1]
+                        p1 = mWork[seg, 2]
+                    else:
+                        p0, p1 = self.page_range(seqlen, slot, num_splits, pages_per_split, split)
 
-                # step 12: the part's next segment, whose first two pages this one's last pairs load
-                nseq = cutlass.Int32(0)
-                np0 = cutlass.Int32(0)
-                np1 = cutlass.Int32(0)
-                if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102 (compile-time, then run-time)
-                    if seg + 1 < seg_hi:
-                        nseq = mWork[seg + 1, 0]
-                        np0 = mWork[seg + 1, 1]
-                        np1 = mWork[seg + 1, 2]
+                    # step 12: the part's next segment, whose first two pages this one's last pairs
+                    # load
+                    nseq = cutlass.Int32(0)
+                    np0 = cutlass.Int32(0)
+                    np1 = cutlass.Int32(0)
+                    if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102 (compile-time, then run-time)
+                        if seg + 1 < seg_hi:
+                            nseq = mWork[seg + 1, 0]
+                            np0 = mWork[seg + 1, 1]
+                            np1 = mWork[seg + 1, 2]
 
-                # step 28: the part's next sequence, whose Q the last pair loads
-                qseq = cutlass.Int32(0)
-                q_next = cutlass.Int32(0)
-                if cutlass.const_expr(self.early_q):  # noqa: SIM102 (compile-time, then run-time)
-                    if seg + 1 < seg_hi:
-                        qseq = mWork[seg + 1, 0]
-                        q_next = cutlass.Int32(1)
+                    # step 28: the part's next sequence, whose Q the last pair loads
+                    qseq = cutlass.Int32(0)
+                    q_next = cutlass.Int32(0)
+                    if cutlass.const_expr(self.early_q):  # noqa: SIM102 (compile-time, then run-time)
+                        if seg + 1 < seg_hi:
+                            qseq = mWork[seg + 1, 0]
+                            q_next = cutlass.Int32(1)
 
-                # the first two pages (warp 0), unless the previous segment loaded them (step 12)
-                # or the producer warpgroup fills the stages (step 14)
-                if cutlass.const_expr(self.multicast):
-                    # step 63: both CTAs are past their previous segment (sync_math); the
-                    # second to count loads the two pages into both
-                    if warp == 0 and p1 > p0:
-                        self.arm_chunks(mbar, 0, 0, N_CHUNKS)
-                        if p0 + 1 < p1:
-                            self.arm_chunks(mbar, 1, 0, N_CHUNKS)
-                        if self.freed_last(cnt + 4 * CNT_SEG, lane):
-                            self.multicast_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0], 0)
+                    # the first two pages (warp 0), unless the previous segment loaded them (step
+                    # 12)
+                    # or the producer warpgroup fills the stages (step 14)
+                    if cutlass.const_expr(self.multicast):
+                        # step 63: both CTAs are past their previous segment (sync_math); the
+                        # second to count loads the two pages into both
+                        if warp == 0 and p1 > p0:
+                            self.arm_chunks(mbar, 0, 0, N_CHUNKS)
                             if p0 + 1 < p1:
-                                pg = mPT[seq, p0 + 1]
-                                self.multicast_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1)
-                elif cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
-                    if warp == 0:
-                        if p1 > p0 and got0 == 0:
-                            self.issue_chunks(
-                                tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0], 0, 0, N_CHUNKS
-                            )
-                        if p0 + 1 < p1 and got1 == 0:
-                            self.issue_chunks(
-                                tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0 + 1], 1, 0, N_CHUNKS
-                            )
-
-                # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop ----------
-                # (step 28: unless the previous segment's last pair issued it)
-                if cutlass.const_expr(self.early_q):
-                    if q_got == 0:
-                        self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
-                else:
-                    self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
-                cute.arch.cp_async_commit_group()
-                cute.arch.cp_async_wait_group(0)
-                cute.arch.fence_proxy("async.shared", space="cta")
-                self.sync_math()
-
-                # this segment's accumulators and row state
-                acc_o.fill(0.0)
-                for i in cutlass.range_constexpr(n_rows):
-                    row_max[i] = NEG_INF
-                    row_sum[i] = 0.0
-                    lim = seqlen
-                    if cutlass.const_expr(self.causal and self.s > 1):
-                        r = (m_blk * TILE_M + tScS[i, 0][0]) // self.h
-                        lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
-                    limit[i] = lim
-
-                # ---- main loop over pairs of pages ---------------------------------------------
-                n_pairs = (p1 - p0 + 1) // 2
-                # step 25: the page indices of the first pair's prefetches (warp 0)
-                pf0 = cutlass.Int32(0)
-                pf1 = cutlass.Int32(0)
-                if cutlass.const_expr(self.l2_pages):  # noqa: SIM102 (compile time, then run time)
-                    if warp == 0 and p1 > p0:  # (an empty segment has no table entry to read)
-                        pf0 = mPT[seq, cutlass.min(p0 + BF16_L2_AHEAD, p1 - 1)]
-                        pf1 = mPT[seq, cutlass.min(p0 + BF16_L2_AHEAD + 1, p1 - 1)]
-                for it in cutlass.range(n_pairs, unroll=1):
-                    pg0 = p0 + 2 * it
-                    has1 = pg0 + 1 < p1
-                    if cutlass.const_expr(self.l2_pages):  # noqa: SIM102
+                                self.arm_chunks(mbar, 1, 0, N_CHUNKS)
+                            if self.freed_last(cnt + 4 * CNT_SEG, lane):
+                                self.multicast_chunks(tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0], 0)
+                                if p0 + 1 < p1:
+                                    pg = mPT[seq, p0 + 1]
+                                    self.multicast_chunks(tma_atom, tKgK, tKsKt, mbar, pg, 1)
+                    elif cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
                         if warp == 0:
-                            # step 25: the pair after next into L2, then the next pair's indices
-                            if pg0 + BF16_L2_AHEAD < p1:
-                                cute.prefetch(tma_atom, tKgK[None, pf0, None])
-                            if pg0 + BF16_L2_AHEAD + 1 < p1:
-                                cute.prefetch(tma_atom, tKgK[None, pf1, None])
-                            pf0 = mPT[seq, cutlass.min(pg0 + BF16_L2_AHEAD + 2, p1 - 1)]
-                            pf1 = mPT[seq, cutlass.min(pg0 + BF16_L2_AHEAD + 3, p1 - 1)]
-                    phase0 = (it % 2) ^ ph0  # stage 0's mbarrier phase for this pair
-                    phase1 = (it % 2) ^ ph1
-                    phase = phase0
-                    if wg == 1:
-                        phase = phase1  # this warpgroup's own stage
-                    # step 5: the next pair's page indices, read by the two issuing warps now (their
-                    # global loads overlap this pair's QK) instead of right before each TMA issue
-                    nx0 = cutlass.Int32(0)
-                    nx1 = cutlass.Int32(0)
-                    if cutlass.const_expr(self.early_pages):  # noqa: SIM102 (compile-time, then run-time)
-                        if warp % 4 == 0:
-                            nx0 = mPT[seq, cutlass.min(pg0 + 2, p1 - 1)]
-                            nx1 = mPT[seq, cutlass.min(pg0 + 3, p1 - 1)]
-                    # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in stage 1
-                    own = wg
-                    pg_own = pg0 + wg
-                    acc_s = acc_s_next  # step 31: WG0's S may already be under way
-                    if cutlass.const_expr(not self.qk_behind_pv):
-                        acc_s = thr_qk.make_fragment_C(acc_s_shape)
-                    s_mn = _mn_view(acc_s)
-                    if wg == 0 or has1:
-                        if cutlass.const_expr(self.qk_behind_pv):
-                            # step 31: WG0's S of every pair but a segment's first was issued
-                            # and waited for at the end of the pair before
-                            if wg == 1 or it == 0:
-                                if cutlass.const_expr(self.qk_release_order):
-                                    # step 65: here all 9 chunks in step 33's release order
-                                    # (WG1: 4-7, 0-3, 8), as 61 takes them; only the S0 issued
-                                    # behind PV1L is split in two
-                                    qk_mma = self.qk_chunks(
-                                        qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1
-                                    )
-                                else:
-                                    qk_mma = self.qk_chunks(
-                                        qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 0
-                                    )
-                                    qk_mma = self.qk_chunks(
-                                        qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 1
-                                    )
+                            if p1 > p0 and got0 == 0:
+                                self.issue_chunks(
+                                    tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0], 0, 0, N_CHUNKS
+                                )
+                            if p0 + 1 < p1 and got1 == 0:
+                                self.issue_chunks(
+                                    tma_atom, tKgK, tKsKt, mbar, mPT[seq, p0 + 1], 1, 0, N_CHUNKS
+                                )
+
+                    # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop --------
+                    # (step 28: unless the previous segment's last pair issued it)
+                    if cutlass.const_expr(self.early_q):
+                        if q_got == 0:
+                            self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
+                    else:
+                        self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
+                    cute.arch.cp_async_commit_group()
+                    cute.arch.cp_async_wait_group(0)
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    self.sync_math()
+
+                    # this segment's accumulators and row state
+                    acc_o.fill(0.0)
+                    for i in cutlass.range_constexpr(n_rows):
+                        row_max[i] = NEG_INF
+                        row_sum[i] = 0.0
+                        lim = seqlen
+                        if cutlass.const_expr(self.causal and self.s > 1):
+                            r = (m_blk * TILE_M + tScS[i, 0][0]) // self.h
+                            lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
+                        limit[i] = lim
+
+                    # ---- main loop over pairs of pages -------------------------------------------
+                    n_pairs = (p1 - p0 + 1) // 2
+                    # step 25: the page indices of the first pair's prefetches (warp 0)
+                    pf0 = cutlass.Int32(0)
+                    pf1 = cutlass.Int32(0)
+                    if cutlass.const_expr(self.l2_pages):  # noqa: SIM102 (compile time, then run time)
+                        if warp == 0 and p1 > p0:  # (an empty segment has no table entry to read)
+                            pf0 = mPT[seq, cutlass.min(p0 + BF16_L2_AHEAD, p1 - 1)]
+                            pf1 = mPT[seq, cutlass.min(p0 + BF16_L2_AHEAD + 1, p1 - 1)]
+                    for it in cutlass.range(n_pairs, unroll=1):
+                        pg0 = p0 + 2 * it
+                        has1 = pg0 + 1 < p1
+                        if cutlass.const_expr(self.l2_pages):  # noqa: SIM102
+                            if warp == 0:
+                                # step 25: the pair after next into L2, then the next pair's indices
+                                if pg0 + BF16_L2_AHEAD < p1:
+                                    cute.prefetch(tma_atom, tKgK[None, pf0, None])
+                                if pg0 + BF16_L2_AHEAD + 1 < p1:
+                                    cute.prefetch(tma_atom, tKgK[None, pf1, None])
+                                pf0 = mPT[seq, cutlass.min(pg0 + BF16_L2_AHEAD + 2, p1 - 1)]
+                                pf1 = mPT[seq, cutlass.min(pg0 + BF16_L2_AHEAD + 3, p1 - 1)]
+                        phase0 = (it % 2) ^ ph0  # stage 0's mbarrier phase for this pair
+                        phase1 = (it % 2) ^ ph1
+                        phase = phase0
+                        if wg == 1:
+                            phase = phase1  # this warpgroup's own stage
+                        # step 5: the next pair's page indices, read by the two issuing warps now
+                        # (their
+                        # global loads overlap this pair's QK) instead of right before each TMA
+                        # issue
+                        nx0 = cutlass.Int32(0)
+                        nx1 = cutlass.Int32(0)
+                        if cutlass.const_expr(self.early_pages):  # noqa: SIM102 (compile-time, then run-time)
+                            if warp % 4 == 0:
+                                nx0 = mPT[seq, cutlass.min(pg0 + 2, p1 - 1)]
+                                nx1 = mPT[seq, cutlass.min(pg0 + 3, p1 - 1)]
+                        # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in
+                        # stage 1
+                        own = wg
+                        pg_own = pg0 + wg
+                        acc_s = acc_s_next  # step 31: WG0's S may already be under way
+                        if cutlass.const_expr(not self.qk_behind_pv):
+                            acc_s = thr_qk.make_fragment_C(acc_s_shape)
+                        s_mn = _mn_view(acc_s)
+                        if wg == 0 or has1:
+                            if cutlass.const_expr(self.qk_behind_pv):
+                                # step 31: WG0's S of every pair but a segment's first was issued
+                                # and waited for at the end of the pair before
+                                if wg == 1 or it == 0:
+                                    if cutlass.const_expr(self.qk_release_order):
+                                        # step 65: here all 9 chunks in step 33's release order
+                                        # (WG1: 4-7, 0-3, 8), as 61 takes them; only the S0 issued
+                                        # behind PV1L is split in two
+                                        qk_mma = self.qk_chunks(
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1
+                                        )
+                                    else:
+                                        qk_mma = self.qk_chunks(
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 0
+                                        )
+                                        qk_mma = self.qk_chunks(
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 1
+                                        )
+                                    warpgroup.wait_group(0)
+                            else:
+                                qk_mma = self.qk_chunks(
+                                    qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1
+                                )
                                 warpgroup.wait_group(0)
+                            # mask: keys past the row's limit (the sequence's end, or causal)
+                            for i in cutlass.range_constexpr(n_rows):
+                                for j in cutlass.range_constexpr(n_cols):
+                                    if pg_own * PAGE + tScS[i, j][1] >= limit[i]:
+                                        s_mn[i, j] = NEG_INF
                         else:
-                            qk_mma = self.qk_chunks(qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1)
-                            warpgroup.wait_group(0)
-                        # mask: keys past the row's limit (the sequence's end, or causal)
+                            acc_s.fill(NEG_INF)  # no K1 in this (last, odd) pair: no keys
+
+                        # this page's row max (log2 domain, scaled)
+                        mloc = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
                         for i in cutlass.range_constexpr(n_rows):
+                            mx = NEG_INF
                             for j in cutlass.range_constexpr(n_cols):
-                                if pg_own * PAGE + tScS[i, j][1] >= limit[i]:
-                                    s_mn[i, j] = NEG_INF
-                    else:
-                        acc_s.fill(NEG_INF)  # no K1 in this (last, odd) pair: no keys
-
-                    # this page's row max (log2 domain, scaled)
-                    mloc = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
-                    for i in cutlass.range_constexpr(n_rows):
-                        mx = NEG_INF
-                        for j in cutlass.range_constexpr(n_cols):
-                            mx = cute.arch.fmax(mx, s_mn[i, j])
-                        mloc[i] = cute.arch.warp_reduction_max(mx, threads_in_group=4) * scale_log2
-
-                    if wg == 0:
-                        # m0 = max(m, rowmax S0); publish it; sc_a = exp2(m - m0)
-                        for i in cutlass.range_constexpr(n_rows):
-                            m_new = cute.arch.fmax(row_max[i], mloc[i])
-                            sc_a[i] = self.rescale(row_max[i], m_new)
-                            row_max[i] = m_new
-                            if lane % 4 == 0:
-                                sM0[tScS[i, 0][0]] = m_new
-                        cute.arch.barrier_arrive(barrier_id=BAR_M0, number_of_threads=THREADS)
-                    else:
-                        # wait for m0; m1 = max(m0, rowmax S1); publish it; sc_a = exp2(m - m1)
-                        cute.arch.barrier(barrier_id=BAR_M0, number_of_threads=THREADS)
-                        for i in cutlass.range_constexpr(n_rows):
-                            m0 = sM0[tScS[i, 0][0]]
-                            m_new = cute.arch.fmax(m0, mloc[i])
-                            sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
-                            row_max[i] = m_new
-                            if lane % 4 == 0:
-                                sM1[tScS[i, 0][0]] = m_new
-                        cute.arch.barrier_arrive(barrier_id=BAR_M1, number_of_threads=THREADS)
-
-                    # P = exp2(S - m_new) of this warpgroup's page; O_half and the row sum rescaled
-                    for i in cutlass.range_constexpr(n_rows):
-                        base = row_max[i]
-                        if base == NEG_INF:
-                            base = cutlass.Float32(
-                                0.0
-                            )  # nothing seen yet: exp2(-inf) = 0, never NaN
-                        part = cutlass.Float32(0.0)
-                        for j in cutlass.range_constexpr(n_cols):
-                            p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
-                            s_mn[i, j] = p
-                            part += p
-                        row_sum[i] = row_sum[i] * sc_a[i] + part
-                        for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                            acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
-                    rP = self.acc_to_a(acc_s)
-
-                    # O_half += P V_half of the own page, P from registers
-                    if wg == 0 or has1:
-                        self.zero_tail_half(sK, own, seqlen - pg_own * PAGE, wg, wg_tidx, bar_me)
-                        warpgroup.fence()
-                        for k in cutlass.range_constexpr(PAGE // 16):
-                            pv_rs.set(warpgroup.Field.ACCUMULATE, True)
-                            cute.gemm(
-                                pv_rs, acc_o, rP[None, None, k], tOrV[None, None, k, own], acc_o
+                                mx = cute.arch.fmax(mx, s_mn[i, j])
+                            mloc[i] = (
+                                cute.arch.warp_reduction_max(mx, threads_in_group=4) * scale_log2
                             )
-                        warpgroup.commit_group()
-                        if cutlass.const_expr(self.early_v0l):  # noqa: SIM102
-                            # step 64: PV0L retired in every warp of WG0 (reload_left's barrier):
-                            # V0L is free for page pg0 + 2 before m1 is taken
-                            if wg == 0:
+
+                        if wg == 0:
+                            # m0 = max(m, rowmax S0); publish it; sc_a = exp2(m - m0)
+                            for i in cutlass.range_constexpr(n_rows):
+                                m_new = cute.arch.fmax(row_max[i], mloc[i])
+                                sc_a[i] = self.rescale(row_max[i], m_new)
+                                row_max[i] = m_new
+                                if lane % 4 == 0:
+                                    sM0[tScS[i, 0][0]] = m_new
+                            cute.arch.barrier_arrive(barrier_id=BAR_M0, number_of_threads=THREADS)
+                        else:
+                            # wait for m0; m1 = max(m0, rowmax S1); publish it; sc_a = exp2(m - m1)
+                            cute.arch.barrier(barrier_id=BAR_M0, number_of_threads=THREADS)
+                            for i in cutlass.range_constexpr(n_rows):
+                                m0 = sM0[tScS[i, 0][0]]
+                                m_new = cute.arch.fmax(m0, mloc[i])
+                                sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
+                                row_max[i] = m_new
+                                if lane % 4 == 0:
+                                    sM1[tScS[i, 0][0]] = m_new
+                            cute.arch.barrier_arrive(barrier_id=BAR_M1, number_of_threads=THREADS)
+
+                        # P = exp2(S - m_new) of this warpgroup's page; O_half and the row sum
+                        # rescaled
+                        for i in cutlass.range_constexpr(n_rows):
+                            base = row_max[i]
+                            if base == NEG_INF:
+                                base = cutlass.Float32(
+                                    0.0
+                                )  # nothing seen yet: exp2(-inf) = 0, never NaN
+                            part = cutlass.Float32(0.0)
+                            for j in cutlass.range_constexpr(n_cols):
+                                p = cute.math.exp2(s_mn[i, j] * scale_log2 - base, fastmath=True)
+                                s_mn[i, j] = p
+                                part += p
+                            row_sum[i] = row_sum[i] * sc_a[i] + part
+                            for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                                acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
+                        rP = self.acc_to_a(acc_s)
+
+                        # O_half += P V_half of the own page, P from registers
+                        if wg == 0 or has1:
+                            self.zero_tail_half(
+                                sK, own, seqlen - pg_own * PAGE, wg, wg_tidx, bar_me
+                            )
+                            warpgroup.fence()
+                            for k in cutlass.range_constexpr(PAGE // 16):
+                                pv_rs.set(warpgroup.Field.ACCUMULATE, True)
+                                cute.gemm(
+                                    pv_rs, acc_o, rP[None, None, k], tOrV[None, None, k, own], acc_o
+                                )
+                            warpgroup.commit_group()
+                            if cutlass.const_expr(self.early_v0l):  # noqa: SIM102
+                                # step 64: PV0L retired in every warp of WG0 (reload_left's
+                                # barrier):
+                                # V0L is free for page pg0 + 2 before m1 is taken
+                                if wg == 0:
+                                    warpgroup.wait_group(0)
+                                    self.reload_left(
+                                        tma_atom, tKgK, tKsKt, mPT, mbar, seq, 0, pg0 + 2, p1, nx0,
+                                        warp, wg_tidx, bar_me, cnt, lane,
+                                    )  # fmt: skip
+
+                        if wg == 0:
+                            # wait for m1; P0 * exp2(m0 - m1) over the rope chunk of stage 0;
+                            # publish it
+                            cute.arch.barrier(barrier_id=BAR_M1, number_of_threads=THREADS)
+                            for i in cutlass.range_constexpr(n_rows):
+                                m1 = sM1[tScS[i, 0][0]]
+                                sc_b[i] = self.rescale(row_max[i], m1)
+                                row_max[i] = m1
+                                for j in cutlass.range_constexpr(n_cols):
+                                    s_mn[i, j] = s_mn[i, j] * sc_b[i]
+                            self.store_p(acc_s, tPsP[0], st_copy, tPsP_st[0])
+                            cute.arch.fence_proxy("async.shared", space="cta")
+                            # also proves WG0's QK on stage 0 is done (WG1 reloads chunks 4-8 after
+                            # it)
+                            cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
+                            # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3
+                            # of
+                            # stage 0) is free for page pg0+2 (step 64 reloaded it already)
+                            if cutlass.const_expr(not self.early_v0l):
                                 warpgroup.wait_group(0)
                                 self.reload_left(
                                     tma_atom, tKgK, tKsKt, mPT, mbar, seq, 0, pg0 + 2, p1, nx0,
                                     warp, wg_tidx, bar_me, cnt, lane,
                                 )  # fmt: skip
-
-                    if wg == 0:
-                        # wait for m1; P0 * exp2(m0 - m1) over the rope chunk of stage 0; publish it
-                        cute.arch.barrier(barrier_id=BAR_M1, number_of_threads=THREADS)
-                        for i in cutlass.range_constexpr(n_rows):
-                            m1 = sM1[tScS[i, 0][0]]
-                            sc_b[i] = self.rescale(row_max[i], m1)
-                            row_max[i] = m1
-                            for j in cutlass.range_constexpr(n_cols):
-                                s_mn[i, j] = s_mn[i, j] * sc_b[i]
-                        self.store_p(acc_s, tPsP[0], st_copy, tPsP_st[0])
-                        cute.arch.fence_proxy("async.shared", space="cta")
-                        # also proves WG0's QK on stage 0 is done (WG1 reloads chunks 4-8 after it)
-                        cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
-                        # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3 of
-                        # stage 0) is free for page pg0+2 (step 64 reloaded it already)
-                        if cutlass.const_expr(not self.early_v0l):
-                            warpgroup.wait_group(0)
-                            self.reload_left(
-                                tma_atom, tKgK, tKsKt, mPT, mbar, seq, 0, pg0 + 2, p1, nx0,
-                                warp, wg_tidx, bar_me, cnt, lane,
-                            )  # fmt: skip
-                        if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
-                            # stage 0's last page of this segment: V0L of the next one's first
-                            if warp == 0 and pg0 + 2 >= p1 and np0 < np1:
-                                pg = mPT[nseq, np0]
-                                self.issue_chunks(
-                                    tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1]
+                            if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
+                                # stage 0's last page of this segment: V0L of the next one's first
+                                if warp == 0 and pg0 + 2 >= p1 and np0 < np1:
+                                    pg = mPT[nseq, np0]
+                                    self.issue_chunks(
+                                        tma_atom, tKgK, tKsKt, mbar, pg, 0, V_L[0], V_L[1]
+                                    )
+                            for i in cutlass.range_constexpr(n_rows):
+                                row_sum[i] = row_sum[i] * sc_b[i]
+                                for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                                    acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
+                            # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk)
+                            # unconditional: also proves WG1's QK on stage 1 is done before WG0
+                            # reloads it
+                            cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
+                            if cutlass.const_expr(self.early_q):  # noqa: SIM102
+                                # step 28: both QKs of the last pair have read sQ (WG1's: BAR_P1)
+                                if it == n_pairs - 1 and q_next == 1:
+                                    self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
+                                    cute.arch.cp_async_commit_group()
+                            if has1:
+                                for c in cutlass.range_constexpr(V_L[0], V_L[1]):
+                                    cute.arch.mbarrier_wait(
+                                        mbar + N_CHUNKS + c, phase1
+                                    )  # V1L landed (seen)
+                                self.fence_remote_chunk()
+                                self.zero_tail_half(
+                                    sK, 1, seqlen - (pg0 + 1) * PAGE, 0, wg_tidx, bar_me
                                 )
-                        for i in cutlass.range_constexpr(n_rows):
-                            row_sum[i] = row_sum[i] * sc_b[i]
-                            for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                                acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
-                        # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk)
-                        # unconditional: also proves WG1's QK on stage 1 is done before WG0
-                        # reloads it
-                        cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
-                        if cutlass.const_expr(self.early_q):  # noqa: SIM102
-                            # step 28: both QKs of the last pair have read sQ (WG1's: BAR_P1)
-                            if it == n_pairs - 1 and q_next == 1:
-                                self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
-                                cute.arch.cp_async_commit_group()
-                        if has1:
-                            for c in cutlass.range_constexpr(V_L[0], V_L[1]):
-                                cute.arch.mbarrier_wait(
-                                    mbar + N_CHUNKS + c, phase1
-                                )  # V1L landed (seen)
-                            self.fence_remote_chunk()
-                            self.zero_tail_half(
-                                sK, 1, seqlen - (pg0 + 1) * PAGE, 0, wg_tidx, bar_me
-                            )
-                            if cutlass.const_expr(self.pv0r_first):
-                                # step 32: WG1's PV0R is issued (queued ahead of this PV1L)
-                                cute.arch.barrier(barrier_id=BAR_V0R, number_of_threads=THREADS)
-                            warpgroup.fence()
-                            for k in cutlass.range_constexpr(PAGE // 16):
-                                pv_ss.set(warpgroup.Field.ACCUMULATE, True)
-                                a_k, b_k = tOrPs[1][None, None, k], tOrVs[None, None, k, 1]
-                                cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
-                            warpgroup.commit_group()
-                            # WG0's reload of stage 1's left half, for page pg0 + 3 (below)
-                            reload1 = (tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1)
-                            reload1 = (*reload1, nx1, warp, wg_tidx, bar_me, cnt, lane)
-                            if cutlass.const_expr(self.qk_behind_pv):
-                                # step 31: the next pair's S0 (page pg0 + 2, stage 0) queued
-                                # behind PV1L: chunks 0-3, PV1L retired (the older group),
-                                # stage 1 reloaded, chunks 4-8, all waited for inside one branch
-                                # (no WGMMA in flight where the branches meet: ptxas would wait
-                                # for everything there)
-                                if pg0 + 2 < p1:
-                                    qk_mma = self.qk_chunks(
-                                        qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 0
-                                    )
-                                    warpgroup.wait_group(1)
-                                    self.reload_left(*reload1)
-                                    qk_mma = self.qk_chunks(
-                                        qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 1
-                                    )
-                                    warpgroup.wait_group(0)
+                                if cutlass.const_expr(self.pv0r_first):
+                                    # step 32: WG1's PV0R is issued (queued ahead of this PV1L)
+                                    cute.arch.barrier(barrier_id=BAR_V0R, number_of_threads=THREADS)
+                                warpgroup.fence()
+                                for k in cutlass.range_constexpr(PAGE // 16):
+                                    pv_ss.set(warpgroup.Field.ACCUMULATE, True)
+                                    a_k, b_k = tOrPs[1][None, None, k], tOrVs[None, None, k, 1]
+                                    cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
+                                warpgroup.commit_group()
+                                # WG0's reload of stage 1's left half, for page pg0 + 3 (below)
+                                reload1 = (tma_atom, tKgK, tKsKt, mPT, mbar, seq, 1, pg0 + 3, p1)
+                                reload1 = (*reload1, nx1, warp, wg_tidx, bar_me, cnt, lane)
+                                if cutlass.const_expr(self.qk_behind_pv):
+                                    # step 31: the next pair's S0 (page pg0 + 2, stage 0) queued
+                                    # behind PV1L: chunks 0-3, PV1L retired (the older group),
+                                    # stage 1 reloaded, chunks 4-8, all waited for inside one branch
+                                    # (no WGMMA in flight where the branches meet: ptxas would wait
+                                    # for everything there)
+                                    if pg0 + 2 < p1:
+                                        qk_mma = self.qk_chunks(
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 0
+                                        )
+                                        warpgroup.wait_group(1)
+                                        self.reload_left(*reload1)
+                                        qk_mma = self.qk_chunks(
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 1
+                                        )
+                                        warpgroup.wait_group(0)
+                                    else:
+                                        warpgroup.wait_group(0)
+                                        self.reload_left(*reload1)
                                 else:
                                     warpgroup.wait_group(0)
                                     self.reload_left(*reload1)
-                            else:
-                                warpgroup.wait_group(0)
-                                self.reload_left(*reload1)
-                            if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
-                                # stage 1's last page: V1L and P1 of the next segment's second
-                                if warp == 0 and pg0 + 3 >= p1 and np0 + 1 < np1:
-                                    pg = mPT[nseq, np0 + 1]
-                                    self.issue_chunks(
-                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1]
-                                    )
-                                    self.issue_chunks(
-                                        tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS
-                                    )
-                    else:
-                        # P1 over the rope chunk of stage 1; publish it
-                        if has1:
-                            self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
-                            cute.arch.fence_proxy("async.shared", space="cta")
-                        # unconditional (see the module docstring: it also proves WG1's QK is done)
-                        cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
-                        # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
-                        cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
-                        if cutlass.const_expr(self.early_q):  # noqa: SIM102
-                            # step 28: both QKs of the last pair have read sQ (WG0's: BAR_P0)
-                            if it == n_pairs - 1 and q_next == 1:
-                                self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
-                                cute.arch.cp_async_commit_group()
-                        for c in cutlass.range_constexpr(V_R[0], V_R[1]):
-                            cute.arch.mbarrier_wait(
-                                mbar + c, phase0
-                            )  # V0R landed (seen by this WG)
-                        self.fence_remote_chunk()
-                        self.zero_tail_half(sK, 0, seqlen - pg0 * PAGE, 1, wg_tidx, bar_me)
-                        warpgroup.fence()
-                        for k in cutlass.range_constexpr(PAGE // 16):
-                            pv_ss.set(warpgroup.Field.ACCUMULATE, True)
-                            a_k, b_k = tOrPs[0][None, None, k], tOrVs[None, None, k, 0]
-                            cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
-                        warpgroup.commit_group()
-                        if cutlass.const_expr(self.pv0r_first):  # noqa: SIM102
-                            # step 32: PV0R issued; WG0 issues its PV1L after this (pairs with K1)
-                            if has1:
-                                cute.arch.barrier_arrive(
-                                    barrier_id=BAR_V0R, number_of_threads=THREADS
-                                )
-                        if cutlass.const_expr(self.release_order or self.early_v1r):
-                            # steps 16 and 39: PV1R (the older group) retired in every warp of
-                            # WG1: K1's chunks 4-7 are free now, while PV0R runs; to the
-                            # producer (16, the FP8 cache), or page pg0 + 3 by TMA (39)
-                            warpgroup.wait_group(1)
-                            cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                            if cutlass.const_expr(self.release_order):
-                                if has1:
-                                    self.release_to_producer(mbar, 1, 1, wg_tidx)
-                            else:  # noqa: PLR5501 (compile time, then run time)
-                                if warp == NUM_WG * 2 and pg0 + 3 < p1:
-                                    self.load_group(
-                                        tma_atom, tKgK, tKsKt, mbar, mPT[seq, pg0 + 3], 1,
-                                        (V_R,), cnt + 4 * release_counter(1, 1), lane,
-                                    )  # fmt: skip
-                        warpgroup.wait_group(0)  # PV1R and PV0R both done, in every warp of WG1:
-                        cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
-                        # step 14: K0's chunks 4-8 and K1's 4-7 to the producer
-                        self.release_to_producer(mbar, 0, 1, wg_tidx)
-                        if cutlass.const_expr(not self.release_order):  # noqa: SIM102
-                            if has1:
-                                self.release_to_producer(mbar, 1, 1, wg_tidx)
-                        if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
-                            if warp == NUM_WG * 2:  # warp 4, WG1's first
-                                if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
-                                    pg = nx0
-                                    if cutlass.const_expr(not self.early_pages):
-                                        pg = mPT[seq, pg0 + 2]
-                                    self.load_group(
-                                        tma_atom, tKgK, tKsKt, mbar, pg, 0,
-                                        ((V_R[0], N_CHUNKS),), cnt + 4 * release_counter(0, 1),
-                                        lane,
-                                    )  # fmt: skip
-                                # V1R (chunks 4-7 of stage 1), unless step 39 reloaded them
-                                if cutlass.const_expr(not self.early_v1r):  # noqa: SIM102
-                                    if pg0 + 3 < p1:
-                                        pg = nx1
-                                        if cutlass.const_expr(not self.early_pages):
-                                            pg = mPT[seq, pg0 + 3]
-                                        self.issue_chunks(
-                                            tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
-                                        )
-                                if cutlass.const_expr(self.prefetch_next):
-                                    # each stage's last page of this segment: the next one's first
-                                    # (stage 0) and second (stage 1, only in a pair that has one)
-                                    if pg0 + 2 >= p1 and np0 < np1:
-                                        pg = mPT[nseq, np0]
-                                        self.issue_chunks(
-                                            tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS
-                                        )
-                                    if has1 and pg0 + 3 >= p1 and np0 + 1 < np1:
+                                if cutlass.const_expr(self.prefetch_next):  # noqa: SIM102
+                                    # stage 1's last page: V1L and P1 of the next segment's second
+                                    if warp == 0 and pg0 + 3 >= p1 and np0 + 1 < np1:
                                         pg = mPT[nseq, np0 + 1]
                                         self.issue_chunks(
-                                            tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
+                                            tma_atom, tKgK, tKsKt, mbar, pg, 1, V_L[0], V_L[1]
                                         )
+                                        self.issue_chunks(
+                                            tma_atom, tKgK, tKsKt, mbar, pg, 1, P_CHUNK, N_CHUNKS
+                                        )
+                        else:
+                            # P1 over the rope chunk of stage 1; publish it
+                            if has1:
+                                self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
+                                cute.arch.fence_proxy("async.shared", space="cta")
+                            # unconditional (see the module docstring: it also proves WG1's QK is
+                            # done)
+                            cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
+                            # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
+                            cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
+                            if cutlass.const_expr(self.early_q):  # noqa: SIM102
+                                # step 28: both QKs of the last pair have read sQ (WG0's: BAR_P0)
+                                if it == n_pairs - 1 and q_next == 1:
+                                    self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
+                                    cute.arch.cp_async_commit_group()
+                            for c in cutlass.range_constexpr(V_R[0], V_R[1]):
+                                cute.arch.mbarrier_wait(
+                                    mbar + c, phase0
+                                )  # V0R landed (seen by this WG)
+                            self.fence_remote_chunk()
+                            self.zero_tail_half(sK, 0, seqlen - pg0 * PAGE, 1, wg_tidx, bar_me)
+                            warpgroup.fence()
+                            for k in cutlass.range_constexpr(PAGE // 16):
+                                pv_ss.set(warpgroup.Field.ACCUMULATE, True)
+                                a_k, b_k = tOrPs[0][None, None, k], tOrVs[None, None, k, 0]
+                                cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
+                            warpgroup.commit_group()
+                            if cutlass.const_expr(self.pv0r_first):  # noqa: SIM102
+                                # step 32: PV0R issued; WG0 issues its PV1L after this (pairs with
+                                # K1)
+                                if has1:
+                                    cute.arch.barrier_arrive(
+                                        barrier_id=BAR_V0R, number_of_threads=THREADS
+                                    )
+                            if cutlass.const_expr(self.release_order or self.early_v1r):
+                                # steps 16 and 39: PV1R (the older group) retired in every warp of
+                                # WG1: K1's chunks 4-7 are free now, while PV0R runs; to the
+                                # producer (16, the FP8 cache), or page pg0 + 3 by TMA (39)
+                                warpgroup.wait_group(1)
+                                cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                                if cutlass.const_expr(self.release_order):
+                                    if has1:
+                                        self.release_to_producer(mbar, 1, 1, wg_tidx)
+                                else:  # noqa: PLR5501 (compile time, then run time)
+                                    if warp == NUM_WG * 2 and pg0 + 3 < p1:
+                                        self.load_group(
+                                            tma_atom, tKgK, tKsKt, mbar, mPT[seq, pg0 + 3], 1,
+                                            (V_R,), cnt + 4 * release_counter(1, 1), lane,
+                                        )  # fmt: skip
+                            warpgroup.wait_group(
+                                0
+                            )  # PV1R and PV0R both done, in every warp of WG1:
+                            cute.arch.barrier(barrier_id=bar_me, number_of_threads=WG_THREADS)
+                            # step 14: K0's chunks 4-8 and K1's 4-7 to the producer
+                            self.release_to_producer(mbar, 0, 1, wg_tidx)
+                            if cutlass.const_expr(not self.release_order):  # noqa: SIM102
+                                if has1:
+                                    self.release_to_producer(mbar, 1, 1, wg_tidx)
+                            if cutlass.const_expr(not self.producer_wg):  # noqa: SIM102 (then run time)
+                                if warp == NUM_WG * 2:  # warp 4, WG1's first
+                                    if pg0 + 2 < p1:  # V0R and P0 (chunks 4-8 of stage 0)
+                                        pg = nx0
+                                        if cutlass.const_expr(not self.early_pages):
+                                            pg = mPT[seq, pg0 + 2]
+                                        self.load_group(
+                                            tma_atom, tKgK, tKsKt, mbar, pg, 0,
+                                            ((V_R[0], N_CHUNKS),), cnt + 4 * release_counter(0, 1),
+                                            lane,
+                                        )  # fmt: skip
+                                    # V1R (chunks 4-7 of stage 1), unless step 39 reloaded them
+                                    if cutlass.const_expr(not self.early_v1r):  # noqa: SIM102
+                                        if pg0 + 3 < p1:
+                                            pg = nx1
+                                            if cutlass.const_expr(not self.early_pages):
+                                                pg = mPT[seq, pg0 + 3]
+                                            self.issue_chunks(
+                                                tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
+                                            )
+                                    if cutlass.const_expr(self.prefetch_next):
+                                        # each stage's last page of this segment: the next one's
+                                        # first
+                                        # (stage 0) and second (stage 1, only in a pair that has
+                                        # one)
+                                        if pg0 + 2 >= p1 and np0 < np1:
+                                            pg = mPT[nseq, np0]
+                                            self.issue_chunks(
+                                                tma_atom, tKgK, tKsKt, mbar, pg, 0, V_R[0], N_CHUNKS
+                                            )
+                                        if has1 and pg0 + 3 >= p1 and np0 + 1 < np1:
+                                            pg = mPT[nseq, np0 + 1]
+                                            self.issue_chunks(
+                                                tma_atom, tKgK, tKsKt, mbar, pg, 1, V_R[0], V_R[1]
+                                            )
 
-                # ---- epilogue (the base kernel's): row sums, O / sum, O and LSE -----------------
-                if cutlass.const_expr(self.work_list):
-                    # a sequence in one piece stores O itself; the pieces of a longer one go to
-                    # their workspace slots for the combine
-                    paired = cutlass.Int32(0)
-                    if cutlass.const_expr(self.pair_merge):
-                        paired = mWork[PARTS_CAP + seq, 1]
-                    if paired != 0:
-                        # step 62: this part and its cluster peer's hold the sequence's two
-                        # pieces, whole; each CTA merges and stores one column half of O
-                        self.pair_merge_epilogue(
-                            (acc_o, row_sum, row_max, tScS, thr_rs), sSum,
-                            storage.sK.data_ptr(), mbar, (mO, mL), seq, m_blk, wg, wg_tidx,
-                            lane, valid_rows,
-                        )  # fmt: skip
-                    elif pieces > 1:
-                        # step 59: the first piece keeps its O and merges the others
-                        first = None
-                        if cutlass.const_expr(self.owner_merge):
-                            first = slot == 0
-                        self.epilogue(
-                            acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
-                            m_blk, slot, wg, lane, valid_rows, True, keep_o=first,
-                        )  # fmt: skip
-                        if cutlass.const_expr(self.owner_merge):
-                            if first:
-                                self.merge_as_first_piece(
-                                    (acc_o, row_sum, row_max, tScS, thr_rs), (mO, mL),
-                                    (mOa, mLa), mCnt, seq, m_blk, wg, lane, valid_rows, pieces,
-                                    tidx,
-                                )  # fmt: skip
-                            else:
+                    # ---- epilogue (the base kernel's): row sums, O / sum, O and LSE --------------
+                    if cutlass.const_expr(self.work_list):
+                        # a sequence in one piece stores O itself; the pieces of a longer one go to
+                        # their workspace slots for the combine
+                        paired = cutlass.Int32(0)
+                        if cutlass.const_expr(self.pair_merge):
+                            paired = mWork[PARTS_CAP + seq, 1]
+                        if paired != 0:
+                            # step 62: this part and its cluster peer's hold the sequence's two
+                            # pieces, whole; each CTA merges and stores one column half of O
+                            self.pair_merge_epilogue(
+                                (acc_o, row_sum, row_max, tScS, thr_rs), sSum,
+                                storage.sK.data_ptr(), mbar, (mO, mL), seq, m_blk, wg, wg_tidx,
+                                lane, valid_rows,
+                            )  # fmt: skip
+                        elif pieces > 1:
+                            # step 59: the first piece keeps its O and merges the others
+                            first = None
+                            if cutlass.const_expr(self.owner_merge):
+                                first = slot == 0
+                            self.epilogue(
+                                acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
+                                m_blk, slot, wg, lane, valid_rows, True, keep_o=first,
+                            )  # fmt: skip
+                            if cutlass.const_expr(self.owner_merge):
+                                if first:
+                                    self.merge_as_first_piece(
+                                        (acc_o, row_sum, row_max, tScS, thr_rs), (mO, mL),
+                                        (mOa, mLa), mCnt, seq, m_blk, wg, lane, valid_rows, pieces,
+                                        tidx,
+                                    )  # fmt: skip
+                                else:
+                                    self.piece_stored(mCnt, seq, m_blk, tidx)
+                            elif cutlass.const_expr(self.merge_in_kernel):
                                 self.piece_stored(mCnt, seq, m_blk, tidx)
-                        elif cutlass.const_expr(self.merge_in_kernel):
-                            self.piece_stored(mCnt, seq, m_blk, tidx)
+                        else:
+                            self.epilogue(
+                                acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
+                                m_blk, slot, wg, lane, valid_rows, False,
+                            )  # fmt: skip
+                        # every thread is past its last WGMMA and its reads of sQ and sSum before
+                        # the
+                        # next segment's TMA and Q overwrite them
+                        self.sync_math()
+                        ph0 = ph0 ^ (n_pairs % 2)
+                        if cutlass.const_expr(self.early_q):
+                            # the next segment's Q was issued only if this one had a pair
+                            q_got = cutlass.Int32(0)
+                            if n_pairs > 0 and q_next == 1:
+                                q_got = cutlass.Int32(1)
+                        ph1 = ph1 ^ (((p1 - p0) // 2) % 2)
+                        if cutlass.const_expr(self.prefetch_next):
+                            # what this segment loaded of the next: a stage's page only where this
+                            # segment had a page in that stage (its last reader issues the next)
+                            got0 = cutlass.Int32(0)
+                            got1 = cutlass.Int32(0)
+                            if p1 > p0 and np0 < np1:
+                                got0 = cutlass.Int32(1)
+                            if p1 > p0 + 1 and np0 + 1 < np1:
+                                got1 = cutlass.Int32(1)
                     else:
                         self.epilogue(
                             acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
-                            m_blk, slot, wg, lane, valid_rows, False,
+                            m_blk, sp, wg, lane, valid_rows, split, mCnt, sFlag, num_splits, tidx,
                         )  # fmt: skip
-                    # every thread is past its last WGMMA and its reads of sQ and sSum before the
-                    # next segment's TMA and Q overwrite them
-                    self.sync_math()
-                    ph0 = ph0 ^ (n_pairs % 2)
-                    if cutlass.const_expr(self.early_q):
-                        # the next segment's Q was issued only if this one had a pair
-                        q_got = cutlass.Int32(0)
-                        if n_pairs > 0 and q_next == 1:
-                            q_got = cutlass.Int32(1)
-                    ph1 = ph1 ^ (((p1 - p0) // 2) % 2)
-                    if cutlass.const_expr(self.prefetch_next):
-                        # what this segment loaded of the next: a stage's page only where this
-                        # segment had a page in that stage (its last reader issues the next)
-                        got0 = cutlass.Int32(0)
-                        got1 = cutlass.Int32(0)
-                        if p1 > p0 and np0 < np1:
-                            got0 = cutlass.Int32(1)
-                        if p1 > p0 + 1 and np0 + 1 < np1:
-                            got1 = cutlass.Int32(1)
-                else:
-                    self.epilogue(
-                        acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq, m_blk,
-                        sp, wg, lane, valid_rows, split, mCnt, sFlag, num_splits, tidx,
-                    )  # fmt: skip
-            if cutlass.const_expr(self.merge_in_kernel and split):
-                # ---- step 35: the merge, every warp of the grid, after its CTA's segments ------
-                warps = THREADS // 32
-                gwarp = (sp * self.m_tiles + m_blk) * warps + tidx // 32
-                nwarps = num_splits * self.m_tiles * warps
-                if cutlass.const_expr(self.merge_rows == 1):
-                    for row in cutlass.range(gwarp, total, nwarps, unroll=1):
-                        rseq = row // self.rows
-                        rpieces = mWork[PARTS_CAP + rseq, 0]
-                        if rpieces > 1:
-                            self.merge_when_stored(
-                                (vO, vL, vOut, vLse), mCnt, row, rseq, rpieces, lane
+                if cutlass.const_expr(self.merge_in_kernel and split):
+                    # ---- step 35: the merge, every warp of the grid, after its CTA's segments ----
+                    warps = THREADS // 32
+                    gwarp = (sp * self.m_tiles + m_blk) * warps + tidx // 32
+                    nwarps = num_splits * self.m_tiles * warps
+                    if cutlass.const_expr(self.merge_rows == 1):
+                        for row in cutlass.range(gwarp, total, nwarps, unroll=1):
+                            rseq = row // self.rows
+                            rpieces = mWork[PARTS_CAP + rseq, 0]
+                            if rpieces > 1:
+                                self.merge_when_stored(
+                                    (vO, vL, vOut, vLse), mCnt, row, rseq, rpieces, lane
+                                )  # fmt: skip
+                    else:
+                        # step 37: rows gwarp + (j * R + r) * nwarps, r < R, merged together
+                        step_rows = nwarps * self.merge_rows
+                        for row0 in cutlass.range(gwarp, total, step_rows, unroll=1):
+                            self.merge_rows_when_stored(
+                                (vO, vL, vOut, vLse), mCnt, mWork, row0, nwarps, total, lane
                             )  # fmt: skip
-                else:
-                    # step 37: rows gwarp + (j * R + r) * nwarps, r < R, merged together
-                    step_rows = nwarps * self.merge_rows
-                    for row0 in cutlass.range(gwarp, total, step_rows, unroll=1):
-                        self.merge_rows_when_stored(
-                            (vO, vL, vOut, vLse), mCnt, mWork, row0, nwarps, total, lane
-                        )  # fmt: skip
 
-        else:
-            if cutlass.const_expr(self.producer_wg):
-                cute.arch.setmaxregister_decrease(self.producer_regs)
-                self.fp8_producer(
-                    mKV8, mSc, mPT, mLens, mWork, sK, mbar, tma_atom, tKgK, tKsKt, bidx, sp,
-                    num_splits, pages_per_split, split, wg_tidx, warp,
-                )  # fmt: skip
+            else:
+                if cutlass.const_expr(self.producer_wg):
+                    cute.arch.setmaxregister_decrease(self.producer_regs)
+                    self.fp8_producer(
+                        mKV8, mSc, mPT, mLens, mWork, sK, mbar, tma_atom, tKgK, tKsKt, bidx, sp,
+                        num_splits, pages_per_split, split, wg_tidx, warp,
+                    )  # fmt: skip
         if cutlass.const_expr(self.crossover or self.multicast):
             # step 26: neither CTA leaves while its peer may still arrive on its mbarriers or
             # store into its SMEM (step 63: count in rank 0's counters)
