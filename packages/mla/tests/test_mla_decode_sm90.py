@@ -2396,8 +2396,8 @@ def test_fp8_q_on_n_k_and_v_offsets_address_the_swizzled_page(stage):
 
 def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_keys():
     """The default config (``step=0``) builds step 62 at h=128 (32, 4096) and step 61 at
-    (128, 4096), b and t being runtime fields: the compile keys differ (the kernel's meta is
-    in them), so that one process timing both rows launches each row's own build. Before
+    (128, 4096), b and t being runtime fields: the compile keys differ (the build label is in
+    them), so that one process timing both rows launches each row's own build. Before
     session 29 they were equal, and a process that compiled one launched it for the other:
     62's binary at the uncut rows of every table that began with (32, 4096), and 61's at
     (32, 4096), whose O then stayed unwritten (62's plan merges its pairs in the kernel)."""

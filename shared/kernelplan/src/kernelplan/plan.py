@@ -51,8 +51,8 @@ class KernelPlan(abc.ABC):
         runtime_problem_fields: problem fields the compiled code does NOT specialise on
             (extents of dynamic-layout tensors): left out of the compile key, so one compile
             serves every value. The default, none, recompiles per problem (always correct).
-            What the plan derives from them and builds in (its kernel's ``meta``) is part of
-            the key all the same.
+            What the config builds for the problem (:meth:`build_label`), which may follow
+            from them, is part of the key all the same.
         description: one line.
     """
 
@@ -222,10 +222,10 @@ class KernelPlan(abc.ABC):
                 tuple(sorted((n, s.signature()) for n, s in k.specs.items())),
                 repr(k.const_values()),
                 k.options,
-                # what the adapter built, which may follow from runtime fields too (an
-                # automatic build choice that depends on the batch, e.g. mla_decode_sm90's
-                # step 61 or 62 under one config): the persistent cache's key has it as well
-                json.dumps(k.meta, sort_keys=True, default=str),
+                # what the config builds, which may follow from runtime fields too (an
+                # automatic choice that depends on the batch: mla_decode_sm90's default builds
+                # step 62 at h=128 (32, 4096) and 61 at (128, 4096), b and t runtime fields)
+                self.build_label(problem, config, target),
             )
         return k
 
