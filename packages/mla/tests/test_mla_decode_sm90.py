@@ -2427,7 +2427,7 @@ def test_mla_decode_sm90_seesaw_step66_keeps_descriptors_in_uniform_registers(
     warpgroup),
     0 spills. Measured in session 29 (H100): correct (3 launches per check); 23% fewer
     instructions executed than 61 at (128, 4096) under ncu (55.4 M against 72.0 M) but 1.2%
-    more SM cycles, and 1.0-1.7% slower per round; not the default (the devlog, "Session 29")."""
+    more SM cycles, and 0.9-1.6% slower per round; not the default (the devlog, "Session 29")."""
     got, plan, prob, cfg = _seesaw_pair((61, 66), "wg_constant", tmp_path, monkeypatch)
     (a, _), (b, kb) = got[61], got[66]
     assert kb.fn.early_v1r and kb.fn.qk_release_order and kb.fn.combine_batch == 2

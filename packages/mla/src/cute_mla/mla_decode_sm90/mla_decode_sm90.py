@@ -156,7 +156,8 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: CTAs a cluster of 2; 63: 61 with the CTAs of two m-tiles a cluster of 2 and each page
 #: chunk loaded once for both, by a multicast TMA; 64: 61 with warpgroup 0 reloading stage 0's
 #: chunks 0-3 as soon as its PV0L retires; 65: 61 with warpgroup 0's next S0 queued behind its
-#: PV1L, step 31's order, on the 61 base)
+#: PV1L, step 31's order, on the 61 base; 66: 61 with each math warpgroup's code traced with
+#: its index a compile-time constant, the WGMMA descriptors in uniform registers)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
     60, 61, 62, 63, 64, 65, 66,

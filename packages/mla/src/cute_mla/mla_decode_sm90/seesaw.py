@@ -587,6 +587,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: the uncut and long h=128 rows: warpgroup 1's PV0R and its reload of stage 0's chunks
         #: 4-8 come later by as much; 61 stays (the devlog, "Session 25")
         self.early_v0l = step == 64
+        #: step 66 (16-bit cache; builds on 61): the math region traced once per warpgroup with
+        #: its index a compile-time constant, behind one branch on the warp-uniform index, so
+        #: that ptxas computes the WGMMA descriptors on the uniform datapath: in 61 the stage is
+        #: ``tidx // 128`` and every HGMMA took four R2UR (10.6 M of 61's 72.0 M instructions
+        #: at h=128 (128, 4096) under ncu on an H100, FlashMLA 57.2 M). Measured in session 29
+        #: (H100): correct (3 launches per check), 55.4 M instructions, yet 1.2% more SM cycles
+        #: than 61 and 0.9-1.6% slower per round; 61 stays (the devlog, "Session 29")
         self.wg_constant = step == 66
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
