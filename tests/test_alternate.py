@@ -250,3 +250,47 @@ def test_round_orders_balance_position_and_predecessor():
         after = Counter((r[k], r[k + 1]) for r in rows for k in range(n - 1))
         assert len(at) == n * n and len(set(at.values())) == 1
         assert len(after) == n * (n - 1) and len(set(after.values())) == 1
+
+
+def test_idle_ms_drains_and_sleeps_before_every_sample(monkeypatch):
+    """``alternate(..., idle_ms=5)``: before each sample the GPU is drained, the host sleeps
+    5 ms and a spin is queued ahead of the start event (so the launch's submission falls
+    inside the spin, not between the events); the stats say ``idle_ms``. Without it nothing of
+    that happens (back to back). torch.cuda is replaced: this is the order of calls, not a
+    timing."""
+    import torch
+
+    from kernelplan import clocks
+
+    calls = []
+
+    class Event:
+        def __init__(self, **kw):
+            pass
+
+        def record(self, stream=None):
+            calls.append("record")
+
+        def elapsed_time(self, other):
+            return 0.05  # ms: 50 us per sample
+
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: None)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: calls.append("sync"))
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: calls.append(("spin", cycles)))
+    monkeypatch.setattr(alternate.time, "sleep", lambda s: calls.append(("sleep", s)))
+    monkeypatch.setattr(clocks, "_nvml_reader", lambda: (None, None))
+    launchers = {"a": [lambda: calls.append("a")], "b": [lambda: calls.append("b")]}
+
+    out = alternate.alternate(launchers, warmup=0, reps=2, idle_ms=5)
+    sample = ["sync", ("sleep", 0.005), ("spin", alternate.IDLE_LEAD_CYCLES), "record"]
+    first = calls.index(("sleep", 0.005)) - 1
+    assert calls[first : first + 4] == sample
+    assert calls[first + 4] in ("a", "b") and calls[first + 5] == "record"  # launch, end event
+    assert calls.count(("sleep", 0.005)) == 4  # 2 rounds x 2 entries
+    assert out["a"].idle_ms == 5.0 and out["a"].to_dict()["idle_ms"] == 5.0
+    assert out["a"].median_us == 50.0
+
+    calls.clear()
+    out = alternate.alternate(launchers, warmup=0, reps=2)
+    assert not [c for c in calls if isinstance(c, tuple)] and out["b"].idle_ms == 0.0

@@ -38,11 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.repeats < 1 or a.launches < 1:
         print("error: --repeats and --launches take a whole number of at least 1", file=sys.stderr)
         return 2
-    import torch
-
-    if not torch.cuda.is_available():
-        print("error: the check runs on a CUDA GPU; none is visible", file=sys.stderr)
-        return 2
+    # every argument is checked before the GPU is looked for (a typo is one line anywhere)
     try:
         pkg, kernel = resolve_implementation(a.impl, None)
         plan = load_plan_class(pkg, kernel)()
@@ -50,26 +46,34 @@ def main(argv: list[str] | None = None) -> int:
         overrides = parse_items(a.config, a.config, "--config items") if a.config else {}
         (prob,) = parse_problems(wl, [a.problem])
         before = parse_problems(wl, a.before)
+        cases = []
+        for p in (*before, prob):
+            p = plan.problem(p.to_dict())
+            cases.append((p, plan.config(p, overrides)))
     except (KernelPlanError, ValueError) as e:
         print(f"error: {first_line(e)}", file=sys.stderr)
         return 2
+    import torch
 
-    def one(p, tag: str) -> bool:
-        p = plan.problem(p.to_dict())
-        cfg = plan.config(p, overrides)
+    if not torch.cuda.is_available():
+        print("error: the check runs on a CUDA GPU; none is visible", file=sys.stderr)
+        return 2
+
+    def one(p, cfg, tag: str) -> bool:
         ok, results, info = plan.run_check(p, cfg, launches=a.launches)
         bad = [r.line() for r in results if not r.passed]
         seed = info.get("seed") if isinstance(info, dict) else None
         print(
             f"{tag} {p.label()} [{plan.build_label(p, cfg)}] seed={seed}: "
-            + ("PASS" if ok else "FAIL " + (bad[0][:240] if bad else "")),
+            + ("PASS" if ok else (bad[0][:240] if bad else "FAIL")),
             flush=True,
         )
         return ok
 
-    for p in before:
-        one(p, "before")
-    failed = sum(not one(prob, f"repeat {i + 1}/{a.repeats}") for i in range(a.repeats))
+    for p, cfg in cases[:-1]:
+        one(p, cfg, "before")
+    p, cfg = cases[-1]
+    failed = sum(not one(p, cfg, f"repeat {i + 1}/{a.repeats}") for i in range(a.repeats))
     print(f"{failed} of {a.repeats} repeat(s) failed")
     return 1 if failed else 0
 

@@ -23,6 +23,9 @@ below 1), beside the busy SM clock's range over the run (``SM MHz``). When that 
 than :data:`CLOCK_SPREAD_NOTE` of its top, a note line says so: the medians then mix clocks, and
 an entry whose pace follows the SM clock can trade places with one that does not (the MLA
 devlog, "Session 15"; ``scripts/experiments/clock_split_medians.py`` splits such a run).
+``--idle-ms MS`` lets the GPU idle MS milliseconds before each sample (drained, then a host
+sleep), so that no sample runs under the power cap that back-to-back samples reach; the
+records keep it as ``timing.idle_ms`` (0: back to back, the default).
 
 Comparisons of implementations belong here, in one run; single-kernel timings of different
 runs are not compared (the clocks differ: see ``knowledge/anti-patterns/
@@ -47,8 +50,8 @@ from .timing import TimingStats, capture_graphs, summarize
 
 #: a busy SM clock range wider than this fraction of its top gets a note under the table
 CLOCK_SPREAD_NOTE = 0.05
-#: with ``idle_ms``: GPU cycles of the spin queued ahead of each sample's start event (about
-#: 0.1-0.3 ms between the idle and the maximum SM clock), longer than a launch's submission
+#: with ``idle_ms``: GPU cycles of the spin queued ahead of each sample's start event (0.1 ms
+#: at 1980 MHz, up to 0.6 ms at an idle 345 MHz), longer than a launch's submission
 IDLE_LEAD_CYCLES = 200_000
 
 
@@ -476,6 +479,11 @@ def run_table(
             continue
         plans.append((plan, ov))
     log(f"device: {dev.name} ({dev.sm}); {len(plans)} implementation(s) of {workload}")
+    if idle_ms > 0:
+        log(
+            f"timing: every sample starts from an idle GPU (--idle-ms {idle_ms:g}: drained, "
+            "then a host sleep), not back to back"
+        )
     rows, notes, failed = [], [], 0
     for prob in probs:
         entries = {}

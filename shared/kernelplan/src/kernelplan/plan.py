@@ -225,7 +225,7 @@ class KernelPlan(abc.ABC):
                 # what the config builds, which may follow from runtime fields too (an
                 # automatic choice that depends on the batch: mla_decode_sm90's default builds
                 # step 62 at h=128 (32, 4096) and 61 at (128, 4096), b and t runtime fields)
-                self.build_label(problem, config, target),
+                adapter_call(self.name, self.build_label, problem, config, target),
             )
         return k
 
