@@ -157,10 +157,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: chunk loaded once for both, by a multicast TMA; 64: 61 with warpgroup 0 reloading stage 0's
 #: chunks 0-3 as soon as its PV0L retires; 65: 61 with warpgroup 0's next S0 queued behind its
 #: PV1L, step 31's order, on the 61 base; 66: 61 with each math warpgroup's code traced with
-#: its index a compile-time constant, the WGMMA descriptors in uniform registers)
+#: its index a compile-time constant, the WGMMA descriptors in uniform registers; 67: 61 with
+#: S masked only on a page that reaches past the tile's lowest key limit)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62, 63, 64, 65, 66,
+    60, 61, 62, 63, 64, 65, 66, 67,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem

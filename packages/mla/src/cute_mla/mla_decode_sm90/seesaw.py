@@ -234,7 +234,7 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -244,7 +244,7 @@ STEP = 61
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L): each has 61's lean combine and everything 61 took from 39 and 33, so one list
 #: for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65, 66)
+STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67)
 
 
 def release_order_chunk(c: int, stage):
@@ -595,6 +595,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (H100): correct (3 launches per check), 55.4 M instructions, yet 1.2% more SM cycles
         #: than 61 and 0.9-1.6% slower per round; 61 stays (the devlog, "Session 29")
         self.wg_constant = step == 66
+        #: step 67 (16-bit cache; builds on 61): S is masked only on a page that reaches past
+        #: the tile's lowest key limit (the sequence's end; at s > 1 with causal, its end less
+        #: s - 1), one warp-uniform branch per page; 61 compares and selects every element of
+        #: every page (2.37 M FSEL against FlashMLA's 0.07 M at h=128 (128, 4096) on an H100,
+        #: session 29's source pages, where FlashMLA masks only the last pair)
+        self.tail_mask = step == 67
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
@@ -1024,11 +1030,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1
                                 )
                                 warpgroup.wait_group(0)
-                            # mask: keys past the row's limit (the sequence's end, or causal)
-                            for i in cutlass.range_constexpr(n_rows):
-                                for j in cutlass.range_constexpr(n_cols):
-                                    if pg_own * PAGE + tScS[i, j][1] >= limit[i]:
-                                        s_mn[i, j] = NEG_INF
+                            # mask: keys past the row's limit (the sequence's end, or causal);
+                            # step 67: only where the page reaches past the lowest limit
+                            lim_lo = seqlen
+                            if cutlass.const_expr(self.causal and self.s > 1):
+                                lim_lo = seqlen - self.s + 1
+                            if (pg_own + 1) * PAGE > lim_lo if self.tail_mask else True:
+                                for i in cutlass.range_constexpr(n_rows):
+                                    for j in cutlass.range_constexpr(n_cols):
+                                        if pg_own * PAGE + tScS[i, j][1] >= limit[i]:
+                                            s_mn[i, j] = NEG_INF
                         else:
                             acc_s.fill(NEG_INF)  # no K1 in this (last, odd) pair: no keys
 
