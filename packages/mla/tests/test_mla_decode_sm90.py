@@ -533,7 +533,7 @@ def test_fp8_alt_entries():
         "mla_decode_sm90 fp8 per_block seesaw": "seesaw",
     }
     assert steps["mla_decode_sm90 fp8 per_token seesaw"] == 14  # session 6's first table
-    assert steps["mla_decode_sm90 bf16"] == 61  # 128 sequences: no cluster pairs
+    assert steps["mla_decode_sm90 bf16"] == 67  # 128 sequences: no cluster pairs
     # --formats fp8 (table14's default): the FP8 default (auto: seesaw step 22) against lockstep
     got = {lab: alt.build(k, f, o) for lab, k, f, o in alt.entries((32, 4096, 128), [], "fp8")}
     assert {
@@ -1347,26 +1347,27 @@ def test_mla_decode_sm90_cuts_pairs_halves_each_sequence_onto_a_cluster(tmp_path
         wl = k.meta["work_list"]
         assert (wl["cuts"], k.meta["combine"]) == (want, combine)
     assert wl["max_pieces"] == 3 and wl["sequences_paired"] == 0
-    # the default: 62 with the pair plan where it pays in the model (PAIR_SPARE_PAGES), 61 where
-    # the plan has no pairs or leaves some cut sequence to the combine
+    # the default: 62 with the pair plan where it pays in the model (PAIR_SPARE_PAGES), 67 (61
+    # until session 29) where the plan has no pairs or leaves some cut sequence to the combine
     tgt = plan.target("sm_90a", 132)
     for shape, step, cuts in (
         ({"b": 32, "t": 16384}, 62, "pairs"),  # 130 modelled pages against the costed 129
         ({"b": 32, "t": 4096}, 62, "pairs"),
-        ({"b": 16, "t": 16384}, 61, "costed"),  # 32 of 66 parts busy as pairs: costed
-        ({"b": 128, "t": 4096}, 61, "costed"),
-        ({"b": 32, "t": 4096, "varlen": True}, 61, "costed"),
+        ({"b": 16, "t": 16384}, 67, "costed"),  # 32 of 66 parts busy as pairs: costed
+        ({"b": 128, "t": 4096}, 67, "costed"),
+        ({"b": 32, "t": 4096, "varlen": True}, 67, "costed"),
     ):
         p = plan.problem(**shape)
         k = plan.plan(p, plan.config(p, {}), tgt)
         assert (k.fn.step, k.meta["work_list"]["cuts"]) == (step, cuts), shape
         assert plan.build_label(p, plan.config(p, {})) == f"seesaw step {step}"
     # the label follows the target's SM count as the plan does (114 SMs: 56 parts, too few
-    # clusters for 32 sequences, so 61; a fresh user's trial found the label said 62)
+    # clusters for 32 sequences, so 67 (61 until session 29); a fresh user's trial found the
+    # label said 62)
     p = plan.problem(b=32, t=4096)
     t114 = plan.target("sm_90a", 114)
-    assert plan.plan(p, plan.config(p, {}), t114).fn.step == 61
-    assert plan.build_label(p, plan.config(p, {}), t114) == "seesaw step 61"
+    assert plan.plan(p, plan.config(p, {}), t114).fn.step == 67
+    assert plan.build_label(p, plan.config(p, {}), t114) == "seesaw step 67"
     varlen = plan.problem(b=32, t=4096, varlen=True)  # some lengths are 0: no pair plan
     k = plan.plan(
         varlen, plan.config(varlen, {"step": "62", "cuts": "pairs"}), plan.target("sm_90a", 132)
@@ -2395,7 +2396,7 @@ def test_fp8_q_on_n_k_and_v_offsets_address_the_swizzled_page(stage):
 
 
 def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_keys():
-    """The default config (``step=0``) builds step 62 at h=128 (32, 4096) and step 61 at
+    """The default config (``step=0``) builds step 62 at h=128 (32, 4096) and step 67 at
     (128, 4096), b and t being runtime fields: the compile keys differ (the build label is in
     them), so that one process timing both rows launches each row's own build. Before
     session 29 they were equal, and a process that compiled one launched it for the other:
@@ -2411,7 +2412,7 @@ def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_key
         cfg = plan.config(prob, {})
         labels[b] = plan.build_label(prob, cfg)
         keys[b] = plan.kernel(prob, cfg, tgt).key
-    assert labels == {32: "seesaw step 62", 128: "seesaw step 61", 120: "seesaw step 61"}
+    assert labels == {32: "seesaw step 62", 128: "seesaw step 67", 120: "seesaw step 67"}
     assert keys[32] != keys[128]
 
 
@@ -2437,3 +2438,23 @@ def test_mla_decode_sm90_seesaw_step66_keeps_descriptors_in_uniform_registers(
     # the shared code twice, the code one warpgroup alone runs once: 88 HGMMA sites against 48
     assert mains[61].count("HGMMA.") < mains[66].count("HGMMA.") < 2 * mains[61].count("HGMMA.")
     assert plan.build_label(prob, cfg) == "seesaw step 66"
+
+
+def test_mla_decode_sm90_seesaw_step67_masks_only_the_tail_pages(tmp_path, monkeypatch):
+    """Step 67 (``--config step=67``, the 16-bit default where 61 was since session 29): step
+    61 with S masked only on a page that reaches past the tile's lowest key limit, one
+    warp-uniform branch around the compare-and-select of every element; the same registers
+    and page TMAs as 61, 0 spills. Measured in session 29 (H100): correct (3 launches per
+    check, the wrong-page fault failing as it must), 0.974-0.995x 61's time per round at
+    h=128 (64, 4096), (128, 4096), (128, 16384), s=2 and varlen in one run, 0.974-0.990x at
+    four of them in a second (the devlog, "Session 29")."""
+    got, plan, prob, cfg = _seesaw_pair((61, 67), "tail_mask", tmp_path, monkeypatch)
+    (a, _), (b, kb) = got[61], got[67]
+    assert kb.fn.early_v1r and kb.fn.qk_release_order and kb.fn.combine_batch == 2
+    assert b["registers"] == a["registers"]
+    assert b["opcodes"].get("UTMALDG") == a["opcodes"].get("UTMALDG")
+    mains = {step: _kernel_sass(st, combine=False) for step, (st, _) in got.items()}
+    assert mains[67].count("HGMMA.") == mains[61].count("HGMMA.")
+    # one more conditional branch per warpgroup page (the mask skipped on a full page)
+    assert mains[67].count("BRA") > mains[61].count("BRA")
+    assert plan.build_label(prob, cfg) == "seesaw step 67"

@@ -170,14 +170,14 @@ FP8_STEP = 22
 AUTO_STEP = 0
 #: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
 WORK_LIST_STEP = 11
-#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 61,
-#: step 39 with the lean combine (2 pieces per round, 16-byte loads, one round trip), measured
-#: on an H100 in session 24 at 0.990x step 39's time per round at h=128 (32, 4096), 0.981x at
-#: varlen B=32, 0.996x at (32, 16384), 0.997x at (128, 16384) and 1.000-1.003x where nothing is
-#: cut (the same split kernel; the devlog, "Session 24"). Step 39 (33 with warpgroup 1
-#: reloading stage 1's chunks 4-7 as soon as its PV1R retires) was the default in sessions
-#: 22-23, 33 in session 21, 11 before it
-BF16_DEFAULT_STEP = 61
+#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 67,
+#: step 61 with S masked only on a page that reaches past the tile's lowest key limit,
+#: measured on an H100 in session 29 at 0.974-0.995x 61's time per round at h=128 (64, 4096),
+#: (128, 4096), (128, 16384), s=2 and varlen in one run, and 0.974-0.990x at four of them in a
+#: second (the devlog, "Session 29"). Step 61 (39 with the lean combine: 2 pieces per round,
+#: 16-byte loads, one round trip; session 24) was the default in sessions 24-28, 39 in
+#: sessions 22-23, 33 in session 21, 11 before it
+BF16_DEFAULT_STEP = 67
 #: the 16-bit default where the plan makes every cut sequence a cluster pair
 #: (:func:`pairs_everywhere`): step 62, measured on an H100 in session 24 at 0.962x step 39's
 #: time per round and 0.979x FlashInfer's at h=128 (32, 4096), and with the pair plan at
@@ -649,8 +649,8 @@ def pair_plan(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> Work
 def pairs_everywhere(work: WorkList) -> bool:
     """Whether step 62 pays on ``work`` (its plan): at least one sequence is a cluster pair and
     every cut sequence is one, so no combine runs. Where none is a pair the cluster launch
-    alone took 1.2-4.2% at h=128 on an H100 (session 24), so the default builds step 61
-    there."""
+    alone took 1.2-4.2% at h=128 on an H100 (session 24), so the default builds step 67 (61
+    with the tail-only mask; 61 until session 29) there."""
     cut = [n > 1 for n in work.pieces]
     return any(work.paired) and all(both or not c for both, c in zip(work.paired, cut, strict=True))
 
@@ -827,7 +827,9 @@ class MlaSm90Config(Config):
     together (1.019x). 61 is 39 with a lean combine: 2 pieces per round (72 registers a
     thread, one wave of warps at (32, 4096)), 16-byte loads and one round trip (steps 13, 36
     and 38 together; 0.981-0.997x step 39 per round where the combine runs, on an H100 in
-    session 24: the default). 62 is 61 with the parts launched as clusters of 2 CTAs, and each
+    session 24: the default until session 29, when 67, 61 masking only the pages that reach
+    past the tile's lowest key limit, replaced it). 62 is 61 with the parts launched as clusters
+    of 2 CTAs, and each
     sequence whose two whole pieces are one cluster's parts merged by those two CTAs through
     distributed shared memory, with no combine for it (0.962x step 39 and 0.979x FlashInfer at
     h=128 (32, 4096) on an H100 in session 24; where no sequence pairs the cluster launch
@@ -1153,7 +1155,7 @@ class MlaDecodeSm90(KernelPlan):
     def build_label(
         self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target | None = None
     ) -> str:
-        """The schedule and step a call builds (the default ``step=0`` builds 61, or 62 where its
+        """The schedule and step a call builds (the default ``step=0`` builds 67, or 62 where its
         plan makes every cut sequence a cluster pair, 42 at s*h = 16, 22 with the FP8 cache (47
         or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
@@ -1254,7 +1256,7 @@ class MlaDecodeSm90(KernelPlan):
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
         16, :data:`BF16_PAIR_STEP` (62) where its plan on ``sm_count`` SMs makes every cut
-        sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (61)
+        sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (67)
         elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,

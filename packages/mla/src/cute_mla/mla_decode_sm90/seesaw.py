@@ -240,7 +240,7 @@ STEPS = (
 #: together), where step 35 merges one row at a time
 MERGE_ROWS = 4
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
-STEP = 61
+STEP = 67
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L): each has 61's lean combine and everything 61 took from 39 and 33, so one list
 #: for those flags
