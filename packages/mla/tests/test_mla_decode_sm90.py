@@ -2458,3 +2458,21 @@ def test_mla_decode_sm90_seesaw_step67_masks_only_the_tail_pages(tmp_path, monke
     # one more conditional branch per warpgroup page (the mask skipped on a full page)
     assert mains[67].count("BRA") > mains[61].count("BRA")
     assert plan.build_label(prob, cfg) == "seesaw step 67"
+
+
+def test_mla_decode_sm90_seesaw_step68_is_62_with_the_tail_only_mask(tmp_path, monkeypatch):
+    """Step 68 (``--config step=68``): step 62 (the parts as clusters of 2 CTAs, a sequence cut
+    into one cluster's two parts merged through distributed shared memory, the default where
+    every cut sequence is such a pair) with step 67's mask on the tail pages only. At h=128
+    (32, 4096) its plan pairs every sequence as 62's does; the same registers and page TMAs as
+    62, 0 spills, one more branch. Built in session 29; not yet measured on a GPU."""
+    got, plan, prob, cfg = _seesaw_pair((62, 68), "tail_mask", tmp_path, monkeypatch)
+    (a, ka), (b, kb) = got[62], got[68]
+    assert ka.fn.pair_merge and kb.fn.pair_merge
+    assert ka.meta["combine"] == kb.meta["combine"] == "cluster pairs (dsmem)"
+    assert b["registers"] == a["registers"]
+    assert b["opcodes"].get("UTMALDG") == a["opcodes"].get("UTMALDG")
+    mains = {step: _kernel_sass(st, combine=False) for step, (st, _) in got.items()}
+    assert mains[68].count("HGMMA.") == mains[62].count("HGMMA.")
+    assert mains[68].count("BRA") > mains[62].count("BRA")
+    assert plan.build_label(prob, cfg) == "seesaw step 68"

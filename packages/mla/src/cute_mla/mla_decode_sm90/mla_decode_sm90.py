@@ -158,10 +158,10 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: chunks 0-3 as soon as its PV0L retires; 65: 61 with warpgroup 0's next S0 queued behind its
 #: PV1L, step 31's order, on the 61 base; 66: 61 with each math warpgroup's code traced with
 #: its index a compile-time constant, the WGMMA descriptors in uniform registers; 67: 61 with
-#: S masked only on a page that reaches past the tile's lowest key limit)
+#: S masked only on a page that reaches past the tile's lowest key limit; 68: 62 with 67's mask)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62, 63, 64, 65, 66, 67,
+    60, 61, 62, 63, 64, 65, 66, 67, 68,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -193,8 +193,9 @@ MERGE_IN_KERNEL_STEPS = (35, 37)
 OWNER_MERGE_STEPS = (59, 60)
 #: the 16-bit builds whose parts run as clusters of 2 CTAs (parts 2k and 2k + 1 of an m-tile),
 #: and where a sequence's two pieces are those two parts, whole, the CTAs merge them through
-#: distributed shared memory (62); the work list then has an even number of parts
-PAIR_MERGE_STEPS = (62,)
+#: distributed shared memory (62, and 68: 62 with step 67's tail-only mask); the work list then
+#: has an even number of parts
+PAIR_MERGE_STEPS = (62, 68)
 #: the 16-bit builds whose two CTAs of m-tiles 2j and 2j + 1 (the same part, so the same
 #: pages) run as a cluster of 2 and share each page: the CTA that frees a chunk group last
 #: loads it into both by one multicast TMA (63); they take an even number of m-tiles.
@@ -770,7 +771,7 @@ class MlaSm90Config(Config):
     ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
     into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
     :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 65, see
+    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 68, see
     :data:`.seesaw.STEPS`,
     40 or 42, one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8
     cache, or 49 to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for

@@ -235,6 +235,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
+    68,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -242,9 +243,9 @@ MERGE_ROWS = 4
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
 STEP = 67
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
-#: behind PV1L): each has 61's lean combine and everything 61 took from 39 and 33, so one list
-#: for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67)
+#: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it):
+#: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
+STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68)
 
 
 def release_order_chunk(c: int, stage):
@@ -600,7 +601,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: s - 1), one warp-uniform branch per page; 61 compares and selects every element of
         #: every page (2.37 M FSEL against FlashMLA's 0.07 M at h=128 (128, 4096) on an H100,
         #: session 29's source pages, where FlashMLA masks only the last pair)
-        self.tail_mask = step == 67
+        #: Step 68 (builds on 62, the default where every cut sequence is a cluster pair): 62
+        #: with this mask. Built in session 29, not measured yet
+        self.tail_mask = step in (67, 68)
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
