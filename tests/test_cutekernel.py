@@ -100,7 +100,7 @@ def test_a_runtime_field_shares_the_compiled_function(monkeypatch, tmp_path):
 
 def test_a_build_chosen_from_a_runtime_field_is_its_own_compile(monkeypatch, tmp_path):
     """A plan may pick what to build from a field the code does not specialise on (session 29:
-    mla_decode_sm90's automatic step is 62 at h=128 (32, 4096) and 61 at (128, 4096), b and t
+    mla_decode_sm90's automatic step was 62 at h=128 (32, 4096) and 61 at (128, 4096), b and t
     being runtime fields). The plan's ``build_label`` says what is built and is part of the
     key, so the second problem reaches cute.compile again instead of launching the first's
     function; a problem with the same build still shares it."""

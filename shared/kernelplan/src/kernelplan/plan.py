@@ -224,8 +224,11 @@ class KernelPlan(abc.ABC):
                 k.options,
                 # what the config builds, which may follow from runtime fields too (an
                 # automatic choice that depends on the batch: mla_decode_sm90's default builds
-                # step 62 at h=128 (32, 4096) and 61 at (128, 4096), b and t runtime fields)
+                # step 62 at h=128 (32, 4096) and 67 at (128, 4096), b and t runtime fields)
                 adapter_call(self.name, self.build_label, problem, config, target),
+                # the SM count a plan may size its grid or clusters by (a value passed to a
+                # kernel's constructor rather than as a Const)
+                target.sm_count,
             )
         return k
 

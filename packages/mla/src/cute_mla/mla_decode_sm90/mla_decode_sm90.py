@@ -781,10 +781,10 @@ class MlaSm90Config(Config):
     16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
     of at least 128 columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an
     explicit ``splits``, else 62 where its plan makes every cut sequence a cluster pair
-    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs) and 61 elsewhere
-    (39 in sessions 22-23, 33 in session 21, 11 before). 11 is a work list of the
-    pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
-    workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
+    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs) and 67 elsewhere
+    (61 in sessions 24-28, 39 in sessions 22-23, 33 in session 21, 11 before). 11 is a work
+    list of the pages of all sequences end to end, one part per SM and m-tile, measured
+    fastest over the workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
     per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
     dequantises the e4m3 pages into the 16-bit stages); 15 is 14 dequantising by bit placement
     instead of conversions; 16 is 15 filling a pair's groups in the order they are released; 17

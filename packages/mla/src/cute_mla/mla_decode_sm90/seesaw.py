@@ -77,8 +77,8 @@ chunks in their release order, 4-7 (its own) before 0-3 and 8 (WG0's, released l
 partials, 35 merges the cut sequences in the split kernel (one row per warp), 36 is 33 with the
 combine's 16-byte split loads, 37 is 35 with 4 rows per warp, and 38 is 36 with the combine's
 first partial-O loads issued before its LSE reads (one round trip), and 39 is 33 with WG1
-reloading stage 1's chunks 4-7 right after its PV1R retires (the 16-bit default since session
-22), 58 (the next free number) is 39 with combine CTAs of 2 warps, small enough to be
+reloading stage 1's chunks 4-7 right after its PV1R retires (the 16-bit default in sessions
+22-23), 58 (the next free number) is 39 with combine CTAs of 2 warps, small enough to be
 resident beside a split CTA, and 59 is 39 with no combine kernel: the CTA of a cut sequence's
 first piece (its part's last segment) merges the other pieces into its own partial O, still in
 registers, 60 is 59 with that merge in one pass (each piece's LSE and O loaded together), and
