@@ -784,8 +784,8 @@ class MlaSm90Config(Config):
     (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs) and 67 elsewhere
     (61 in sessions 24-28, 39 in sessions 22-23, 33 in session 21, 11 before). 11 is a work
     list of the pages of all sequences end to end, one part per SM and m-tile, measured
-    fastest over the workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
-    per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
+    fastest over the workload's table (the devlog, "Step 11"); with an explicit ``splits`` it
+    builds step 9, the per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
     dequantises the e4m3 pages into the 16-bit stages); 15 is 14 dequantising by bit placement
     instead of conversions; 16 is 15 filling a pair's groups in the order they are released; 17
     is 15 with one group in flight, not two; 18 is 17 with
