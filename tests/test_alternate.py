@@ -193,6 +193,14 @@ def test_table_rows_per_round_and_clock_columns():
         ("c", "2.00", "-", "-"),
     ]
     assert alternate.table_rows([]) == []
+    # an entry whose config resolves per problem shows its build (session 29: the default of
+    # mla_decode_sm90 builds 62 or 67 by the batch, and a table that did not say so hid that
+    # one process launched the wrong build)
+    built = alternate.Timed(
+        "m", None, _Problem("b=1"), _S(10.0, [10.0], None), _Roof(), None, "seesaw step 67"
+    )
+    (row,) = alternate.table_rows([built])
+    assert row["implementation"] == "m (seesaw step 67)"
 
 
 def test_per_round_ratio_skips_rounds_it_cannot_read():

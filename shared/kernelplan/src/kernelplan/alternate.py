@@ -16,7 +16,8 @@ kernel launched just before leaves behind, fall on all of them alike. ``--where 
 writes it), to time one row of the table without the others; ``--problem b=128,t=4096,h=32``
 (repeatable) times a problem of no list (fields left out take their defaults; a tuple as
 ``seqlens=[1,0]``). One ``benchmark`` record per implementation and problem (``alternated_with``
-names the others and ``round_id`` ties them), and a markdown table with the ratio of each to the
+names the others and ``round_id`` ties them), and a markdown table (each implementation with
+its build where its config resolves per problem) with the ratio of each to the
 fastest: of the medians (``x fastest``) and the median of the per-round ratios (``x per round``:
 each round's time over the same round's time of the entry with the lowest median, so it can fall
 below 1), beside the busy SM clock's range over the run (``SM MHz``). When that range is wider
@@ -262,6 +263,8 @@ class Timed:
     stats: TimingStats
     roofline: Any
     record_path: Any  # the record written, or None
+    #: what the entry's config built for the problem (the plan's build_label), or None
+    build: str | None = None
 
     @property
     def record_name(self) -> str:
@@ -338,7 +341,7 @@ def time_entries(
             check={"passed": True} if checked else None,
         )
         path = write_record(rec, results_dir) if record else None
-        out.append(Timed(lab, plan, p, st, roof, path))
+        out.append(Timed(lab, plan, p, st, roof, path, rec.get("build")))
     return out
 
 
@@ -526,7 +529,9 @@ def run_table(
 
 
 def table_rows(timed: Sequence[Timed]) -> list[dict[str, str]]:
-    """The table's rows for the entries of one alternated run: the timing columns, the ratio
+    """The table's rows for the entries of one alternated run: the implementation with its
+    build where the plan names one (``mla/mla_decode_sm90 (seesaw step 67)``), the timing
+    columns, the ratio
     of each median to the fastest median, the median per-round ratio to the fastest entry
     (``-`` when the rounds do not line up), the busy SM clock range and the record."""
     if not timed:
@@ -539,7 +544,8 @@ def table_rows(timed: Sequence[Timed]) -> list[dict[str, str]]:
         rows.append(
             {
                 "problem": t.problem.label(),
-                "implementation": t.label,
+                # the build too, where the config resolves per problem (a default step)
+                "implementation": f"{t.label} ({t.build})" if t.build else t.label,
                 **t.cells(),
                 "x fastest": f"{t.stats.median_us / fastest.stats.median_us:.2f}",
                 "x per round": "-" if r is None else f"{r:.3f}",
