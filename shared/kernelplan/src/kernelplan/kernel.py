@@ -216,10 +216,10 @@ class CuteKernel:
     The compile key is set by :meth:`kernelplan.KernelPlan.kernel` from (implementation,
     config, the problem fields the code specialises on, target SM, every tensor's
     :meth:`TensorSpec.signature`, the :class:`Const` values, options, the plan's
-    ``build_label``); nothing in an adapter builds it by hand. The build label is in it
-    because a plan may choose what to build from fields the code does not specialise on
-    (session 29: two problems of one config, built as step 61 and step 62, shared one
-    compiled function in a process).
+    ``build_label``, the target's SM count); nothing in an adapter builds it by hand. The
+    build label is in it because a plan may choose what to build from fields the code does
+    not specialise on (session 29: two problems of one config, built as step 61 and step 62,
+    shared one compiled function in a process).
     """
 
     _cache: dict[tuple, Any] = {}
