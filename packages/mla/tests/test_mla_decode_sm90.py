@@ -2448,16 +2448,24 @@ def test_mla_decode_sm90_seesaw_step67_masks_only_the_tail_pages(tmp_path, monke
     check, the wrong-page fault failing as it must), 0.974-0.995x 61's time per round at
     h=128 (64, 4096), (128, 4096), (128, 16384), s=2 and varlen in one run, 0.974-0.990x at
     four of them in a second (the devlog, "Session 29")."""
-    got, plan, prob, cfg = _seesaw_pair((61, 67), "tail_mask", tmp_path, monkeypatch)
-    (a, _), (b, kb) = got[61], got[67]
+    got, plan, prob, cfg = _tail_mask_pair((61, 67), tmp_path, monkeypatch)
+    kb = got[67][1]
     assert kb.fn.early_v1r and kb.fn.qk_release_order and kb.fn.combine_batch == 2
+    assert plan.build_label(prob, cfg) == "seesaw step 67"
+
+
+def _tail_mask_pair(steps, tmp_path, monkeypatch):
+    """:func:`_seesaw_pair` of a build and the same build with step 67's tail-only mask,
+    checked to differ only by the branch around the mask: the same registers, page TMAs and
+    HGMMAs, and more branches in the split kernel (the mask skipped on a full page)."""
+    got, plan, prob, cfg = _seesaw_pair(steps, "tail_mask", tmp_path, monkeypatch)
+    (a, _), (b, _) = got[steps[0]], got[steps[1]]
     assert b["registers"] == a["registers"]
     assert b["opcodes"].get("UTMALDG") == a["opcodes"].get("UTMALDG")
-    mains = {step: _kernel_sass(st, combine=False) for step, (st, _) in got.items()}
-    assert mains[67].count("HGMMA.") == mains[61].count("HGMMA.")
-    # one more conditional branch per warpgroup page (the mask skipped on a full page)
-    assert mains[67].count("BRA") > mains[61].count("BRA")
-    assert plan.build_label(prob, cfg) == "seesaw step 67"
+    base, masked = (_kernel_sass(got[st][0], combine=False) for st in steps)
+    assert masked.count("HGMMA.") == base.count("HGMMA.")
+    assert masked.count("BRA") > base.count("BRA")
+    return got, plan, prob, cfg
 
 
 def test_mla_decode_sm90_seesaw_step68_is_62_with_the_tail_only_mask(tmp_path, monkeypatch):
@@ -2466,13 +2474,8 @@ def test_mla_decode_sm90_seesaw_step68_is_62_with_the_tail_only_mask(tmp_path, m
     every cut sequence is such a pair) with step 67's mask on the tail pages only. At h=128
     (32, 4096) its plan pairs every sequence as 62's does; the same registers and page TMAs as
     62, 0 spills, one more branch. Built in session 29; not yet measured on a GPU."""
-    got, plan, prob, cfg = _seesaw_pair((62, 68), "tail_mask", tmp_path, monkeypatch)
-    (a, ka), (b, kb) = got[62], got[68]
+    got, plan, prob, cfg = _tail_mask_pair((62, 68), tmp_path, monkeypatch)
+    ka, kb = got[62][1], got[68][1]
     assert ka.fn.pair_merge and kb.fn.pair_merge
     assert ka.meta["combine"] == kb.meta["combine"] == "cluster pairs (dsmem)"
-    assert b["registers"] == a["registers"]
-    assert b["opcodes"].get("UTMALDG") == a["opcodes"].get("UTMALDG")
-    mains = {step: _kernel_sass(st, combine=False) for step, (st, _) in got.items()}
-    assert mains[68].count("HGMMA.") == mains[62].count("HGMMA.")
-    assert mains[68].count("BRA") > mains[62].count("BRA")
     assert plan.build_label(prob, cfg) == "seesaw step 68"
