@@ -531,9 +531,9 @@ def run_table(
 def table_rows(timed: Sequence[Timed]) -> list[dict[str, str]]:
     """The table's rows for the entries of one alternated run: the implementation with its
     build where the plan names one (``mla/mla_decode_sm90 (seesaw step 67)``), the timing
-    columns, the ratio
-    of each median to the fastest median, the median per-round ratio to the fastest entry
-    (``-`` when the rounds do not line up), the busy SM clock range and the record."""
+    columns, the ratio of each median to the fastest median, the median per-round ratio to
+    the fastest entry (``-`` when the rounds do not line up), the busy SM clock range and the
+    record."""
     if not timed:
         return []
     fastest = min(timed, key=lambda t: t.stats.median_us)

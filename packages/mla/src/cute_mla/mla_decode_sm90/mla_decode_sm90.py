@@ -763,137 +763,126 @@ def choose_splits(problem: MlaDecodeProblem, sm_count: int) -> int:
 class MlaSm90Config(Config):
     """``splits``: KV splits per sequence; 0 chooses per call (:func:`choose_splits`), 1 is v0's
     path (no workspace, no combine kernel). ``loads``: how pages reach SMEM: ``auto`` (the default:
-    ``tma`` for the seesaw schedule, ``cpasync`` for lockstep), ``cpasync`` (lockstep steps 0-2:
-    all 256 math threads issue cp.async and meet at a CTA barrier per page; the only loads of
-    the FP8 cache's lockstep and producer-warpgroup builds) or ``tma`` (step 3 with lockstep, and
-    always with seesaw: one TMA per 64-column chunk by the page's coordinate, one mbarrier per
-    chunk; steps 43-48: 128-column e4m3 boxes, 5 mbarriers per stage). ``split_rule`` (with
-    ``splits=0`` and sequences of different lengths): ``equal`` (steps 1-4: every sequence cut
-    into the same number of equal parts, sized for the longest) or ``balanced`` (step 5b,
-    :func:`choose_balanced`: the same number of pages per split for every sequence). ``step``:
-    the devlog step of the seesaw schedule to build (4 to 39 and 58 to 68, see
-    :data:`.seesaw.STEPS`,
-    40 or 42, one warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8
-    cache, or 49 to 57, the FP8 cache at s*h = 64 with two warpgroups on each page; for
-    before/after runs),
-    or 0, the default:
-    the build measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h =
-    16, 22 for the FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales
-    of at least 128 columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an
-    explicit ``splits``, else 62 where its plan makes every cut sequence a cluster pair
-    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs) and 67 elsewhere
-    (61 in sessions 24-28, 39 in sessions 22-23, 33 in session 21, 11 before). 11 is a work
-    list of the pages of all sequences end to end, one part per SM and m-tile, measured
-    fastest over the workload's table (the devlog, "Step 11"); with an explicit ``splits`` it
-    builds step 9, the per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup
-    dequantises the e4m3 pages into the 16-bit stages); 15 is 14 dequantising by bit placement
-    instead of conversions; 16 is 15 filling a pair's groups in the order they are released; 17
-    is 15 with one group in flight, not two; 18 is 17 with
-    setmaxnreg 216 / 72; 19 and 21 publish each chunk as written (timed in session 7, whose
-    records were lost: to be re-timed); 20 is 18 prefetching each page's e4m3 part and scales
-    into L2 two pages ahead; 22 is 20 reading each prefetch's page index a page early, the FP8
-    default (the devlog, "FP8 in the seesaw schedule"); 23 is 22 prefetching 4 pages ahead; 24
-    is 22 reloading the next group vector by vector as the current one converts (no faster); 25
-    is 11 for a 16-bit cache with an L2 prefetch stream of the pair after next (4-9% slower); 26
-    is 22 with FlashMLA's crossover where the m-tiles pair up (h=128): clusters of 2 CTAs, each
+    ``tma`` for the seesaw schedule, ``cpasync`` for lockstep), ``cpasync`` (lockstep steps 0-2: all
+    256 math threads issue cp.async and meet at a CTA barrier per page; the only loads of the FP8
+    cache's lockstep and producer-warpgroup builds) or ``tma`` (step 3 with lockstep, and always
+    with seesaw: one TMA per 64-column chunk by the page's coordinate, one mbarrier per chunk; steps
+    43-48: 128-column e4m3 boxes, 5 mbarriers per stage). ``split_rule`` (with ``splits=0`` and
+    sequences of different lengths): ``equal`` (steps 1-4: every sequence cut into the same number
+    of equal parts, sized for the longest) or ``balanced`` (step 5b, :func:`choose_balanced`: the
+    same number of pages per split for every sequence). ``step``: the devlog step of the seesaw
+    schedule to build (4 to 39 and 58 to 68, see :data:`.seesaw.STEPS`, 40 or 42, one warpgroup with
+    the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49 to 57, the FP8 cache at
+    s*h = 64 with two warpgroups on each page; for before/after runs), or 0, the default: the build
+    measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h = 16, 22 for the
+    FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales of at least 128
+    columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an explicit
+    ``splits``, else 62 where its plan makes every cut sequence a cluster pair
+    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs) and 67 elsewhere (61 in
+    sessions 24-28, 39 in sessions 22-23, 33 in session 21, 11 before). 11 is a work list of the
+    pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
+    workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
+    per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup dequantises the e4m3
+    pages into the 16-bit stages); 15 is 14 dequantising by bit placement instead of conversions; 16
+    is 15 filling a pair's groups in the order they are released; 17 is 15 with one group in flight,
+    not two; 18 is 17 with setmaxnreg 216 / 72; 19 and 21 publish each chunk as written (timed in
+    session 7, whose records were lost: to be re-timed); 20 is 18 prefetching each page's e4m3 part
+    and scales into L2 two pages ahead; 22 is 20 reading each prefetch's page index a page early,
+    the FP8 default (the devlog, "FP8 in the seesaw schedule"); 23 is 22 prefetching 4 pages ahead;
+    24 is 22 reloading the next group vector by vector as the current one converts (no faster); 25
+    is 11 for a 16-bit cache with an L2 prefetch stream of the pair after next (4-9% slower); 26 is
+    22 with FlashMLA's crossover where the m-tiles pair up (h=128): clusters of 2 CTAs, each
     producer dequantising half of every page into both (1.19x slower at h=128); 27 is 22 with
-    whole-sector producer loads (no faster; all measured in session 9); 30 is 22 with the
-    producer's next page index read two pages ahead; 28 is 11 for a 16-bit
-    cache loading the next segment's Q during the last pair of the current one, 29 is 28 with
-    step 12's early pages; 31 is 11 with warpgroup 0's next S issued right behind its last PV
-    (FlashMLA's order), 32 is 31 with that PV queued after warpgroup 1's PV0R (both measured
-    1-3.5% slower than 11 in session 11), 33 is 11 with warpgroup 1's S = Q K^T over its page's
-    chunks in the order they are released, 4-7, 0-3, 8 (0.982-0.987x step 11's time per round at
-    the five h=128 s=1 rows on an H100 in session 21), 34 is 33 with the cut sequences' partial
-    O stored in the dtype instead of fp32 (half the workspace bytes written and combined;
-    1.008-1.046x step 33's time at h=128 in session 21), 35 is 33 with no combine kernel: every
-    warp of the grid merges cut rows once their pieces are counted stored (1.05-1.10x step
-    33's time at h=128 s=1 in session 21: one row per warp at a time is latency-bound), 36 is
-    33 with the combine's split loads as 16-byte vectors (tied with 33 on an H100 in session
-    22: 0.993-1.013x per round), 37 is 35 with each warp merging 4 rows together, their loads
-    in flight at once (1.04-1.09x step 33 at h=128 s=1 in session 22), 38 is 36 with the
-    combine's first round of partial-O loads issued before it reads the LSEs, one round trip
-    per row instead of two (tied with 33 on an H100 in session 22: 0.996-1.008x per round), 39
-    is 33 with warpgroup 1 reloading stage 1's chunks 4-7, which its next S reads first, as
-    soon as its PV1R retires instead of after its PV0R (0.955-0.978x step 33's time per round
-    at every h=128 row on an H100 in session 22: the default until session 24). 58 (the next
-    free number after the query-rows-on-N builds) is 39 with combine CTAs of 2 warps instead of
-    4, which at 128 registers a thread fit beside a split CTA, so that PDL can make the combine
-    resident before the split kernel ends (tied with 39 on an H100 in session 23). 59 is 39 with no
-    combine kernel: the CTA of a cut sequence's first piece, always its part's last segment,
-    keeps that piece's O in registers, waits for the other pieces' partials and merges them
-    (1.030x step 39 per round at (32, 4096) on an H100 in session 23: both pieces of a cut
-    sequence end together there, and the merge is a serial tail on half the SMs); 60 is 59
-    with that merge in one pass over the other pieces, each piece's LSE and partial O loaded
-    together (1.019x). 61 is 39 with a lean combine: 2 pieces per round (72 registers a
-    thread, one wave of warps at (32, 4096)), 16-byte loads and one round trip (steps 13, 36
-    and 38 together; 0.981-0.997x step 39 per round where the combine runs, on an H100 in
-    session 24: the default until session 29, when 67, 61 masking only the pages that reach
-    past the tile's lowest key limit, replaced it). 62 is 61 with the parts launched as clusters
-    of 2 CTAs, and each
-    sequence whose two whole pieces are one cluster's parts merged by those two CTAs through
-    distributed shared memory, with no combine for it (0.962x step 39 and 0.979x FlashInfer at
-    h=128 (32, 4096) on an H100 in session 24; where no sequence pairs the cluster launch
-    alone costs 1.2-4.2% at h=128, so the default takes 62 only where every cut sequence
-    pairs). 63 is 61 with the CTAs of m-tiles 2j and 2j + 1 (s*h a multiple of 128) launched as a
-    cluster of 2: they walk the same pages, and the CTA that frees a group of a stage's chunks
-    last loads the next page's chunks into both by one multicast TMA, so each page crosses L2
-    to the SMs once per cluster instead of once per m-tile (1.03-1.09x step 39's time per
-    round at h=128 on an H100 in session 25: a page's next load waits for the later CTA).
-    64 is 61 with warpgroup 0 reloading stage 0's chunks 0-3, the first its next S reads, as
-    soon as its PV0L retires, before it waits for warpgroup 1's row max (1.015-1.045x step
-    39's time per round at h=128 on an H200 in session 25: P0 reaches warpgroup 1 later).
-    40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache)
-    is 11's work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one
-    warpgroup, no padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us
-    against FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz, 154-165 us once it
-    fell to 1710-1875 MHz; the devlog, "Session 15"). 42 is 40 with S^T's 36 k-blocks spread
-    over 4 accumulators (2 at s*h = 32) and added up, so that consecutive WGMMAs do not chain
-    on one: the default at s*h = 16 (:data:`Q_ON_N_STEP`; the devlog, "Session 16"). 43-48
-    (:mod:`.q_on_n_fp8`, the FP8 cache at s*h = 16, scale blocks of at least 128 columns) are
-    42 with the e4m3 page by TMA, dequantised in registers straight into WGMMA's A operand: 43
-    with 2 CTAs per SM (measured on the H200 at h=16 (128, 4096): 148.6 us against the 16-bit
-    default's 147.0 and step 22's 201.7; the devlog, "Session 17"), 44 with 4 stages in one CTA
-    per SM (183.0 us), 45 is 43 with V^T in fp16 by one F2FP per pair and the per-token scale
-    in P (per_token only), 46 is 45 with S^T's latent part in fp16 as well: K by one F2FP per
-    pair, Q in fp16 times a power of two per query row, the rope part in its own accumulator,
-    S^T = latent x token scale / row factor + rope (per_token only), 47 is 46 with the next
-    page's cache index read a page before its TMA is issued, 48 is 47 issuing a stage's next
-    TMA before the page's last O^T WGMMAs retire (they read registers and P^T, not the stage).
-    49-57 (:mod:`.q_on_n_fp8_h64`, s*h = 64, per_token only): S^T split by query rows and O^T by
-    latent rows between two warpgroups; 50 computes each K address at its use, 51 adds a second
-    S^T accumulator, 52 overlaps a page's O^T with the next page's S^T, 53 runs S^T's latent
-    part as FP8 WGMMAs (faster, but outside the LSE tolerance on one-token sequences), 54 reads
-    Q by 16-byte loads (the devlog, "Session 19"), 55 addresses V's bytes from two offsets per
-    thread, 56 cuts S^T by K's latent columns instead (each warpgroup converts only its own 256
-    columns, as its O^T does, and the partials of the other's query rows meet in SMEM), 57
-    drops 56's CTA barrier at each page's end (the devlog, "Session 20").
-    ``schedule``: ``auto`` (the default: ``seesaw`` for a 16-bit cache, measured faster at every
-    setting of the workload's table, and for the FP8 cache), ``lockstep`` (steps 0-3: both
-    warpgroups run QK, softmax and PV of the same page together) or ``seesaw`` (steps 4-39 and
-    58-65, and steps 40 and 42 in :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in
-    :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`: each
-    warpgroup owns every other page and the
-    running max is handed between them, FlashMLA's schedule; 16-bit pages always come by TMA,
-    the FP8 cache's latent part through the producer warpgroup: steps 14-24, 26, 27 and 30; with
-    the FP8 cache the default ``step`` builds 22, at s*h = 16 47 or 43, at h = 64 s = 1 from 128
-    sequences on 57). ``step`` applies to the
-    seesaw schedule only. ``cuts`` (the work list of seesaw steps 11 and later, without
-    ``splits``): ``auto`` (the default: ``costed`` wherever there is a work list; for step 62
-    ``pairs`` where the model charges it at most :data:`PAIR_SPARE_PAGES` more than ``costed``,
-    :func:`pair_plan`), ``costed`` (:func:`costed_work_list`, parts filled up to one modelled
-    cost, so a part that crosses sequence boundaries holds fewer pages; measured 8.5% faster at
-    varlen B=32 and the same plan or faster elsewhere, the devlog "Session 10"), ``equal`` (step
-    11's :func:`work_list`, ranges of one page count, chosen by the cost model) or ``even``
-    (:func:`work_list` with the shortest ranges that fit, ceil(pages / parts): the busiest part
-    as short as it can be, whatever the model says a cut costs; at h=128 (64, 4096) and (128,
-    4096), s=2 and h=64 (128, 4096) the model cuts nothing and 4 of 132 SMs idle, where
-    FlashInfer deals its pages over all of them: the devlog, "Session 23"; 1.014-1.190x step
-    39's time on an H100 in session 24) or ``pairs`` (:func:`pair_work_list`: sequence i halved
-    onto parts 2i and 2i + 1, one cluster's two parts under step 62, which then merges every
-    sequence in its pair; it needs b <= parts / 2 and every sequence at least 2 pages long, else
-    the plan is ``costed``, and the record's ``work_list.cuts`` says which ran; other steps
-    merge the halves in the combine kernel); an explicit ``costed``, ``equal``, ``even`` or
+    whole-sector producer loads (no faster; all measured in session 9); 30 is 22 with the producer's
+    next page index read two pages ahead; 28 is 11 for a 16-bit cache loading the next segment's Q
+    during the last pair of the current one, 29 is 28 with step 12's early pages; 31 is 11 with
+    warpgroup 0's next S issued right behind its last PV (FlashMLA's order), 32 is 31 with that PV
+    queued after warpgroup 1's PV0R (both measured 1-3.5% slower than 11 in session 11), 33 is 11
+    with warpgroup 1's S = Q K^T over its page's chunks in the order they are released, 4-7, 0-3, 8
+    (0.982-0.987x step 11's time per round at the five h=128 s=1 rows on an H100 in session 21), 34
+    is 33 with the cut sequences' partial O stored in the dtype instead of fp32 (half the workspace
+    bytes written and combined; 1.008-1.046x step 33's time at h=128 in session 21), 35 is 33 with
+    no combine kernel: every warp of the grid merges cut rows once their pieces are counted stored
+    (1.05-1.10x step 33's time at h=128 s=1 in session 21: one row per warp at a time is
+    latency-bound), 36 is 33 with the combine's split loads as 16-byte vectors (tied with 33 on an
+    H100 in session 22: 0.993-1.013x per round), 37 is 35 with each warp merging 4 rows together,
+    their loads in flight at once (1.04-1.09x step 33 at h=128 s=1 in session 22), 38 is 36 with the
+    combine's first round of partial-O loads issued before it reads the LSEs, one round trip per row
+    instead of two (tied with 33 on an H100 in session 22: 0.996-1.008x per round), 39 is 33 with
+    warpgroup 1 reloading stage 1's chunks 4-7, which its next S reads first, as soon as its PV1R
+    retires instead of after its PV0R (0.955-0.978x step 33's time per round at every h=128 row on
+    an H100 in session 22: the default until session 24). 58 (the next free number after the
+    query-rows-on-N builds) is 39 with combine CTAs of 2 warps instead of 4, which at 128 registers
+    a thread fit beside a split CTA, so that PDL can make the combine resident before the split
+    kernel ends (tied with 39 on an H100 in session 23). 59 is 39 with no combine kernel: the CTA of
+    a cut sequence's first piece, always its part's last segment, keeps that piece's O in registers,
+    waits for the other pieces' partials and merges them (1.030x step 39 per round at (32, 4096) on
+    an H100 in session 23: both pieces of a cut sequence end together there, and the merge is a
+    serial tail on half the SMs); 60 is 59 with that merge in one pass over the other pieces, each
+    piece's LSE and partial O loaded together (1.019x). 61 is 39 with a lean combine: 2 pieces per
+    round (72 registers a thread, one wave of warps at (32, 4096)), 16-byte loads and one round trip
+    (steps 13, 36 and 38 together; 0.981-0.997x step 39 per round where the combine runs, on an H100
+    in session 24: the default until session 29, when 67, 61 masking only the pages that reach past
+    the tile's lowest key limit, replaced it). 62 is 61 with the parts launched as clusters of 2
+    CTAs, and each sequence whose two whole pieces are one cluster's parts merged by those two CTAs
+    through distributed shared memory, with no combine for it (0.962x step 39 and 0.979x FlashInfer
+    at h=128 (32, 4096) on an H100 in session 24; where no sequence pairs the cluster launch alone
+    costs 1.2-4.2% at h=128, so the default takes 62 only where every cut sequence pairs). 63 is 61
+    with the CTAs of m-tiles 2j and 2j + 1 (s*h a multiple of 128) launched as a cluster of 2: they
+    walk the same pages, and the CTA that frees a group of a stage's chunks last loads the next
+    page's chunks into both by one multicast TMA, so each page crosses L2 to the SMs once per
+    cluster instead of once per m-tile (1.03-1.09x step 39's time per round at h=128 on an H100 in
+    session 25: a page's next load waits for the later CTA). 64 is 61 with warpgroup 0 reloading
+    stage 0's chunks 0-3, the first its next S reads, as soon as its PV0L retires, before it waits
+    for warpgroup 1's row max (1.015-1.045x step 39's time per round at h=128 on an H200 in session
+    25: P0 reaches warpgroup 1 later). 40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's
+    work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no
+    padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us against
+    FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz, 154-165 us once it fell to
+    1710-1875 MHz; the devlog, "Session 15"). 42 is 40 with S^T's 36 k-blocks spread over 4
+    accumulators (2 at s*h = 32) and added up, so that consecutive WGMMAs do not chain on one: the
+    default at s*h = 16 (:data:`Q_ON_N_STEP`; the devlog, "Session 16"). 43-48 (:mod:`.q_on_n_fp8`,
+    the FP8 cache at s*h = 16, scale blocks of at least 128 columns) are 42 with the e4m3 page by
+    TMA, dequantised in registers straight into WGMMA's A operand: 43 with 2 CTAs per SM (measured
+    on the H200 at h=16 (128, 4096): 148.6 us against the 16-bit default's 147.0 and step 22's
+    201.7; the devlog, "Session 17"), 44 with 4 stages in one CTA per SM (183.0 us), 45 is 43 with
+    V^T in fp16 by one F2FP per pair and the per-token scale in P (per_token only), 46 is 45 with
+    S^T's latent part in fp16 as well: K by one F2FP per pair, Q in fp16 times a power of two per
+    query row, the rope part in its own accumulator, S^T = latent x token scale / row factor + rope
+    (per_token only), 47 is 46 with the next page's cache index read a page before its TMA is
+    issued, 48 is 47 issuing a stage's next TMA before the page's last O^T WGMMAs retire (they read
+    registers and P^T, not the stage). 49-57 (:mod:`.q_on_n_fp8_h64`, s*h = 64, per_token only): S^T
+    split by query rows and O^T by latent rows between two warpgroups; 50 computes each K address at
+    its use, 51 adds a second S^T accumulator, 52 overlaps a page's O^T with the next page's S^T, 53
+    runs S^T's latent part as FP8 WGMMAs (faster, but outside the LSE tolerance on one-token
+    sequences), 54 reads Q by 16-byte loads (the devlog, "Session 19"), 55 addresses V's bytes from
+    two offsets per thread, 56 cuts S^T by K's latent columns instead (each warpgroup converts only
+    its own 256 columns, as its O^T does, and the partials of the other's query rows meet in SMEM),
+    57 drops 56's CTA barrier at each page's end (the devlog, "Session 20"). ``schedule``: ``auto``
+    (the default: ``seesaw`` for a 16-bit cache, measured faster at every setting of the workload's
+    table, and for the FP8 cache), ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV
+    of the same page together) or ``seesaw`` (steps 4-39 and 58-68, and steps 40 and 42 in
+    :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`:
+    each warpgroup owns every other page and the running max is handed between them, FlashMLA's
+    schedule; 16-bit pages always come by TMA, the FP8 cache's latent part through the producer
+    warpgroup: steps 14-24, 26, 27 and 30; with the FP8 cache the default ``step`` builds 22, at s*h
+    = 16 47 or 43, at h = 64 s = 1 from 128 sequences on 57). ``step`` applies to the seesaw
+    schedule only. ``cuts`` (the work list of seesaw steps 11 and later, without ``splits``):
+    ``auto`` (the default: ``costed`` wherever there is a work list; for step 62 ``pairs`` where the
+    model charges it at most :data:`PAIR_SPARE_PAGES` more than ``costed``, :func:`pair_plan`),
+    ``costed`` (:func:`costed_work_list`, parts filled up to one modelled cost, so a part that
+    crosses sequence boundaries holds fewer pages; measured 8.5% faster at varlen B=32 and the same
+    plan or faster elsewhere, the devlog "Session 10"), ``equal`` (step 11's :func:`work_list`,
+    ranges of one page count, chosen by the cost model) or ``even`` (:func:`work_list` with the
+    shortest ranges that fit, ceil(pages / parts): the busiest part as short as it can be, whatever
+    the model says a cut costs; at h=128 (64, 4096) and (128, 4096), s=2 and h=64 (128, 4096) the
+    model cuts nothing and 4 of 132 SMs idle, where FlashInfer deals its pages over all of them: the
+    devlog, "Session 23"; 1.014-1.190x step 39's time on an H100 in session 24) or ``pairs``
+    (:func:`pair_work_list`: sequence i halved onto parts 2i and 2i + 1, one cluster's two parts
+    under step 62, which then merges every sequence in its pair; it needs b <= parts / 2 and every
+    sequence at least 2 pages long, else the plan is ``costed``, and the record's ``work_list.cuts``
+    says which ran; other steps merge the halves in the combine kernel); an explicit ``costed``,
+    ``equal``, ``even`` or
     ``pairs`` without a work list is refused."""
 
     splits: int = 0

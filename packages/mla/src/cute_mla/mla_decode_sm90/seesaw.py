@@ -831,8 +831,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 sP = [cute.local_tile(sK[None, None, st], (TILE_M, CHUNK), (0, P_CHUNK))
                       for st in range(STAGES)]  # fmt: skip
                 tPsP = [thr_qk.partition_C(sP[st]) for st in range(STAGES)]  # S's thread layout
-                # step 6: P by stmatrix (8x8 16-bit matrices, 4 per instruction) in S's thread
-                # layout
+                # step 6: P by stmatrix (8x8 16-bit matrices, 4 per instruction), S's layout
                 st_copy = cute.make_tiled_copy_C(
                     cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype),
                     qk_mma,
@@ -842,9 +841,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
                 thr_rs = pv_rs.get_slice(wg_tidx)
                 thr_ss = pv_ss.get_slice(wg_tidx)
-                sVt_wg = cute.local_tile(
-                    sVt, (HALF_V, PAGE, STAGES), (wg, 0, 0)
-                )  # this WG's V half
+                # this warpgroup's V half
+                sVt_wg = cute.local_tile(sVt, (HALF_V, PAGE, STAGES), (wg, 0, 0))
                 tOrV = thr_rs.make_fragment_B(thr_rs.partition_B(sVt_wg))  # (MMA, 1, 4, 2)
                 tOrVs = thr_ss.make_fragment_B(thr_ss.partition_B(sVt_wg))
                 tOrPs = [thr_ss.make_fragment_A(thr_ss.partition_A(sP[st])) for st in range(STAGES)]
@@ -853,12 +851,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
                 n_rows = cute.size(tScS, mode=[0])  # 2 rows per thread
                 n_cols = cute.size(tScS, mode=[1])  # 16 columns per thread and row
-                row_max = cute.make_rmem_tensor(
-                    cute.make_layout(n_rows), cutlass.Float32
-                )  # m (log2)
-                row_sum = cute.make_rmem_tensor(
-                    cute.make_layout(n_rows), cutlass.Float32
-                )  # own P's
+                # m (log2), and the row sum of the own P's
+                row_max = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
+                row_sum = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
                 limit = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Int32)
                 sc_a = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
                 sc_b = cute.make_rmem_tensor(cute.make_layout(n_rows), cutlass.Float32)
@@ -896,8 +891,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     else:
                         p0, p1 = self.page_range(seqlen, slot, num_splits, pages_per_split, split)
 
-                    # step 12: the part's next segment, whose first two pages this one's last pairs
-                    # load
+                    # step 12: the part's next segment, whose first two pages the last pairs load
                     nseq = cutlass.Int32(0)
                     np0 = cutlass.Int32(0)
                     np1 = cutlass.Int32(0)
@@ -915,9 +909,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             qseq = mWork[seg + 1, 0]
                             q_next = cutlass.Int32(1)
 
-                    # the first two pages (warp 0), unless the previous segment loaded them (step
-                    # 12)
-                    # or the producer warpgroup fills the stages (step 14)
+                    # the first two pages (warp 0), unless the previous segment loaded them
+                    # (step 12) or the producer warpgroup fills the stages (step 14)
                     if cutlass.const_expr(self.multicast):
                         # step 63: both CTAs are past their previous segment (sync_math); the
                         # second to count loads the two pages into both
@@ -963,6 +956,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             r = (m_blk * TILE_M + tScS[i, 0][0]) // self.h
                             lim = cutlass.min(seqlen - self.s + r + 1, seqlen)
                         limit[i] = lim
+                    # step 67: the lowest of those limits (row r = 0), below which no page masks
+                    lim_lo = seqlen
+                    if cutlass.const_expr(self.causal and self.s > 1):
+                        lim_lo = seqlen - self.s + 1
 
                     # ---- main loop over pairs of pages -------------------------------------------
                     n_pairs = (p1 - p0 + 1) // 2
@@ -991,17 +988,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         if wg == 1:
                             phase = phase1  # this warpgroup's own stage
                         # step 5: the next pair's page indices, read by the two issuing warps now
-                        # (their
-                        # global loads overlap this pair's QK) instead of right before each TMA
-                        # issue
+                        # (their global loads overlap this pair's QK) instead of right before each
+                        # TMA issue
                         nx0 = cutlass.Int32(0)
                         nx1 = cutlass.Int32(0)
                         if cutlass.const_expr(self.early_pages):  # noqa: SIM102 (compile-time, then run-time)
                             if warp % 4 == 0:
                                 nx0 = mPT[seq, cutlass.min(pg0 + 2, p1 - 1)]
                                 nx1 = mPT[seq, cutlass.min(pg0 + 3, p1 - 1)]
-                        # this warpgroup's own page: WG0 page pg0 in stage 0, WG1 page pg0+1 in
-                        # stage 1
+                        # this warpgroup's own page: WG0 pg0 in stage 0, WG1 pg0+1 in stage 1
                         own = wg
                         pg_own = pg0 + wg
                         acc_s = acc_s_next  # step 31: WG0's S may already be under way
@@ -1035,9 +1030,6 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 warpgroup.wait_group(0)
                             # mask: keys past the row's limit (the sequence's end, or causal);
                             # step 67: only where the page reaches past the lowest limit
-                            lim_lo = seqlen
-                            if cutlass.const_expr(self.causal and self.s > 1):
-                                lim_lo = seqlen - self.s + 1
                             if (pg_own + 1) * PAGE > lim_lo if self.tail_mask else True:
                                 for i in cutlass.range_constexpr(n_rows):
                                     for j in cutlass.range_constexpr(n_cols):
@@ -1077,8 +1069,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     sM1[tScS[i, 0][0]] = m_new
                             cute.arch.barrier_arrive(barrier_id=BAR_M1, number_of_threads=THREADS)
 
-                        # P = exp2(S - m_new) of this warpgroup's page; O_half and the row sum
-                        # rescaled
+                        # P = exp2(S - m_new) of this warpgroup's page; O_half and row sum rescaled
                         for i in cutlass.range_constexpr(n_rows):
                             base = row_max[i]
                             if base == NEG_INF:
@@ -1109,8 +1100,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             warpgroup.commit_group()
                             if cutlass.const_expr(self.early_v0l):  # noqa: SIM102
                                 # step 64: PV0L retired in every warp of WG0 (reload_left's
-                                # barrier):
-                                # V0L is free for page pg0 + 2 before m1 is taken
+                                # barrier): V0L is free for page pg0 + 2 before m1 is taken
                                 if wg == 0:
                                     warpgroup.wait_group(0)
                                     self.reload_left(
@@ -1130,12 +1120,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     s_mn[i, j] = s_mn[i, j] * sc_b[i]
                             self.store_p(acc_s, tPsP[0], st_copy, tPsP_st[0])
                             cute.arch.fence_proxy("async.shared", space="cta")
-                            # also proves WG0's QK on stage 0 is done (WG1 reloads chunks 4-8 after
-                            # it)
+                            # also proves WG0's QK on stage 0 done (WG1 reloads chunks 4-8 after it)
                             cute.arch.barrier_arrive(barrier_id=BAR_P0, number_of_threads=THREADS)
                             # PV0L done (every warp of WG0: the warpgroup barrier): V0L (chunks 0-3
-                            # of
-                            # stage 0) is free for page pg0+2 (step 64 reloaded it already)
+                            # of stage 0) is free for page pg0+2 (step 64 reloaded it already)
                             if cutlass.const_expr(not self.early_v0l):
                                 warpgroup.wait_group(0)
                                 self.reload_left(
@@ -1153,9 +1141,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 row_sum[i] = row_sum[i] * sc_b[i]
                                 for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
                                     acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
-                            # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk)
-                            # unconditional: also proves WG1's QK on stage 1 is done before WG0
-                            # reloads it
+                            # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk) unconditional: also
+                            # proves WG1's QK on stage 1 is done before WG0 reloads it
                             cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
                             if cutlass.const_expr(self.early_q):  # noqa: SIM102
                                 # step 28: both QKs of the last pair have read sQ (WG1's: BAR_P1)
@@ -1220,8 +1207,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             if has1:
                                 self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
                                 cute.arch.fence_proxy("async.shared", space="cta")
-                            # unconditional (see the module docstring: it also proves WG1's QK is
-                            # done)
+                            # unconditional (the module docstring: it also proves WG1's QK done)
                             cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
                             # O_R += P0 V0R, P0 from SMEM (stage 0's rope chunk)
                             cute.arch.barrier(barrier_id=BAR_P0, number_of_threads=THREADS)
@@ -1243,8 +1229,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 cute.gemm(pv_ss, acc_o, a_k, b_k, acc_o)
                             warpgroup.commit_group()
                             if cutlass.const_expr(self.pv0r_first):  # noqa: SIM102
-                                # step 32: PV0R issued; WG0 issues its PV1L after this (pairs with
-                                # K1)
+                                # step 32: PV0R issued; WG0 issues its PV1L after it (pairs with K1)
                                 if has1:
                                     cute.arch.barrier_arrive(
                                         barrier_id=BAR_V0R, number_of_threads=THREADS
@@ -1295,9 +1280,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                             )
                                     if cutlass.const_expr(self.prefetch_next):
                                         # each stage's last page of this segment: the next one's
-                                        # first
-                                        # (stage 0) and second (stage 1, only in a pair that has
-                                        # one)
+                                        # first (stage 0) and second (stage 1, only in a pair that
+                                        # has one)
                                         if pg0 + 2 >= p1 and np0 < np1:
                                             pg = mPT[nseq, np0]
                                             self.issue_chunks(
@@ -1350,8 +1334,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 m_blk, slot, wg, lane, valid_rows, False,
                             )  # fmt: skip
                         # every thread is past its last WGMMA and its reads of sQ and sSum before
-                        # the
-                        # next segment's TMA and Q overwrite them
+                        # the next segment's TMA and Q overwrite them
                         self.sync_math()
                         ph0 = ph0 ^ (n_pairs % 2)
                         if cutlass.const_expr(self.early_q):
