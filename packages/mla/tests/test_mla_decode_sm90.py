@@ -2479,3 +2479,34 @@ def test_mla_decode_sm90_seesaw_step68_is_62_with_the_tail_only_mask(tmp_path, m
     assert ka.fn.pair_merge and kb.fn.pair_merge
     assert ka.meta["combine"] == kb.meta["combine"] == "cluster pairs (dsmem)"
     assert plan.build_label(prob, cfg) == "seesaw step 68"
+
+
+def test_mla_decode_sm90_seesaw_step70_stores_o_through_smem(tmp_path, monkeypatch):
+    """Step 70 (``--config step=70``): step 67 with a whole sequence's O stored through SMEM
+    (:meth:`MlaDecodeSm90Kernel.store_o_through_smem`): each thread's 64 four-byte ``STG.E``
+    of O become 16 ``STSM`` into stage 0, one barrier of the warpgroup, 16 ``LDS.128`` and 16
+    ``STG.E.128`` (one 512-byte row per warp instruction). The same MMAs and page TMAs as 67,
+    at most 4 more registers, 0 spills; the combine kernel is unchanged. Not yet measured on
+    a GPU."""
+    import re
+
+    got, plan, prob, cfg = _seesaw_pair((67, 70), "o_via_smem", tmp_path, monkeypatch)
+    (a, ka), (b, kb) = got[67], got[70]
+    assert kb.fn.tail_mask and kb.fn.early_v1r and kb.fn.combine_batch == 2
+    assert a["registers"] <= b["registers"] <= a["registers"] + 4
+    assert b["opcodes"].get("UTMALDG") == a["opcodes"].get("UTMALDG")
+    base, staged = (_kernel_sass(got[st][0], combine=False) for st in (67, 70))
+    assert base.count("HGMMA.") == staged.count("HGMMA.")
+
+    def stores(sass: str) -> dict[str, int]:
+        widths = re.findall(r"\b(STG\.E(?:\.\d+)?|STSM\.16\.M88\.4|LDS\.128)\b", sass)
+        return {w: widths.count(w) for w in set(widths)}
+
+    sa, sb = stores(base), stores(staged)
+    assert sa.get("STG.E.128", 0) == 0 and sb["STG.E.128"] == 16
+    assert sb["STSM.16.M88.4"] == sa["STSM.16.M88.4"] + 16
+    assert sb.get("LDS.128", 0) == sa.get("LDS.128", 0) + 16
+    assert sb["STG.E"] == sa["STG.E"] - 64  # O's 4-byte stores; the LSE's remain
+    combine = [_kernel_sass(got[st][0], combine=True) for st in (67, 70)]
+    assert combine[0] == combine[1]
+    assert plan.build_label(prob, cfg) == "seesaw step 70"

@@ -795,6 +795,7 @@ class MlaDecodeSm90Kernel:
         num_splits: Optional[cutlass.Int32] = None,  # noqa: UP045 (fused_combine)
         tidx: Optional[cutlass.Int32] = None,  # noqa: UP045 (fused_combine)
         keep_o: Optional[cutlass.Boolean] = None,  # noqa: UP045 (owner_merge: the first piece)
+        o_stage: Optional[tuple] = None,  # noqa: UP045 (seesaw step 70: see store_o)
     ):
         """Both schedules' epilogue: each warpgroup's row sums (its threads' columns; ``row_sum``
         per thread and row) meet in SMEM (``sSum``, one CTA barrier), O_half / sum, then either
@@ -807,7 +808,8 @@ class MlaDecodeSm90Kernel:
         With ``keep_o`` true (``self.owner_merge``, the first piece of a cut sequence) only the
         LSE goes to the workspace: the partial O stays in ``acc_o`` for the merge.
         ``m_log2``: each row's running max in the log2 domain, already times the softmax scale;
-        ``thr_pv``: the PV MMA's thread slice (O's 64 x 256 partition)."""
+        ``thr_pv``: the PV MMA's thread slice (O's 64 x 256 partition); ``o_stage``: O's way
+        through SMEM where not ``split`` (:meth:`store_o`)."""
         n_rows = cute.size(tScS, mode=[0])
         self.divide_by_row_sums(acc_o, row_sum, tScS, sSum, wg, lane)
 
@@ -844,7 +846,7 @@ class MlaDecodeSm90Kernel:
         else:
             self.store_o(
                 acc_o, row_sum, m_log2, tScS, tOcO, thr_pv, mO, mL, bidx, m_blk, wg, lane,
-                valid_rows,
+                valid_rows, o_stage=o_stage,
             )  # fmt: skip
 
     @cute.jit
@@ -923,19 +925,25 @@ class MlaDecodeSm90Kernel:
         lane: cutlass.Int32,
         valid_rows: cutlass.Int32,
         lse_wg: Optional[cutlass.Int32] = None,  # noqa: UP045 (step 62: the warpgroup that writes the LSE)
+        o_stage: Optional[tuple] = None,  # noqa: UP045 (seesaw step 70)
     ):
         """O (already divided by the row sums) in the dtype and the natural-log LSE,
         (m_log2 + log2 row_sum) ln 2 (-inf for a row without keys), for the valid rows; the
         LSE by warpgroup 0, or by ``lse_wg`` (seesaw step 62, where each CTA of a pair stores
-        one half)."""
+        one half). O goes from each thread's fragment straight to global memory (two
+        elements, 4 bytes, per store), or with ``o_stage`` = (sO, pv_mma, wg_tidx, bar_id)
+        through SMEM (:meth:`store_o_through_smem`, seesaw step 70)."""
         n_rows = cute.size(tScS, mode=[0])
         rO = cute.make_rmem_tensor(acc_o.layout, self.dtype)
         rO.store(acc_o.load().to(self.dtype))
         gO = cute.local_tile(mO[bidx, m_blk, None, None], (TILE_M, D_V // NUM_WG), (0, wg))
-        tOgO = thr_pv.partition_C(gO)
-        for e in cutlass.range_constexpr(cute.size(rO)):
-            if tOcO[e][0] < valid_rows:
-                tOgO[e] = rO[e]
+        if cutlass.const_expr(o_stage is None):
+            tOgO = thr_pv.partition_C(gO)
+            for e in cutlass.range_constexpr(cute.size(rO)):
+                if tOcO[e][0] < valid_rows:
+                    tOgO[e] = rO[e]
+        else:
+            self.store_o_through_smem(rO, gO, valid_rows, *o_stage)
         writer = cutlass.Int32(0) if lse_wg is None else lse_wg
         if wg == writer and lane % 4 == 0:
             gL = mL[bidx, m_blk, None]
@@ -946,6 +954,53 @@ class MlaDecodeSm90Kernel:
                     if row_sum[i] > 0.0:
                         val = (m_log2[i] + cute.math.log2(row_sum[i])) * LN_2
                     gL[row] = val
+
+    @cute.jit
+    def store_o_through_smem(
+        self,
+        rO: cute.Tensor,
+        gO: cute.Tensor,
+        valid_rows: cutlass.Int32,
+        sO: cute.Tensor,
+        pv_mma: cute.TiledMma,
+        wg_tidx: cutlass.Int32,
+        bar_id: int,
+    ):
+        """One warpgroup's 64 x 256 half of O (``rO``: this thread's fragment of the PV MMA's
+        accumulator, in the dtype) to its global tile ``gO`` through SMEM ``sO`` (64 x 256 in
+        the dtype, any layout stmatrix writes without conflicts: the seesaw's 128-byte-swizzled
+        page chunks): stmatrix (four 8 x 8 matrices per instruction), a barrier of the
+        warpgroup's 128 threads (``bar_id``), then each thread reads 16-byte vectors and stores
+        them, 32 threads per 512-byte row, rows below ``valid_rows`` only. The caller owns
+        ``sO``: no WGMMA or TMA may touch it from the stmatrix until the next barrier after this
+        returns (the reads are fenced against the async proxy, for the TMA that reloads it).
+        The staging of CUTLASS's Hopper GEMM example (examples/python/CuTeDSL/cute/hopper/
+        kernel/dense_gemm/dense_gemm.py: stmatrix of the accumulator into SMEM, then a TMA
+        store) and of FlashMLA's sm90 decode; here the last step is 16-byte STG, as
+        flash-attention 2's epilogue does, so that rows past ``valid_rows`` (h < 64) stay
+        unwritten without a TMA descriptor per row count."""
+        st_copy = cute.make_tiled_copy_C(
+            cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype), pv_mma
+        )
+        thr_st = st_copy.get_slice(wg_tidx)
+        cute.copy(st_copy, st_copy.retile(rO), thr_st.partition_D(sO))
+        cute.arch.barrier(barrier_id=bar_id, number_of_threads=THREADS // NUM_WG)
+        cols = cute.size(sO, mode=[1]) // 8  # 16-byte vectors per row: 32
+        vec_copy = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype, num_bits_per_copy=128),
+            cute.make_layout((THREADS // NUM_WG // cols, cols), stride=(cols, 1)),
+            cute.make_layout((1, 8)),
+        )
+        thr_v = vec_copy.get_slice(wg_tidx)
+        tXs = thr_v.partition_S(sO)
+        tXg = thr_v.partition_D(gO)
+        tXc = thr_v.partition_S(cute.make_identity_tensor(sO.shape))
+        rX = cute.make_rmem_tensor_like(tXs)
+        cute.copy(vec_copy, tXs, rX)
+        cute.arch.fence_proxy("async.shared", space="cta")
+        for m in cutlass.range_constexpr(cute.size(tXg, mode=[1])):
+            if tXc[0, m, 0][0] < valid_rows:
+                cute.copy(vec_copy, rX[None, m, None], tXg[None, m, None])
 
     @cute.jit
     def split_ticket(

@@ -67,9 +67,8 @@ reads, 9 is 8 without 5, 10 is 9 with the combine merged into the split kernel's
 cut into one part per SM and m-tile; each CTA walks its part's segments, FlashMLA's tile
 scheduler idea; :class:`.mla_decode_sm90.WorkList`; the default until session 21), 12 is 11
 with the next segment's first two pages loaded during the current one's last pairs, 13 is 11
-with the combine
-merging 2 pieces per round, not 4, 25 is 11 with an L2 prefetch stream of the pair after
-next, 28 is 11 loading the next segment's Q in the current one's last pair, 29 is 28 with
+with the combine merging 2 pieces per round, not 4, 25 is 11 with an L2 prefetch stream of the
+pair after next, 28 is 11 loading the next segment's Q in the current one's last pair, 29 is 28 with
 12's early pages, 31 is 11 with WG0's next S0 issued right behind its PV1L (FlashMLA's order)
 and 32 is 31 with PV1L queued after WG1's PV0R; 33 is 11 with WG1's S1 taking its page's
 chunks in their release order, 4-7 (its own) before 0-3 and 8 (WG0's, released last)
@@ -87,8 +86,12 @@ registers, 60 is 59 with that merge in one pass (each piece's LSE and O loaded t
 shared memory, 63 is 61 with the CTAs of two m-tiles a cluster that loads each page chunk
 once for both (multicast TMA, issued by whichever CTA frees the chunk group second:
 :meth:`MlaDecodeSm90Seesaw.load_group`), and 64 is 61 with warpgroup 0 reloading stage 0's
-chunks 0-3 as soon as its PV0L retires (before it takes warpgroup 1's row max). Steps 14-24,
-26, 27 and 30 take the FP8 latent cache (and it only them):
+chunks 0-3 as soon as its PV0L retires (before it takes warpgroup 1's row max); 65 is 61 with
+31's order, 66 traces each math warpgroup's code with its index a constant, 67 (the 16-bit
+default) is 61 masking S only on the pages that reach past the tile's lowest key limit, 68 is
+62 with that mask, and 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows
+(:meth:`.kernel.MlaDecodeSm90Kernel.store_o_through_smem`). Steps 14-24, 26, 27 and 30 take
+the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
 (:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15 with one group in flight in the
@@ -235,7 +238,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68,
+    68, 70,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -243,9 +246,10 @@ MERGE_ROWS = 4
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
 STEP = 67
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
-#: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it):
-#: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68)
+#: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
+#: 70: 67 with O through SMEM): each has 61's lean combine and everything 61 took from 39 and
+#: 33, so one list for those flags
+STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70)
 
 
 def release_order_chunk(c: int, stage):
@@ -603,7 +607,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the default where every cut sequence is a cluster pair): 62
         #: with this mask. Built in session 29, not measured yet
-        self.tail_mask = step in (67, 68)
+        self.tail_mask = step in (67, 68, 70)
+        #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
+        #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
+        #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
+        #: barrier follows every WGMMA's wait), then 16-byte rows to global memory, one 512-byte
+        #: row per warp instruction. 67 stores each thread's fragment straight from registers,
+        #: 64 four-byte STG per thread whose 16-byte runs half-fill each 32-byte sector: 1.05 M
+        #: store sectors for 524 k of O at h=128 (128, 4096) and 1,240 lg_throttle samples
+        #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too)
+        self.o_via_smem = step == 70
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
@@ -1329,9 +1342,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             elif cutlass.const_expr(self.merge_in_kernel):
                                 self.piece_stored(mCnt, seq, m_blk, tidx)
                         else:
+                            o_stage = None
+                            if cutlass.const_expr(self.o_via_smem):
+                                # step 70: this warpgroup's O half through stage 0's chunks
+                                # 4 wg .. 4 wg + 3 (the same swizzled layout as the page)
+                                s_o = cute.local_tile(sK[None, None, 0], (TILE_M, HALF_V), (0, wg))
+                                o_stage = (s_o, pv_rs, wg_tidx, bar_me)
                             self.epilogue(
                                 acc_o, row_sum, row_max, tScS, sSum, thr_rs, mO, mL, mOa, mLa, seq,
-                                m_blk, slot, wg, lane, valid_rows, False,
+                                m_blk, slot, wg, lane, valid_rows, False, o_stage=o_stage,
                             )  # fmt: skip
                         # every thread is past its last WGMMA and its reads of sQ and sSum before
                         # the next segment's TMA and Q overwrite them
