@@ -2488,25 +2488,46 @@ def test_mla_decode_sm90_seesaw_step70_stores_o_through_smem(tmp_path, monkeypat
     ``STG.E.128`` (one 512-byte row per warp instruction). The same MMAs and page TMAs as 67,
     at most 4 more registers, 0 spills; the combine kernel is unchanged. Not yet measured on
     a GPU."""
+    got, plan, prob, cfg = _staged_o_pair((67, 70), 1, tmp_path, monkeypatch)
+    assert got[70][1].fn.tail_mask and not got[70][1].fn.pair_merge
+    assert plan.build_label(prob, cfg) == "seesaw step 70"
+
+
+def test_mla_decode_sm90_seesaw_step71_is_68_with_o_through_smem(tmp_path, monkeypatch):
+    """Step 71 (``--config step=71``): step 68 (cluster pairs, the tail-only mask) with both
+    of its O stores through SMEM: the whole sequence's, as step 70's, and the half that each
+    CTA of a pair stores after the merge, through stage 1 (its peer's half arrives in stage
+    0). Twice step 70's change in the SASS, 0 spills. Not yet measured on a GPU."""
+    got, plan, prob, cfg = _staged_o_pair((68, 71), 2, tmp_path, monkeypatch)
+    assert got[71][1].fn.tail_mask and got[71][1].fn.pair_merge
+    assert plan.build_label(prob, cfg) == "seesaw step 71"
+
+
+def _staged_o_pair(steps, sites: int, tmp_path, monkeypatch):
+    """:func:`_seesaw_pair` of a build and the same build storing O through SMEM at ``sites``
+    places, checked in the split kernel's SASS: per site 64 four-byte ``STG.E`` fewer and 16
+    each of ``STSM``, ``LDS.128`` and ``STG.E.128`` more; the same HGMMAs, page TMAs and
+    combine kernel (where the plan has one), at most 4 more registers."""
     import re
 
-    got, plan, prob, cfg = _seesaw_pair((67, 70), "o_via_smem", tmp_path, monkeypatch)
-    (a, ka), (b, kb) = got[67], got[70]
-    assert kb.fn.tail_mask and kb.fn.early_v1r and kb.fn.combine_batch == 2
+    got, plan, prob, cfg = _seesaw_pair(steps, "o_via_smem", tmp_path, monkeypatch)
+    (a, _), (b, kb) = got[steps[0]], got[steps[1]]
+    assert kb.fn.early_v1r and kb.fn.combine_batch == 2
     assert a["registers"] <= b["registers"] <= a["registers"] + 4
     assert b["opcodes"].get("UTMALDG") == a["opcodes"].get("UTMALDG")
-    base, staged = (_kernel_sass(got[st][0], combine=False) for st in (67, 70))
+    base, staged = (_kernel_sass(got[st][0], combine=False) for st in steps)
     assert base.count("HGMMA.") == staged.count("HGMMA.")
 
     def stores(sass: str) -> dict[str, int]:
-        widths = re.findall(r"\b(STG\.E(?:\.\d+)?|STSM\.16\.M88\.4|LDS\.128)\b", sass)
-        return {w: widths.count(w) for w in set(widths)}
+        ops = re.findall(r"\b(STG\.E(?:\.\d+)?|STSM\.16\.M88\.4|LDS\.128)\b", sass)
+        return {op: ops.count(op) for op in set(ops)}
 
     sa, sb = stores(base), stores(staged)
-    assert sa.get("STG.E.128", 0) == 0 and sb["STG.E.128"] == 16
-    assert sb["STSM.16.M88.4"] == sa["STSM.16.M88.4"] + 16
-    assert sb.get("LDS.128", 0) == sa.get("LDS.128", 0) + 16
-    assert sb["STG.E"] == sa["STG.E"] - 64  # O's 4-byte stores; the LSE's remain
-    combine = [_kernel_sass(got[st][0], combine=True) for st in (67, 70)]
-    assert combine[0] == combine[1]
-    assert plan.build_label(prob, cfg) == "seesaw step 70"
+    assert sa.get("STG.E.128", 0) == 0 and sb["STG.E.128"] == 16 * sites
+    assert sb["STSM.16.M88.4"] == sa["STSM.16.M88.4"] + 16 * sites
+    assert sb.get("LDS.128", 0) == sa.get("LDS.128", 0) + 16 * sites
+    assert sb["STG.E"] == sa["STG.E"] - 64 * sites  # O's 4-byte stores; the LSE's remain
+    if kb.meta["combine"] != "cluster pairs (dsmem)":  # step 71's pair plan has no combine
+        combine = [_kernel_sass(got[st][0], combine=True) for st in steps]
+        assert combine[0] == combine[1]
+    return got, plan, prob, cfg

@@ -89,8 +89,9 @@ once for both (multicast TMA, issued by whichever CTA frees the chunk group seco
 chunks 0-3 as soon as its PV0L retires (before it takes warpgroup 1's row max); 65 is 61 with
 31's order, 66 traces each math warpgroup's code with its index a constant, 67 (the 16-bit
 default) is 61 masking S only on the pages that reach past the tile's lowest key limit, 68 is
-62 with that mask, and 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows
-(:meth:`.kernel.MlaDecodeSm90Kernel.store_o_through_smem`). Steps 14-24, 26, 27 and 30 take
+62 with that mask, 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows
+(:meth:`.kernel.MlaDecodeSm90Kernel.store_o_through_smem`) and 71 is 68 storing each pair's
+merged O so. Steps 14-24, 26, 27 and 30 take
 the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -238,7 +239,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70,
+    68, 70, 71,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -247,9 +248,9 @@ MERGE_ROWS = 4
 STEP = 67
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
-#: 70: 67 with O through SMEM): each has 61's lean combine and everything 61 took from 39 and
-#: 33, so one list for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70)
+#: 70: 67 with O through SMEM, 71: 68 with it): each has 61's lean combine and everything 61
+#: took from 39 and 33, so one list for those flags
+STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71)
 
 
 def release_order_chunk(c: int, stage):
@@ -607,7 +608,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the default where every cut sequence is a cluster pair): 62
         #: with this mask. Built in session 29, not measured yet
-        self.tail_mask = step in (67, 68, 70)
+        self.tail_mask = step in (67, 68, 70, 71)
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -615,8 +616,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: row per warp instruction. 67 stores each thread's fragment straight from registers,
         #: 64 four-byte STG per thread whose 16-byte runs half-fill each 32-byte sector: 1.05 M
         #: store sectors for 524 k of O at h=128 (128, 4096) and 1,240 lg_throttle samples
-        #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too)
-        self.o_via_smem = step == 70
+        #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
+        #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
+        #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
+        self.o_via_smem = step in (70, 71)
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
@@ -1316,10 +1319,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         if paired != 0:
                             # step 62: this part and its cluster peer's hold the sequence's two
                             # pieces, whole; each CTA merges and stores one column half of O
+                            o_stage = None
+                            if cutlass.const_expr(self.o_via_smem):
+                                # step 71: the merging warpgroup's half through stage 1's chunks
+                                # 0-3 (the peer's half arrives in stage 0)
+                                s_o = cute.local_tile(sK[None, None, 1], (TILE_M, HALF_V), (0, 0))
+                                o_stage = (s_o, pv_rs, wg_tidx, bar_me)
                             self.pair_merge_epilogue(
                                 (acc_o, row_sum, row_max, tScS, thr_rs), sSum,
                                 storage.sK.data_ptr(), mbar, (mO, mL), seq, m_blk, wg, wg_tidx,
-                                lane, valid_rows,
+                                lane, valid_rows, o_stage=o_stage,
                             )  # fmt: skip
                         elif pieces > 1:
                             # step 59: the first piece keeps its O and merges the others
@@ -1727,6 +1736,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         wg_tidx: cutlass.Int32,
         lane: cutlass.Int32,
         valid_rows: cutlass.Int32,
+        o_stage: Optional[tuple] = None,  # noqa: UP045 (step 71: store_o's way through SMEM)
     ):
         """Step 62, the 256 math threads of both CTAs of a cluster whose two parts hold the
         two pieces of sequence ``seq`` (cluster rank r = the piece). Each CTA divides its O by
@@ -1740,7 +1750,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         :data:`PAIR_BYTES` on its own, waits, and merges row by row, m = max(l_own, l_peer),
         w = 2^(l - m), O = (w_own O_own + w_peer O_peer) / (w_own + w_peer), LSE = (m +
         log2(w_own + w_peer)) ln 2 (the combine kernel's formula, for two pieces), then
-        stores its half of O and the LSE (:meth:`store_o`). Rank 0 thus stores O's columns
+        stores its half of O and the LSE (:meth:`store_o`; step 71: through ``o_stage``, 64 x
+        256 of stage 1, which the peer does not write). Rank 0 thus stores O's columns
         0-255 and rank 1 columns 256-511. A CTA leaves only after its peer's stores into it
         have arrived (its wait), and those are the only remote accesses, so no barrier
         follows."""
@@ -1809,7 +1820,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, HALF_V)))
             self.store_o(
                 acc_o, row_sum, m_log2, tScS, tOcO, thr_pv, mO, mL, seq, m_blk, wg, lane,
-                valid_rows, lse_wg=rank,
+                valid_rows, lse_wg=rank, o_stage=o_stage,
             )  # fmt: skip
 
     @cute.jit
