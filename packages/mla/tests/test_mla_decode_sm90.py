@@ -819,18 +819,18 @@ def _sass_text(st) -> str:
     ).stdout  # fmt: skip
 
 
-def _seesaw_pair(steps, flag, tmp_path, monkeypatch):
+def _seesaw_pair(steps, flag, tmp_path, monkeypatch, both: bool = False):
     """Plan and statically compile seesaw ``steps`` (two step numbers) at h=128 (32, 4096):
     {step: static record}, after checking that the kernel's attribute ``flag`` is set in the
-    second step only and that neither spills; also returns the plan, problem and the second
-    step's config (for its label)."""
+    second step only (in both with ``both``) and that neither spills; also returns the plan,
+    problem and the second step's config (for its label)."""
     got = {}
     for step in steps:
         plan, prob, cfg = _seesaw_case(
             {"b": 32, "t": 4096}, {"step": str(step)}, tmp_path / str(step), monkeypatch
         )
         k = plan.plan(prob, cfg, plan.target("sm_90a", 132))
-        assert getattr(k.fn, flag) == (step == steps[1]) and k.fn.work_list
+        assert getattr(k.fn, flag) == (both or step == steps[1]) and k.fn.work_list
         st = plan.run_static(prob, cfg)
         assert st["spill_store_bytes"] == 0 and st["spill_load_bytes"] == 0
         got[step] = (st, k)
@@ -2531,3 +2531,25 @@ def _staged_o_pair(steps, sites: int, tmp_path, monkeypatch):
         combine = [_kernel_sass(got[st][0], combine=True) for st in steps]
         assert combine[0] == combine[1]
     return got, plan, prob, cfg
+
+
+def test_mla_decode_sm90_seesaw_steps72_73_drop_one_v_half_rewait(tmp_path, monkeypatch):
+    """Steps 72 and 73 (``--config step=72`` / ``73``): step 70 without warpgroup 1's second
+    wait on V0R's four chunk mbarriers before its PV0R (72), or warpgroup 0's on V1L's before
+    its PV1L (73); the other warpgroup's QK waited for them before the named barrier that this
+    one waits on. Each has 4 mbarrier try-waits fewer than 70 in the split kernel, the same
+    HGMMAs and page TMAs, and no spill (dropping both spills: step 69). Not yet measured on a
+    GPU."""
+    got, plan, prob, cfg = _seesaw_pair((70, 72), "o_via_smem", tmp_path, monkeypatch, both=True)
+    got73, _, prob73, cfg73 = _seesaw_pair((70, 73), "o_via_smem", tmp_path, monkeypatch, both=True)
+    sass = {70: _kernel_sass(got[70][0], combine=False)}
+    sass[72] = _kernel_sass(got[72][0], combine=False)
+    sass[73] = _kernel_sass(got73[73][0], combine=False)
+    assert not got[72][1].fn.rewait_v0r and got[72][1].fn.rewait_v1l
+    assert got73[73][1].fn.rewait_v0r and not got73[73][1].fn.rewait_v1l
+    for step in (72, 73):
+        assert sass[step].count("HGMMA.") == sass[70].count("HGMMA.")
+        assert sass[step].count("UTMALDG") == sass[70].count("UTMALDG")
+        assert sass[step].count("SYNCS.PHASECHK") < sass[70].count("SYNCS.PHASECHK")
+    assert plan.build_label(prob, cfg) == "seesaw step 72"
+    assert plan.build_label(prob73, cfg73) == "seesaw step 73"
