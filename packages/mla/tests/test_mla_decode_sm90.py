@@ -2553,3 +2553,25 @@ def test_mla_decode_sm90_seesaw_steps72_73_drop_one_v_half_rewait(tmp_path, monk
         assert sass[step].count("SYNCS.PHASECHK") < sass[70].count("SYNCS.PHASECHK")
     assert plan.build_label(prob, cfg) == "seesaw step 72"
     assert plan.build_label(prob73, cfg73) == "seesaw step 73"
+
+
+def test_mla_decode_sm90_seesaw_step74_stores_p1_before_pv1r(tmp_path, monkeypatch):
+    """Step 74 (``--config step=74``): step 70 with warpgroup 1 storing P1 (4 stmatrix) before
+    it issues its PV1R, so that the fence publishing P1 follows a WGMMA issue instead of the
+    stores (FlashMLA's order). In the split kernel's SASS 70 has two publishes of the form
+    stmatrix, proxy fence, barrier arrive (P0 and P1) and 74 one (P0), with P1's stmatrix
+    ahead of the shared PV issue; the same HGMMAs, 0 spills. Not yet measured on a GPU."""
+    import re
+
+    got, plan, prob, cfg = _seesaw_pair((70, 74), "o_via_smem", tmp_path, monkeypatch, both=True)
+    assert got[74][1].fn.p1_before_pv and not got[70][1].fn.p1_before_pv
+
+    def ops(step: int) -> str:
+        sass = _kernel_sass(got[step][0], combine=False)
+        found = re.findall(r"\s(STSM\S*|HGMMA|FENCE\.VIEW\.ASYNC\S*|BAR\.ARV)", sass)
+        return " ".join(found)
+
+    publish = "STSM.16.M88.4 " * 4 + "FENCE.VIEW.ASYNC.S BAR.ARV"
+    assert ops(70).count(publish) == 2 and ops(74).count(publish) == 1
+    assert ops(70).count("HGMMA") == ops(74).count("HGMMA")
+    assert plan.build_label(prob, cfg) == "seesaw step 74"

@@ -91,8 +91,9 @@ chunks 0-3 as soon as its PV0L retires (before it takes warpgroup 1's row max); 
 default) is 61 masking S only on the pages that reach past the tile's lowest key limit, 68 is
 62 with that mask, 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows
 (:meth:`.kernel.MlaDecodeSm90Kernel.store_o_through_smem`), 71 is 68 storing each pair's
-merged O so, and 72 and 73 are 70 without warpgroup 1's second wait for V0R before PV0R
-(72) or warpgroup 0's for V1L before PV1L (73). Steps 14-24, 26, 27 and 30 take
+merged O so, 72 and 73 are 70 without warpgroup 1's second wait for V0R before PV0R (72) or
+warpgroup 0's for V1L before PV1L (73), and 74 is 70 with warpgroup 1 storing P1 before it
+issues PV1R. Steps 14-24, 26, 27 and 30 take
 the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -240,7 +241,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70, 71, 72, 73,
+    68, 70, 71, 72, 73, 74,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -249,9 +250,9 @@ MERGE_ROWS = 4
 STEP = 67
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
-#: 70: 67 with O through SMEM, 71: 68 with it, 72 and 73: 70 without one V-half re-wait):
+#: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early):
 #: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73)
+STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74)
 
 
 def release_order_chunk(c: int, stage):
@@ -609,7 +610,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the default where every cut sequence is a cluster pair): 62
         #: with this mask. Built in session 29, not measured yet
-        self.tail_mask = step in (67, 68, 70, 71, 72, 73)
+        self.tail_mask = step in (67, 68, 70, 71, 72, 73, 74)
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -620,7 +621,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
-        self.o_via_smem = step in (70, 71, 72, 73)
+        self.o_via_smem = step in (70, 71, 72, 73, 74)
         #: steps 72 and 73 (build on 70): warpgroup 1 does not wait again on V0R's chunk
         #: mbarriers before its PV0R (72), or warpgroup 0 on V1L's before its PV1L (73). The
         #: other warpgroup's QK waited for those chunks before arriving on BAR_P0 / BAR_P1,
@@ -630,6 +631,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not
         self.rewait_v0r = step != 72
         self.rewait_v1l = step != 73
+        #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
+        #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
+        #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
+        #: 278 samples against FlashMLA's 67 (session 29's source pages, H100)
+        self.p1_before_pv = step == 74
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
@@ -1111,6 +1117,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
                                 acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
                         rP = self.acc_to_a(acc_s)
+                        if cutlass.const_expr(self.p1_before_pv):  # noqa: SIM102
+                            # step 74: P1 over stage 1's rope chunk before PV1R (published below)
+                            if wg == 1 and has1:
+                                self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
 
                         # O_half += P V_half of the own page, P from registers
                         if wg == 0 or has1:
@@ -1232,7 +1242,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         else:
                             # P1 over the rope chunk of stage 1; publish it
                             if has1:
-                                self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
+                                if cutlass.const_expr(not self.p1_before_pv):
+                                    self.store_p(acc_s, tPsP[1], st_copy, tPsP_st[1])
                                 cute.arch.fence_proxy("async.shared", space="cta")
                             # unconditional (the module docstring: it also proves WG1's QK done)
                             cute.arch.barrier_arrive(barrier_id=BAR_P1, number_of_threads=THREADS)
