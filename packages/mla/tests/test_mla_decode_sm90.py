@@ -1347,27 +1347,28 @@ def test_mla_decode_sm90_cuts_pairs_halves_each_sequence_onto_a_cluster(tmp_path
         wl = k.meta["work_list"]
         assert (wl["cuts"], k.meta["combine"]) == (want, combine)
     assert wl["max_pieces"] == 3 and wl["sequences_paired"] == 0
-    # the default: 62 with the pair plan where it pays in the model (PAIR_SPARE_PAGES), 67 (61
-    # until session 29) where the plan has no pairs or leaves some cut sequence to the combine
+    # the default: 71 (62 until session 29) with the pair plan where it pays in the model
+    # (PAIR_SPARE_PAGES), 72 (67 in session 29, 61 before) where the plan has no pairs or leaves
+    # some cut sequence to the combine
     tgt = plan.target("sm_90a", 132)
     for shape, step, cuts in (
-        ({"b": 32, "t": 16384}, 62, "pairs"),  # 130 modelled pages against the costed 129
-        ({"b": 32, "t": 4096}, 62, "pairs"),
-        ({"b": 16, "t": 16384}, 67, "costed"),  # 32 of 66 parts busy as pairs: costed
-        ({"b": 128, "t": 4096}, 67, "costed"),
-        ({"b": 32, "t": 4096, "varlen": True}, 67, "costed"),
+        ({"b": 32, "t": 16384}, 71, "pairs"),  # 130 modelled pages against the costed 129
+        ({"b": 32, "t": 4096}, 71, "pairs"),
+        ({"b": 16, "t": 16384}, 72, "costed"),  # 32 of 66 parts busy as pairs: costed
+        ({"b": 128, "t": 4096}, 72, "costed"),
+        ({"b": 32, "t": 4096, "varlen": True}, 72, "costed"),
     ):
         p = plan.problem(**shape)
         k = plan.plan(p, plan.config(p, {}), tgt)
         assert (k.fn.step, k.meta["work_list"]["cuts"]) == (step, cuts), shape
         assert plan.build_label(p, plan.config(p, {})) == f"seesaw step {step}"
     # the label follows the target's SM count as the plan does (114 SMs: 56 parts, too few
-    # clusters for 32 sequences, so 67 (61 until session 29); a fresh user's trial found the
-    # label said 62)
+    # clusters for 32 sequences, so 72 (67 in session 29, 61 before); a fresh user's trial found
+    # the label said 62)
     p = plan.problem(b=32, t=4096)
     t114 = plan.target("sm_90a", 114)
-    assert plan.plan(p, plan.config(p, {}), t114).fn.step == 67
-    assert plan.build_label(p, plan.config(p, {}), t114) == "seesaw step 67"
+    assert plan.plan(p, plan.config(p, {}), t114).fn.step == 72
+    assert plan.build_label(p, plan.config(p, {}), t114) == "seesaw step 72"
     varlen = plan.problem(b=32, t=4096, varlen=True)  # some lengths are 0: no pair plan
     k = plan.plan(
         varlen, plan.config(varlen, {"step": "62", "cuts": "pairs"}), plan.target("sm_90a", 132)
@@ -1671,7 +1672,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
             {"schedule": "lockstep"},
             "lockstep schedule, cpasync pages, FP8 dequantised by the math warpgroups",
         ),
-        (bf16, {}, "seesaw step 62"),  # 2 sequences of 2 pages: the pair plan
+        (bf16, {}, "seesaw step 71"),  # 2 sequences of 2 pages: the pair plan
         (bf16, {"step": "11"}, "seesaw step 11"),
         (bf16, {"splits": "2"}, "seesaw step 9"),
         (
@@ -1681,7 +1682,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
         ),
         (h16, {"step": "11"}, "seesaw step 11"),
         (h16, {"splits": "2"}, "seesaw step 9"),
-        (h32, {}, "seesaw step 62"),
+        (h32, {}, "seesaw step 71"),
         (
             h16_fp8,
             {},
@@ -2396,12 +2397,13 @@ def test_fp8_q_on_n_k_and_v_offsets_address_the_swizzled_page(stage):
 
 
 def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_keys():
-    """The default config (``step=0``) builds step 62 at h=128 (32, 4096) and step 67 at
-    (128, 4096), b and t being runtime fields: the compile keys differ (the build label is in
-    them), so that one process timing both rows launches each row's own build. Before
-    session 29 they were equal, and a process that compiled one launched it for the other:
-    62's binary at the uncut rows of every table that began with (32, 4096), and 61's at
-    (32, 4096), whose O then stayed unwritten (62's plan merges its pairs in the kernel)."""
+    """The default config (``step=0``) builds step 71 at h=128 (32, 4096) and step 72 at
+    (128, 4096) (62 and 67 in session 29), b and t being runtime fields: the compile keys
+    differ (the build label is in them), so that one process timing both rows launches each
+    row's own build. Before session 29 they were equal, and a process that compiled one
+    launched it for the other: 62's binary at the uncut rows of every table that began with
+    (32, 4096), and 61's at (32, 4096), whose O then stayed unwritten (62's plan merges its
+    pairs in the kernel)."""
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
@@ -2412,7 +2414,7 @@ def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_key
         cfg = plan.config(prob, {})
         labels[b] = plan.build_label(prob, cfg)
         keys[b] = plan.kernel(prob, cfg, tgt).key
-    assert labels == {32: "seesaw step 62", 128: "seesaw step 67", 120: "seesaw step 67"}
+    assert labels == {32: "seesaw step 71", 128: "seesaw step 72", 120: "seesaw step 72"}
     assert keys[32] != keys[128]
 
 
@@ -2441,7 +2443,7 @@ def test_mla_decode_sm90_seesaw_step66_keeps_descriptors_in_uniform_registers(
 
 
 def test_mla_decode_sm90_seesaw_step67_masks_only_the_tail_pages(tmp_path, monkeypatch):
-    """Step 67 (``--config step=67``, the 16-bit default where 61 was since session 29): step
+    """Step 67 (``--config step=67``, the 16-bit default in session 29, where 61 was): step
     61 with S masked only on a page that reaches past the tile's lowest key limit, one
     warp-uniform branch around the compare-and-select of every element; the same registers
     and page TMAs as 61, 0 spills. Measured in session 29 (H100): correct (3 launches per
@@ -2473,7 +2475,8 @@ def test_mla_decode_sm90_seesaw_step68_is_62_with_the_tail_only_mask(tmp_path, m
     into one cluster's two parts merged through distributed shared memory, the default where
     every cut sequence is such a pair) with step 67's mask on the tail pages only. At h=128
     (32, 4096) its plan pairs every sequence as 62's does; the same registers and page TMAs as
-    62, 0 spills, one more branch. Built in session 29; not yet measured on a GPU."""
+    62, 0 spills, one more branch. Measured in session 30 (H100): 0.991x 62's time per round at
+    (32, 4096) and 0.983x at (32, 16384) (the devlog, "Session 30")."""
     got, plan, prob, cfg = _tail_mask_pair((62, 68), tmp_path, monkeypatch)
     ka, kb = got[62][1], got[68][1]
     assert ka.fn.pair_merge and kb.fn.pair_merge
@@ -2486,8 +2489,9 @@ def test_mla_decode_sm90_seesaw_step70_stores_o_through_smem(tmp_path, monkeypat
     (:meth:`MlaDecodeSm90Kernel.store_o_through_smem`): each thread's 64 four-byte ``STG.E``
     of O become 16 ``STSM`` into stage 0, one barrier of the warpgroup, 16 ``LDS.128`` and 16
     ``STG.E.128`` (one 512-byte row per warp instruction). The same MMAs and page TMAs as 67,
-    at most 4 more registers, 0 spills; the combine kernel is unchanged. Not yet measured on
-    a GPU."""
+    at most 4 more registers, 0 spills; the combine kernel is unchanged. Measured in session 30
+    (H100): correct (3 launches per check), 0.947-0.997x 67's time per round at h=128 (64, 4096),
+    (128, 4096), (128, 16384) and s=2 (the devlog, "Session 30")."""
     got, plan, prob, cfg = _staged_o_pair((67, 70), 1, tmp_path, monkeypatch)
     assert got[70][1].fn.tail_mask and not got[70][1].fn.pair_merge
     assert plan.build_label(prob, cfg) == "seesaw step 70"
@@ -2497,7 +2501,10 @@ def test_mla_decode_sm90_seesaw_step71_is_68_with_o_through_smem(tmp_path, monke
     """Step 71 (``--config step=71``): step 68 (cluster pairs, the tail-only mask) with both
     of its O stores through SMEM: the whole sequence's, as step 70's, and the half that each
     CTA of a pair stores after the merge, through stage 1 (its peer's half arrives in stage
-    0). Twice step 70's change in the SASS, 0 spills. Not yet measured on a GPU."""
+    0). Twice step 70's change in the SASS, 0 spills. Measured in session 30 (H100): correct
+    (3 launches per check, both wrong-page faults failing as they must), 0.965x 68's time per
+    round at (32, 4096) and 0.985x at (32, 16384), and 0.964x FlashMLA's at (32, 4096): the
+    16-bit default where every cut sequence is a cluster pair (the devlog, "Session 30")."""
     got, plan, prob, cfg = _staged_o_pair((68, 71), 2, tmp_path, monkeypatch)
     assert got[71][1].fn.tail_mask and got[71][1].fn.pair_merge
     assert plan.build_label(prob, cfg) == "seesaw step 71"
@@ -2538,8 +2545,10 @@ def test_mla_decode_sm90_seesaw_steps72_73_drop_one_v_half_rewait(tmp_path, monk
     wait on V0R's four chunk mbarriers before its PV0R (72), or warpgroup 0's on V1L's before
     its PV1L (73); the other warpgroup's QK waited for them before the named barrier that this
     one waits on. Each has 4 mbarrier try-waits fewer than 70 in the split kernel, the same
-    HGMMAs and page TMAs, and no spill (dropping both spills: step 69). Not yet measured on a
-    GPU."""
+    HGMMAs and page TMAs, and no spill (dropping both spills: step 69). Measured in session 30
+    (H100): 72 correct (3 launches per check) and 0.927-0.983x 67's time per round at four h=128
+    rows in two regimes, 73 0.935-0.992x, 70 0.947-0.997x: 72 is the 16-bit default (the devlog,
+    "Session 30")."""
     got, plan, prob, cfg = _seesaw_pair((70, 72), "o_via_smem", tmp_path, monkeypatch, both=True)
     got73, _, prob73, cfg73 = _seesaw_pair((70, 73), "o_via_smem", tmp_path, monkeypatch, both=True)
     sass = {70: _kernel_sass(got[70][0], combine=False)}
@@ -2560,7 +2569,9 @@ def test_mla_decode_sm90_seesaw_step74_stores_p1_before_pv1r(tmp_path, monkeypat
     it issues its PV1R, so that the fence publishing P1 follows a WGMMA issue instead of the
     stores (FlashMLA's order). In the split kernel's SASS 70 has two publishes of the form
     stmatrix, proxy fence, barrier arrive (P0 and P1) and 74 one (P0), with P1's stmatrix
-    ahead of the shared PV issue; the same HGMMAs, 0 spills. Not yet measured on a GPU."""
+    ahead of the shared PV issue; the same HGMMAs, 0 spills. Measured in session 30 (H100):
+    0.944-0.998x 67's time per round at four h=128 rows, 0.994-1.001x 70's there: no gain of
+    its own (the devlog, "Session 30")."""
     import re
 
     got, plan, prob, cfg = _seesaw_pair((70, 74), "o_via_smem", tmp_path, monkeypatch, both=True)

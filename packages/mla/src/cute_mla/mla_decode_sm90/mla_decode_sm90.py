@@ -174,20 +174,24 @@ FP8_STEP = 22
 AUTO_STEP = 0
 #: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
 WORK_LIST_STEP = 11
-#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 67,
-#: step 61 with S masked only on a page that reaches past the tile's lowest key limit,
-#: measured on an H100 in session 29 at 0.974-0.995x 61's time per round at h=128 (64, 4096),
-#: (128, 4096), (128, 16384), s=2 and varlen in one run, and 0.974-0.990x at four of them in a
-#: second (the devlog, "Session 29"). Step 61 (39 with the lean combine: 2 pieces per round,
-#: 16-byte loads, one round trip; session 24) was the default in sessions 24-28, 39 in
-#: sessions 22-23, 33 in session 21, 11 before it
-BF16_DEFAULT_STEP = 67
+#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 72,
+#: step 67 with a whole sequence's O stored through SMEM in 16-byte rows (step 70) and without
+#: warpgroup 1's second wait on V0R before PV0R, measured on an H100 in session 30 at
+#: 0.935-0.972x 67's time per round at h=128 (64, 4096), (128, 4096), (128, 16384) and s=2 back
+#: to back, 0.927-0.983x from an idle GPU, and 0.930-0.979x at those rows, h=64 and varlen in a
+#: second run (the devlog, "Session 30"). Step 67 (61 with S masked only on the tail pages) was
+#: the default in session 29, 61 (39 with the lean combine) in sessions 24-28, 39 in sessions
+#: 22-23, 33 in session 21, 11 before it
+BF16_DEFAULT_STEP = 72
 #: the 16-bit default where the plan makes every cut sequence a cluster pair
-#: (:func:`pairs_everywhere`): step 62, measured on an H100 in session 24 at 0.962x step 39's
-#: time per round and 0.979x FlashInfer's at h=128 (32, 4096), and with the pair plan at
-#: (32, 16384) 0.989x and 0.988x; with the same cluster launch where no sequence is a pair it
+#: (:func:`pairs_everywhere`): step 71, 62 (the pair merge through distributed shared memory)
+#: with step 67's tail-only mask and both O stores through SMEM, measured on an H100 in session
+#: 30 at 0.965x step 68's time per round at h=128 (32, 4096) and 0.985x at (32, 16384), 68 at
+#: 0.991x and 0.983x 62's, and 71 at 0.964x FlashMLA's time at (32, 4096) in the same run (the
+#: devlog, "Session 30"). Step 62 was this default in sessions 24-29 (0.962x step 39's time per
+#: round at (32, 4096) in session 24); with the cluster launch where no sequence is a pair it
 #: took 1.012-1.042x step 39's time at h=128 (the devlog, "Session 24")
-BF16_PAIR_STEP = 62
+BF16_PAIR_STEP = 71
 #: the 16-bit builds that merge the cut sequences inside the split kernel, no combine kernel:
 #: 35 (one row per warp) and 37 (4 rows per warp); their grid must be resident at once
 MERGE_IN_KERNEL_STEPS = (35, 37)
@@ -654,8 +658,8 @@ def pair_plan(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> Work
 def pairs_everywhere(work: WorkList) -> bool:
     """Whether step 62 pays on ``work`` (its plan): at least one sequence is a cluster pair and
     every cut sequence is one, so no combine runs. Where none is a pair the cluster launch
-    alone took 1.2-4.2% at h=128 on an H100 (session 24), so the default builds step 67 (61
-    with the tail-only mask; 61 until session 29) there."""
+    alone took 1.2-4.2% at h=128 on an H100 (session 24), so the default builds step 72 (67
+    with O through SMEM and one V-half re-wait fewer; 67 in session 29, 61 before) there."""
     cut = [n > 1 for n in work.pieces]
     return any(work.paired) and all(both or not c for both, c in zip(work.paired, cut, strict=True))
 
@@ -719,7 +723,7 @@ def step_work(problem: MlaDecodeProblem, step: int, cuts: str, sm_count: int) ->
     ``sm_count`` SMs with ``--config cuts``: :func:`plan_work` over :func:`_work_parts`'s parts,
     or for the :data:`PAIR_MERGE_STEPS` :func:`pair_plan` over an even count
     (:func:`pair_parts`). One place for :meth:`MlaDecodeSm90.kernel_step` (which asks it
-    whether the default is step 62), :meth:`MlaDecodeSm90.build_label` and
+    whether the default is its pair build), :meth:`MlaDecodeSm90.build_label` and
     :meth:`MlaDecodeSm90.plan`; cached, as all three ask it for the same call (the problem
     and the work list are immutable). Raises ShapeError as the planners do."""
     parts = _work_parts(problem, sm_count, ctas_per_sm(step))
@@ -775,15 +779,17 @@ class MlaSm90Config(Config):
     sequences of different lengths): ``equal`` (steps 1-4: every sequence cut into the same number
     of equal parts, sized for the longest) or ``balanced`` (step 5b, :func:`choose_balanced`: the
     same number of pages per split for every sequence). ``step``: the devlog step of the seesaw
-    schedule to build (4 to 39 and 58 to 68, see :data:`.seesaw.STEPS`, 40 or 42, one warpgroup with
-    the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49 to 57, the FP8 cache at
-    s*h = 64 with two warpgroups on each page; for before/after runs), or 0, the default: the build
+    schedule to build (4 to 39 and 58 to 74 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
+    warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49 to
+    57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs), or 0,
+    the default: the build
     measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h = 16, 22 for the
     FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales of at least 128
     columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an explicit
-    ``splits``, else 62 where its plan makes every cut sequence a cluster pair
-    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs) and 67 elsewhere (61 in
-    sessions 24-28, 39 in sessions 22-23, 33 in session 21, 11 before). 11 is a work list of the
+    ``splits``, else 71 where its plan makes every cut sequence a cluster pair
+    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs; 62 in sessions 24-29)
+    and 72 elsewhere (67 in session 29, 61 in sessions 24-28, 39 in sessions 22-23, 33 in session
+    21, 11 before). 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
     per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup dequantises the e4m3
@@ -831,7 +837,8 @@ class MlaSm90Config(Config):
     CTAs, and each sequence whose two whole pieces are one cluster's parts merged by those two CTAs
     through distributed shared memory, with no combine for it (0.962x step 39 and 0.979x FlashInfer
     at h=128 (32, 4096) on an H100 in session 24; where no sequence pairs the cluster launch alone
-    costs 1.2-4.2% at h=128, so the default takes 62 only where every cut sequence pairs). 63 is 61
+    costs 1.2-4.2% at h=128, so the default takes its pair build only where every cut sequence
+    pairs). 63 is 61
     with the CTAs of m-tiles 2j and 2j + 1 (s*h a multiple of 128) launched as a cluster of 2: they
     walk the same pages, and the CTA that frees a group of a stage's chunks last loads the next
     page's chunks into both by one multicast TMA, so each page crosses L2 to the SMs once per
@@ -872,7 +879,8 @@ class MlaSm90Config(Config):
     warpgroup: steps 14-24, 26, 27 and 30; with the FP8 cache the default ``step`` builds 22, at s*h
     = 16 47 or 43, at h = 64 s = 1 from 128 sequences on 57). ``step`` applies to the seesaw
     schedule only. ``cuts`` (the work list of seesaw steps 11 and later, without ``splits``):
-    ``auto`` (the default: ``costed`` wherever there is a work list; for step 62 ``pairs`` where the
+    ``auto`` (the default: ``costed`` wherever there is a work list; for the
+    :data:`PAIR_MERGE_STEPS` ``pairs`` where the
     model charges it at most :data:`PAIR_SPARE_PAGES` more than ``costed``, :func:`pair_plan`),
     ``costed`` (:func:`costed_work_list`, parts filled up to one modelled cost, so a part that
     crosses sequence boundaries holds fewer pages; measured 8.5% faster at varlen B=32 and the same
@@ -1149,7 +1157,7 @@ class MlaDecodeSm90(KernelPlan):
     def build_label(
         self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target | None = None
     ) -> str:
-        """The schedule and step a call builds (the default ``step=0`` builds 67, or 62 where its
+        """The schedule and step a call builds (the default ``step=0`` builds 72, or 71 where its
         plan makes every cut sequence a cluster pair, 42 at s*h = 16, 22 with the FP8 cache (47
         or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
@@ -1249,8 +1257,8 @@ class MlaDecodeSm90(KernelPlan):
         step 11 with an explicit ``splits`` build step 9 (the work list plans its own parts; a
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
-        16, :data:`BF16_PAIR_STEP` (62) where its plan on ``sm_count`` SMs makes every cut
-        sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (67)
+        16, :data:`BF16_PAIR_STEP` (71) where its plan on ``sm_count`` SMs makes every cut
+        sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (72)
         elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
