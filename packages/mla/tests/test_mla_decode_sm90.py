@@ -2586,3 +2586,20 @@ def test_mla_decode_sm90_seesaw_step74_stores_p1_before_pv1r(tmp_path, monkeypat
     assert ops(70).count(publish) == 2 and ops(74).count(publish) == 1
     assert ops(70).count("HGMMA") == ops(74).count("HGMMA")
     assert plan.build_label(prob, cfg) == "seesaw step 74"
+
+
+def test_mla_decode_sm90_seesaw_step75_is_71_without_the_v0r_rewait(tmp_path, monkeypatch):
+    """Step 75 (``--config step=75``): step 71 (the pair default: cluster pairs, the tail-only
+    mask, O through SMEM) without warpgroup 1's second wait on V0R's chunk mbarriers before
+    PV0R, step 72's change on the pair build. At h=128 (32, 4096) its plan pairs every sequence
+    as 71's does; fewer mbarrier try-wait sites, the same HGMMAs and page TMAs, 0 spills.
+    Built in session 30; not yet measured on a GPU."""
+    got, plan, prob, cfg = _seesaw_pair((71, 75), "pair_merge", tmp_path, monkeypatch, both=True)
+    ka, kb = got[71][1], got[75][1]
+    assert ka.fn.rewait_v0r and not kb.fn.rewait_v0r and kb.fn.rewait_v1l and kb.fn.o_via_smem
+    assert ka.meta["combine"] == kb.meta["combine"] == "cluster pairs (dsmem)"
+    base, dropped = (_kernel_sass(got[st][0], combine=False) for st in (71, 75))
+    assert dropped.count("HGMMA.") == base.count("HGMMA.")
+    assert dropped.count("UTMALDG") == base.count("UTMALDG")
+    assert dropped.count("SYNCS.PHASECHK") < base.count("SYNCS.PHASECHK")
+    assert plan.build_label(prob, cfg) == "seesaw step 75"

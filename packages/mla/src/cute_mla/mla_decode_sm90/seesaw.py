@@ -93,7 +93,7 @@ default) is 61 masking S only on the pages that reach past the tile's lowest key
 (:meth:`.kernel.MlaDecodeSm90Kernel.store_o_through_smem`), 71 is 68 storing each pair's
 merged O so, 72 and 73 are 70 without warpgroup 1's second wait for V0R before PV0R (72) or
 warpgroup 0's for V1L before PV1L (73), and 74 is 70 with warpgroup 1 storing P1 before it
-issues PV1R. Steps 14-24, 26, 27 and 30 take
+issues PV1R, and 75 is 71 without 72's re-wait. Steps 14-24, 26, 27 and 30 take
 the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -241,7 +241,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70, 71, 72, 73, 74,
+    68, 70, 71, 72, 73, 74, 75,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -250,9 +250,10 @@ MERGE_ROWS = 4
 STEP = 72
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
-#: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early):
+#: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early, 75:
+#: 71 less the V0R re-wait):
 #: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74)
+STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75)
 
 
 def release_order_chunk(c: int, stage):
@@ -610,7 +611,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the default where every cut sequence is a cluster pair): 62
         #: with this mask. Built in session 29, not measured yet
-        self.tail_mask = step in (67, 68, 70, 71, 72, 73, 74)
+        self.tail_mask = step in (67, 68, 70, 71, 72, 73, 74, 75)
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -621,15 +622,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
-        self.o_via_smem = step in (70, 71, 72, 73, 74)
+        self.o_via_smem = step in (70, 71, 72, 73, 74, 75)
         #: steps 72 and 73 (build on 70): warpgroup 1 does not wait again on V0R's chunk
         #: mbarriers before its PV0R (72), or warpgroup 0 on V1L's before its PV1L (73). The
         #: other warpgroup's QK waited for those chunks before arriving on BAR_P0 / BAR_P1,
         #: which this one waits on first; FlashMLA issues both PVs right after its named
         #: barriers, no mbarrier wait. The re-waits held 342 (V1L) and 439 (V0R) of 28,678
         #: samples at h=128 (128, 4096) (session 29's source pages, H100). Dropping both makes
-        #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not
-        self.rewait_v0r = step != 72
+        #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not.
+        #: Step 75 is 71 (the pair build) without the V0R re-wait, as 72 is 70 without it
+        self.rewait_v0r = step not in (72, 75)
         self.rewait_v1l = step != 73
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
