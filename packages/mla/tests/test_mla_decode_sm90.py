@@ -2520,7 +2520,7 @@ def _staged_o_pair(steps, sites: int, tmp_path, monkeypatch):
     got, plan, prob, cfg = _seesaw_pair(steps, "o_via_smem", tmp_path, monkeypatch)
     (a, _), (b, kb) = got[steps[0]], got[steps[1]]
     assert kb.fn.early_v1r and kb.fn.combine_batch == 2
-    assert a["registers"] <= b["registers"] <= a["registers"] + 4
+    assert b["registers"] <= a["registers"] + 4
     assert b["opcodes"].get("UTMALDG") == a["opcodes"].get("UTMALDG")
     base, staged = (_kernel_sass(got[st][0], combine=False) for st in steps)
     assert base.count("HGMMA.") == staged.count("HGMMA.")
@@ -2544,7 +2544,8 @@ def test_mla_decode_sm90_seesaw_steps72_73_drop_one_v_half_rewait(tmp_path, monk
     """Steps 72 and 73 (``--config step=72`` / ``73``): step 70 without warpgroup 1's second
     wait on V0R's four chunk mbarriers before its PV0R (72), or warpgroup 0's on V1L's before
     its PV1L (73); the other warpgroup's QK waited for them before the named barrier that this
-    one waits on. Each has 4 mbarrier try-waits fewer than 70 in the split kernel, the same
+    one waits on. Each has 4 mbarrier waits fewer than 70 in the source (more try-wait sites
+    fewer in the split kernel's SASS, where ptxas duplicates the code), the same
     HGMMAs and page TMAs, and no spill (dropping both spills: step 69). Measured in session 30
     (H100): 72 correct (3 launches per check) and 0.927-0.983x 67's time per round at four h=128
     rows in two regimes, 73 0.935-0.992x, 70 0.947-0.997x: 72 is the 16-bit default (the devlog,

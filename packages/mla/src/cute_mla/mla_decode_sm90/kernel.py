@@ -985,7 +985,8 @@ class MlaDecodeSm90Kernel:
         thr_st = st_copy.get_slice(wg_tidx)
         cute.copy(st_copy, st_copy.retile(rO), thr_st.partition_D(sO))
         cute.arch.barrier(barrier_id=bar_id, number_of_threads=THREADS // NUM_WG)
-        cols = cute.size(sO, mode=[1]) // 8  # 16-byte vectors per row: 32
+        assert self.dtype.width == 16, "stmatrix stores 16-bit elements"
+        cols = cute.size(sO, mode=[1]) // 8  # 16-byte vectors (8 elements) per row: 32
         vec_copy = cute.make_tiled_copy_tv(
             cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype, num_bits_per_copy=128),
             cute.make_layout((THREADS // NUM_WG // cols, cols), stride=(cols, 1)),
@@ -997,6 +998,8 @@ class MlaDecodeSm90Kernel:
         tXc = thr_v.partition_S(cute.make_identity_tensor(sO.shape))
         rX = cute.make_rmem_tensor_like(tXs)
         cute.copy(vec_copy, tXs, rX)
+        # (ptxas may sink the fence below the stores; it only has to precede the caller's next
+        # barrier, after which a TMA may reload these bytes)
         cute.arch.fence_proxy("async.shared", space="cta")
         for m in cutlass.range_constexpr(cute.size(tXg, mode=[1])):
             if tXc[0, m, 0][0] < valid_rows:

@@ -186,9 +186,9 @@ BF16_DEFAULT_STEP = 72
 #: the 16-bit default where the plan makes every cut sequence a cluster pair
 #: (:func:`pairs_everywhere`): step 71, 62 (the pair merge through distributed shared memory)
 #: with step 67's tail-only mask and both O stores through SMEM, measured on an H100 in session
-#: 30 at 0.965x step 68's time per round at h=128 (32, 4096) and 0.985x at (32, 16384), 68 at
-#: 0.991x and 0.983x 62's, and 71 at 0.964x FlashMLA's time at (32, 4096) in the same run (the
-#: devlog, "Session 30"). Step 62 was this default in sessions 24-29 (0.962x step 39's time per
+#: 30 at 0.965x step 68's time per round at h=128 (32, 4096) and 0.985x at (32, 16384) (0.953x
+#: and 0.968x 62's), and at 0.964x and 1.043x FlashMLA's time in the same run (the devlog,
+#: "Session 30"). Step 62 was this default in sessions 24-29 (0.962x step 39's time per
 #: round at (32, 4096) in session 24); with the cluster launch where no sequence is a pair it
 #: took 1.012-1.042x step 39's time at h=128 (the devlog, "Session 24")
 BF16_PAIR_STEP = 71
@@ -657,10 +657,11 @@ def pair_plan(pages: list[int] | tuple[int, ...], parts: int, cuts: str) -> Work
 
 
 def pairs_everywhere(work: WorkList) -> bool:
-    """Whether step 62 pays on ``work`` (its plan): at least one sequence is a cluster pair and
-    every cut sequence is one, so no combine runs. Where none is a pair the cluster launch
-    alone took 1.2-4.2% at h=128 on an H100 (session 24), so the default builds step 72 (67
-    with O through SMEM and one V-half re-wait fewer; 67 in session 29, 61 before) there."""
+    """Whether the pair build (:data:`BF16_PAIR_STEP`) pays on ``work`` (its plan): at least
+    one sequence is a cluster pair and every cut sequence is one, so no combine runs. Where none
+    is a pair the cluster launch alone took 1.2-4.2% at h=128 on an H100 (session 24), so the
+    default builds step 72 (67 with O through SMEM and one V-half re-wait fewer; 67 in session
+    29, 61 before) there."""
     cut = [n > 1 for n in work.pieces]
     return any(work.paired) and all(both or not c for both, c in zip(work.paired, cut, strict=True))
 
@@ -847,7 +848,15 @@ class MlaSm90Config(Config):
     session 25: a page's next load waits for the later CTA). 64 is 61 with warpgroup 0 reloading
     stage 0's chunks 0-3, the first its next S reads, as soon as its PV0L retires, before it waits
     for warpgroup 1's row max (1.015-1.045x step 39's time per round at h=128 on an H200 in session
-    25: P0 reaches warpgroup 1 later). 40 (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's
+    25: P0 reaches warpgroup 1 later). 65 is 61 with 31's order (slower, session 27), 66 traces
+    each math warpgroup's code with its index a constant (slower, session 29), 67 masks S only on
+    the pages that reach past the tile's lowest key limit (the default in session 29), 68 is 62
+    with that mask, 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows, 71 is 68
+    storing both of its O so (the pair default since session 30), 72 and 73 are 70 without
+    warpgroup 1's second wait on V0R before PV0R (72, the default since session 30) or warpgroup
+    0's on V1L before PV1L (73), 74 is 70 storing P1 before PV1R (no gain), 75 is 71 without 72's
+    re-wait (not yet measured; the devlog, "Session 30"). 40 (:mod:`.q_on_n`, s*h = 16 or 32,
+    16-bit cache) is 11's
     work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no
     padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us against
     FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz, 154-165 us once it fell to

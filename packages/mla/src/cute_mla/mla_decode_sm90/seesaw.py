@@ -88,8 +88,8 @@ once for both (multicast TMA, issued by whichever CTA frees the chunk group seco
 :meth:`MlaDecodeSm90Seesaw.load_group`), and 64 is 61 with warpgroup 0 reloading stage 0's
 chunks 0-3 as soon as its PV0L retires (before it takes warpgroup 1's row max); 65 is 61 with
 31's order, 66 traces each math warpgroup's code with its index a constant, 67 (the 16-bit
-default) is 61 masking S only on the pages that reach past the tile's lowest key limit, 68 is
-62 with that mask, 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows
+default in session 29) is 61 masking S only on the pages that reach past the tile's lowest key
+limit, 68 is 62 with that mask, 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows
 (:meth:`.kernel.MlaDecodeSm90Kernel.store_o_through_smem`), 71 is 68 storing each pair's
 merged O so, 72 and 73 are 70 without warpgroup 1's second wait for V0R before PV0R (72) or
 warpgroup 0's for V1L before PV1L (73), and 74 is 70 with warpgroup 1 storing P1 before it
@@ -541,7 +541,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: how many waves wait, where the tail of a balanced split grid is all the combine has
         #: (session 23). Measured in session 24 (H100): 0.990x step 39's time per round at
         #: (32, 4096), 0.981x at varlen, 0.996-0.997x at (32, 16384) and (128, 16384); its
-        #: combine 6.2 us against 39's 7.5 with warm L2: the 16-bit default since
+        #: combine 6.2 us against 39's 7.5 with warm L2: the 16-bit default in sessions 24-28
         if step in STEPS_ON_61:
             self.combine_batch = 2
         #: step 62 (16-bit cache; builds on 61, whose lean combine merges the sequences that are
@@ -609,8 +609,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: s - 1), one warp-uniform branch per page; 61 compares and selects every element of
         #: every page (2.37 M FSEL against FlashMLA's 0.07 M at h=128 (128, 4096) on an H100,
         #: session 29's source pages, where FlashMLA masks only the last pair)
-        #: Step 68 (builds on 62, the default where every cut sequence is a cluster pair): 62
-        #: with this mask. Built in session 29, not measured yet
+        #: Step 68 (builds on 62, the pair default until session 29): 62 with this mask;
+        #: 0.983-0.991x 62's time per round at (32, 4096) and (32, 16384) in session 30
         self.tail_mask = step in (67, 68, 70, 71, 72, 73, 74, 75)
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
@@ -623,6 +623,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
         self.o_via_smem = step in (70, 71, 72, 73, 74, 75)
+        # the staging needs the stages idle at a segment's end: no page of the next segment
+        # loaded early (steps 12, 29), no producer warpgroup writing them (the FP8 steps)
+        assert not (self.o_via_smem and (self.prefetch_next or self.producer_wg)), step
         #: steps 72 and 73 (build on 70): warpgroup 1 does not wait again on V0R's chunk
         #: mbarriers before its PV0R (72), or warpgroup 0 on V1L's before its PV1L (73). The
         #: other warpgroup's QK waited for those chunks before arriving on BAR_P0 / BAR_P1,
