@@ -979,13 +979,13 @@ class MlaDecodeSm90Kernel:
         store) and of FlashMLA's sm90 decode; here the last step is 16-byte STG, as
         flash-attention 2's epilogue does, so that rows past ``valid_rows`` (h < 64) stay
         unwritten without a TMA descriptor per row count."""
+        assert self.dtype.width == 16, "stmatrix stores 16-bit elements"
         st_copy = cute.make_tiled_copy_C(
             cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), self.dtype), pv_mma
         )
         thr_st = st_copy.get_slice(wg_tidx)
         cute.copy(st_copy, st_copy.retile(rO), thr_st.partition_D(sO))
         cute.arch.barrier(barrier_id=bar_id, number_of_threads=THREADS // NUM_WG)
-        assert self.dtype.width == 16, "stmatrix stores 16-bit elements"
         cols = cute.size(sO, mode=[1]) // 8  # 16-byte vectors (8 elements) per row: 32
         vec_copy = cute.make_tiled_copy_tv(
             cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.dtype, num_bits_per_copy=128),

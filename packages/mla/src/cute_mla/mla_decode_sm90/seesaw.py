@@ -92,7 +92,7 @@ default in session 29) is 61 masking S only on the pages that reach past the til
 limit, 68 is 62 with that mask, 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows
 (:meth:`.kernel.MlaDecodeSm90Kernel.store_o_through_smem`), 71 is 68 storing each pair's
 merged O so, 72 and 73 are 70 without warpgroup 1's second wait for V0R before PV0R (72) or
-warpgroup 0's for V1L before PV1L (73), and 74 is 70 with warpgroup 1 storing P1 before it
+warpgroup 0's for V1L before PV1L (73), 74 is 70 with warpgroup 1 storing P1 before it
 issues PV1R, and 75 is 71 without 72's re-wait. Steps 14-24, 26, 27 and 30 take
 the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
