@@ -719,7 +719,7 @@ def test_work_list_refusals_in_one_line(args, needle):
 
 
 def test_step11_with_a_split_count_builds_step9():
-    """The default (step 0, which builds 71 here: every sequence a cluster pair) plans its own
+    """The default (step 0, which builds 75 here: every sequence a cluster pair) plans its own
     parts; an explicit ``splits`` asks for step 9's per-sequence splits, and gets them, as does
     step 11 with ``splits`` (the record's meta names the step built)."""
     from kernelplan.registry import load_plan_class
@@ -733,7 +733,7 @@ def test_step11_with_a_split_count_builds_step9():
         assert k.fn.step == 9 and not k.fn.work_list
     assert (k.meta["seesaw_step"], k.meta["split_rule"], k.meta["split_kv"]) == (9, "config", 2)
     k = plan.plan(prob, plan.config(prob, {}), tgt)
-    assert k.fn.step == 71 and k.meta["split_rule"] == "work list"
+    assert k.fn.step == 75 and k.meta["split_rule"] == "work list"
     # every sequence in two pieces, one cluster's two parts: no combine kernel
     assert k.meta["combine"] == "cluster pairs (dsmem)"
 
@@ -1347,13 +1347,13 @@ def test_mla_decode_sm90_cuts_pairs_halves_each_sequence_onto_a_cluster(tmp_path
         wl = k.meta["work_list"]
         assert (wl["cuts"], k.meta["combine"]) == (want, combine)
     assert wl["max_pieces"] == 3 and wl["sequences_paired"] == 0
-    # the default: 71 (62 until session 29) with the pair plan where it pays in the model
-    # (PAIR_SPARE_PAGES), 72 (67 in session 29, 61 before) where the plan has no pairs or leaves
-    # some cut sequence to the combine
+    # the default: 75 (71 in session 30, 62 until session 29) with the pair plan where it pays in
+    # the model (PAIR_SPARE_PAGES), 72 (67 in session 29, 61 before) where the plan has no pairs
+    # or leaves some cut sequence to the combine
     tgt = plan.target("sm_90a", 132)
     for shape, step, cuts in (
-        ({"b": 32, "t": 16384}, 71, "pairs"),  # 130 modelled pages against the costed 129
-        ({"b": 32, "t": 4096}, 71, "pairs"),
+        ({"b": 32, "t": 16384}, 75, "pairs"),  # 130 modelled pages against the costed 129
+        ({"b": 32, "t": 4096}, 75, "pairs"),
         ({"b": 16, "t": 16384}, 72, "costed"),  # 32 of 66 parts busy as pairs: costed
         ({"b": 128, "t": 4096}, 72, "costed"),
         ({"b": 32, "t": 4096, "varlen": True}, 72, "costed"),
@@ -1672,7 +1672,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
             {"schedule": "lockstep"},
             "lockstep schedule, cpasync pages, FP8 dequantised by the math warpgroups",
         ),
-        (bf16, {}, "seesaw step 71"),  # 2 sequences of 2 pages: the pair plan
+        (bf16, {}, "seesaw step 75"),  # 2 sequences of 2 pages: the pair plan
         (bf16, {"step": "11"}, "seesaw step 11"),
         (bf16, {"splits": "2"}, "seesaw step 9"),
         (
@@ -1682,7 +1682,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
         ),
         (h16, {"step": "11"}, "seesaw step 11"),
         (h16, {"splits": "2"}, "seesaw step 9"),
-        (h32, {}, "seesaw step 71"),
+        (h32, {}, "seesaw step 75"),
         (
             h16_fp8,
             {},
@@ -2397,13 +2397,13 @@ def test_fp8_q_on_n_k_and_v_offsets_address_the_swizzled_page(stage):
 
 
 def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_keys():
-    """The default config (``step=0``) builds step 71 at h=128 (32, 4096) and step 72 at
-    (128, 4096) (62 and 67 in session 29), b and t being runtime fields: the compile keys
-    differ (the build label is in them), so that one process timing both rows launches each
-    row's own build. Before session 29 they were equal, and a process that compiled one
-    launched it for the other: 62's binary at the uncut rows of every table that began with
-    (32, 4096), and 61's at (32, 4096), whose O then stayed unwritten (62's plan merges its
-    pairs in the kernel)."""
+    """The default config (``step=0``) builds step 75 at h=128 (32, 4096) and step 72 at
+    (128, 4096) (71 and 72 in session 30, 62 and 67 in session 29), b and t being runtime
+    fields: the compile keys differ (the build label is in them), so that one process timing
+    both rows launches each row's own build. Before session 29 they were equal, and a process
+    that compiled one launched it for the other: 62's binary at the uncut rows of every table
+    that began with (32, 4096), and 61's at (32, 4096), whose O then stayed unwritten (62's plan
+    merges its pairs in the kernel)."""
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
@@ -2414,7 +2414,7 @@ def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_key
         cfg = plan.config(prob, {})
         labels[b] = plan.build_label(prob, cfg)
         keys[b] = plan.kernel(prob, cfg, tgt).key
-    assert labels == {32: "seesaw step 71", 128: "seesaw step 72", 120: "seesaw step 72"}
+    assert labels == {32: "seesaw step 75", 128: "seesaw step 72", 120: "seesaw step 72"}
     assert keys[32] != keys[128]
 
 
@@ -2504,7 +2504,8 @@ def test_mla_decode_sm90_seesaw_step71_is_68_with_o_through_smem(tmp_path, monke
     0). Twice step 70's change in the SASS, 0 spills. Measured in session 30 (H100): correct
     (3 launches per check, both wrong-page faults failing as they must), 0.965x 68's time per
     round at (32, 4096) and 0.985x at (32, 16384), and 0.964x FlashMLA's at (32, 4096): the
-    16-bit default where every cut sequence is a cluster pair (the devlog, "Session 30")."""
+    16-bit default where every cut sequence is a cluster pair in session 30 (the devlog,
+    "Session 30")."""
     got, plan, prob, cfg = _staged_o_pair((68, 71), 2, tmp_path, monkeypatch)
     assert got[71][1].fn.tail_mask and got[71][1].fn.pair_merge
     assert plan.build_label(prob, cfg) == "seesaw step 71"
@@ -2590,11 +2591,13 @@ def test_mla_decode_sm90_seesaw_step74_stores_p1_before_pv1r(tmp_path, monkeypat
 
 
 def test_mla_decode_sm90_seesaw_step75_is_71_without_the_v0r_rewait(tmp_path, monkeypatch):
-    """Step 75 (``--config step=75``): step 71 (the pair default: cluster pairs, the tail-only
-    mask, O through SMEM) without warpgroup 1's second wait on V0R's chunk mbarriers before
-    PV0R, step 72's change on the pair build. At h=128 (32, 4096) its plan pairs every sequence
-    as 71's does; fewer mbarrier try-wait sites, the same HGMMAs and page TMAs, 0 spills.
-    Built in session 30; not yet measured on a GPU."""
+    """Step 75 (``--config step=75``): step 71 (session 30's pair default: cluster pairs, the
+    tail-only mask, O through SMEM) without warpgroup 1's second wait on V0R's chunk mbarriers
+    before PV0R, step 72's change on the pair build. At h=128 (32, 4096) its plan pairs every
+    sequence as 71's does; fewer mbarrier try-wait sites, the same HGMMAs and page TMAs, 0
+    spills. Built in session 30; checked on an H100 in session 31 and timed at 0.983x 71's time
+    per round at (32, 4096) and 0.982x at (32, 16384): the pair default since (the devlog,
+    "Session 31")."""
     got, plan, prob, cfg = _seesaw_pair((71, 75), "pair_merge", tmp_path, monkeypatch, both=True)
     ka, kb = got[71][1], got[75][1]
     assert ka.fn.rewait_v0r and not kb.fn.rewait_v0r and kb.fn.rewait_v1l and kb.fn.o_via_smem

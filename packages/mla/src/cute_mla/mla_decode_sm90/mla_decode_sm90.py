@@ -184,14 +184,16 @@ WORK_LIST_STEP = 11
 #: 22-23, 33 in session 21, 11 before it
 BF16_DEFAULT_STEP = 72
 #: the 16-bit default where the plan makes every cut sequence a cluster pair
-#: (:func:`pairs_everywhere`): step 71, 62 (the pair merge through distributed shared memory)
-#: with step 67's tail-only mask and both O stores through SMEM, measured on an H100 in session
-#: 30 at 0.965x step 68's time per round at h=128 (32, 4096) and 0.985x at (32, 16384) (0.953x
-#: and 0.968x 62's), and at 0.964x and 1.043x FlashMLA's time in the same run (the devlog,
-#: "Session 30"). Step 62 was this default in sessions 24-29 (0.962x step 39's time per
-#: round at (32, 4096) in session 24); with the cluster launch where no sequence is a pair it
-#: took 1.012-1.042x step 39's time at h=128 (the devlog, "Session 24")
-BF16_PAIR_STEP = 71
+#: (:func:`pairs_everywhere`): step 75, step 71 without warpgroup 1's second wait on V0R before
+#: PV0R (72's change on the pair build), measured on an H100 in session 31 at 0.983x step 71's
+#: time per round at h=128 (32, 4096) and 0.982x at (32, 16384), and at 0.944x and 1.045x
+#: FlashMLA's time in the same run (the devlog, "Session 31"). Step 71 (62 with step 67's
+#: tail-only mask and both O stores through SMEM) was this default in session 30, at 0.965x
+#: step 68's time at (32, 4096) and 0.985x at (32, 16384); step 62 (the pair merge through
+#: distributed shared memory) in sessions 24-29 (0.962x step 39's time per round at (32, 4096)
+#: in session 24); with the cluster launch where no sequence is a pair it took 1.012-1.042x
+#: step 39's time at h=128 (the devlog, "Session 24")
+BF16_PAIR_STEP = 75
 #: the 16-bit builds that merge the cut sequences inside the split kernel, no combine kernel:
 #: 35 (one row per warp) and 37 (4 rows per warp); their grid must be resident at once
 MERGE_IN_KERNEL_STEPS = (35, 37)
@@ -788,8 +790,9 @@ class MlaSm90Config(Config):
     measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h = 16, 22 for the
     FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales of at least 128
     columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an explicit
-    ``splits``, else 71 where its plan makes every cut sequence a cluster pair
-    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs; 62 in sessions 24-29)
+    ``splits``, else 75 where its plan makes every cut sequence a cluster pair
+    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs; 71 in session 30, 62
+    in sessions 24-29)
     and 72 elsewhere (67 in session 29, 61 in sessions 24-28, 39 in sessions 22-23, 33 in session
     21, 11 before). 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
@@ -852,16 +855,16 @@ class MlaSm90Config(Config):
     each math warpgroup's code with its index a constant (slower, session 29), 67 masks S only on
     the pages that reach past the tile's lowest key limit (the default in session 29), 68 is 62
     with that mask, 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows, 71 is 68
-    storing both of its O so (the pair default since session 30), 72 and 73 are 70 without
+    storing both of its O so (the pair default in session 30), 72 and 73 are 70 without
     warpgroup 1's second wait on V0R before PV0R (72, the default since session 30) or warpgroup
     0's on V1L before PV1L (73), 74 is 70 storing P1 before PV1R (no gain), 75 is 71 without 72's
-    re-wait (not yet measured; the devlog, "Session 30"). 40 (:mod:`.q_on_n`, s*h = 16 or 32,
-    16-bit cache) is 11's
-    work list with the query rows on WGMMA's N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no
-    padded MMA rows (measured on the H200 at h=16, (128, 4096): 145.2 and 146.0 us against
-    FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz, 154-165 us once it fell to
-    1710-1875 MHz; the devlog, "Session 15"). 42 is 40 with S^T's 36 k-blocks spread over 4
-    accumulators (2 at s*h = 32) and added up, so that consecutive WGMMAs do not chain on one: the
+    re-wait (the pair default since session 31; the devlog, "Sessions 30-31"). 40 (:mod:`.q_on_n`,
+    s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's N: S^T = K Q^T
+    and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at h=16, (128,
+    4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz,
+    154-165 us once it fell to 1710-1875 MHz; the devlog, "Session 15"). 42 is 40 with S^T's 36
+    k-blocks spread over 4 accumulators (2 at s*h = 32) and added up, so that consecutive WGMMAs do
+    not chain on one: the
     default at s*h = 16 (:data:`Q_ON_N_STEP`; the devlog, "Session 16"). 43-48 (:mod:`.q_on_n_fp8`,
     the FP8 cache at s*h = 16, scale blocks of at least 128 columns) are 42 with the e4m3 page by
     TMA, dequantised in registers straight into WGMMA's A operand: 43 with 2 CTAs per SM (measured
@@ -1167,7 +1170,7 @@ class MlaDecodeSm90(KernelPlan):
     def build_label(
         self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target | None = None
     ) -> str:
-        """The schedule and step a call builds (the default ``step=0`` builds 72, or 71 where its
+        """The schedule and step a call builds (the default ``step=0`` builds 72, or 75 where its
         plan makes every cut sequence a cluster pair, 42 at s*h = 16, 22 with the FP8 cache (47
         or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
@@ -1267,7 +1270,7 @@ class MlaDecodeSm90(KernelPlan):
         step 11 with an explicit ``splits`` build step 9 (the work list plans its own parts; a
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
-        16, :data:`BF16_PAIR_STEP` (71) where its plan on ``sm_count`` SMs makes every cut
+        16, :data:`BF16_PAIR_STEP` (75) where its plan on ``sm_count`` SMs makes every cut
         sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (72)
         elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
