@@ -2607,3 +2607,25 @@ def test_mla_decode_sm90_seesaw_step75_is_71_without_the_v0r_rewait(tmp_path, mo
     assert dropped.count("UTMALDG") == base.count("UTMALDG")
     assert dropped.count("SYNCS.PHASECHK") < base.count("SYNCS.PHASECHK")
     assert plan.build_label(prob, cfg) == "seesaw step 75"
+
+
+def test_mla_decode_sm90_seesaw_steps76_77_rewait_on_fewer_v1l_chunks(tmp_path, monkeypatch):
+    """Steps 76 and 77 (``--config step=76`` / ``77``): 72 and 75 (the defaults) with warpgroup
+    0's second wait before PV1L on the first two (76) or the first one (77) of V1L's four chunk
+    mbarriers; warpgroup 1's QK waited for all four before BAR_P1, which warpgroup 0 waits on
+    first. Fewer try-wait sites in the split kernel's SASS, the same HGMMAs and page TMAs, and
+    no spill (on 72 one re-wait or none spills, as step 69 did). The source pages of session 31
+    put 1,479 samples on the four re-waits at h=128 (128, 16384) on an H100."""
+    got, plan, prob, cfg = _seesaw_pair((72, 76), "o_via_smem", tmp_path, monkeypatch, both=True)
+    pair, _, prob77, cfg77 = _seesaw_pair((75, 77), "pair_merge", tmp_path, monkeypatch, both=True)
+    assert [got[st][1].fn.v1l_rewaits for st in (72, 76)] == [4, 2]
+    assert [pair[st][1].fn.v1l_rewaits for st in (75, 77)] == [4, 1]
+    for kernels, base, fewer in ((got, 72, 76), (pair, 75, 77)):
+        assert not kernels[fewer][1].fn.rewait_v0r and kernels[fewer][1].fn.o_via_smem
+        a, b = (_kernel_sass(kernels[st][0], combine=False) for st in (base, fewer))
+        assert b.count("HGMMA.") == a.count("HGMMA.")
+        assert b.count("UTMALDG") == a.count("UTMALDG")
+        assert b.count("SYNCS.PHASECHK") < a.count("SYNCS.PHASECHK")
+    assert pair[77][1].meta["combine"] == "cluster pairs (dsmem)"
+    assert plan.build_label(prob, cfg) == "seesaw step 76"
+    assert plan.build_label(prob77, cfg77) == "seesaw step 77"

@@ -162,10 +162,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: 70: 67 with a whole sequence's O stored through SMEM in 16-byte rows; 71: 68 with 70's
 #: store; 72 and 73: 70 without warpgroup 1's second wait for V0R (72) or warpgroup 0's for V1L
 #: (73); 74: 70 with warpgroup 1's P1 stored before its PV1R is issued; 75: 71 without 72's
-#: re-wait; 69, 67 without both re-waits, spilled on a CPU compile and was not kept)
+#: re-wait; 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on one chunk, not four; 69, 67
+#: without both re-waits, spilled on a CPU compile and was not kept)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75,
+    60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -204,9 +205,9 @@ OWNER_MERGE_STEPS = (59, 60)
 #: the 16-bit builds whose parts run as clusters of 2 CTAs (parts 2k and 2k + 1 of an m-tile),
 #: and where a sequence's two pieces are those two parts, whole, the CTAs merge them through
 #: distributed shared memory (62; 68: 62 with step 67's tail-only mask; 71: 68 with step 70's
-#: O through SMEM; 75: 71 without step 72's re-wait); the work list then has an even number of
-#: parts
-PAIR_MERGE_STEPS = (62, 68, 71, 75)
+#: O through SMEM; 75: 71 without step 72's re-wait; 77: 75 re-waiting on one V1L chunk); the
+#: work list then has an even number of parts
+PAIR_MERGE_STEPS = (62, 68, 71, 75, 77)
 #: the 16-bit builds whose two CTAs of m-tiles 2j and 2j + 1 (the same part, so the same
 #: pages) run as a cluster of 2 and share each page: the CTA that frees a chunk group last
 #: loads it into both by one multicast TMA (63); they take an even number of m-tiles.
@@ -783,7 +784,7 @@ class MlaSm90Config(Config):
     sequences of different lengths): ``equal`` (steps 1-4: every sequence cut into the same number
     of equal parts, sized for the longest) or ``balanced`` (step 5b, :func:`choose_balanced`: the
     same number of pages per split for every sequence). ``step``: the devlog step of the seesaw
-    schedule to build (4 to 39 and 58 to 75 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
+    schedule to build (4 to 39 and 58 to 77 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
     warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49 to
     57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs), or 0,
     the default: the build
@@ -885,7 +886,7 @@ class MlaSm90Config(Config):
     57 drops 56's CTA barrier at each page's end (the devlog, "Session 20"). ``schedule``: ``auto``
     (the default: ``seesaw`` for a 16-bit cache, measured faster at every setting of the workload's
     table, and for the FP8 cache), ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV
-    of the same page together) or ``seesaw`` (steps 4-39 and 58-75 but 69, and steps 40 and 42 in
+    of the same page together) or ``seesaw`` (steps 4-39 and 58-77 but 69, and steps 40 and 42 in
     :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`:
     each warpgroup owns every other page and the running max is handed between them, FlashMLA's
     schedule; 16-bit pages always come by TMA, the FP8 cache's latent part through the producer

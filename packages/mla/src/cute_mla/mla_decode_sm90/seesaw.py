@@ -241,7 +241,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70, 71, 72, 73, 74, 75,
+    68, 70, 71, 72, 73, 74, 75, 76, 77,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -251,9 +251,9 @@ STEP = 72
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
 #: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early, 75:
-#: 71 less the V0R re-wait):
+#: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on one V1L chunk, not four):
 #: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75)
+STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77)
 
 
 def release_order_chunk(c: int, stage):
@@ -611,7 +611,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the pair default until session 29): 62 with this mask;
         #: 0.983-0.991x 62's time per round at (32, 4096) and (32, 16384) in session 30
-        self.tail_mask = step in (67, 68, 70, 71, 72, 73, 74, 75)
+        self.tail_mask = step in (67, 68, 70, 71, 72, 73, 74, 75, 76, 77)
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -622,7 +622,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
-        self.o_via_smem = step in (70, 71, 72, 73, 74, 75)
+        self.o_via_smem = step in (70, 71, 72, 73, 74, 75, 76, 77)
         # the staging needs the stages idle at a segment's end: no page of the next segment
         # loaded early (steps 12, 29), no producer warpgroup writing them (the FP8 steps)
         assert not (self.o_via_smem and (self.prefetch_next or self.producer_wg)), step
@@ -634,8 +634,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: samples at h=128 (128, 4096) (session 29's source pages, H100). Dropping both makes
         #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not.
         #: Step 75 is 71 (the pair build) without the V0R re-wait, as 72 is 70 without it
-        self.rewait_v0r = step not in (72, 75)
-        self.rewait_v1l = step != 73
+        self.rewait_v0r = step not in (72, 75, 76, 77)
+        #: steps 76 and 77 (build on 72 and 75): warpgroup 0 re-waits on the first two (76) or
+        #: the first one (77) of V1L's four chunk mbarriers, not on all four. Session 31's
+        #: source pages (H100) put 1,479 samples on the four V1L re-waits at h=128 (128, 16384),
+        #: up to ~50 cycles per page
+        #: (`results/logs/2026-12-07-h100-session31/call3-ncu/stall-comparison.md`). On 72, one
+        #: re-wait or none makes ptxas spill (255 registers, 256 bytes, as step 69), two do not;
+        #: on 75, one does not
+        self.v1l_rewaits = {73: 0, 76: 2, 77: 1}.get(step, 4)
+        self.rewait_v1l = self.v1l_rewaits > 0
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
         #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
@@ -1191,7 +1199,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
                                     cute.arch.cp_async_commit_group()
                             if has1:
-                                v1l_end = V_L[1] if self.rewait_v1l else V_L[0]  # (step 73)
+                                v1l_end = V_L[0] + self.v1l_rewaits  # (steps 73, 76, 77)
                                 for c in cutlass.range_constexpr(V_L[0], v1l_end):
                                     cute.arch.mbarrier_wait(
                                         mbar + N_CHUNKS + c, phase1
