@@ -162,8 +162,8 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: 70: 67 with a whole sequence's O stored through SMEM in 16-byte rows; 71: 68 with 70's
 #: store; 72 and 73: 70 without warpgroup 1's second wait for V0R (72) or warpgroup 0's for V1L
 #: (73); 74: 70 with warpgroup 1's P1 stored before its PV1R is issued; 75: 71 without 72's
-#: re-wait; 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on one chunk, not four; 69, 67
-#: without both re-waits, spilled on a CPU compile and was not kept)
+#: re-wait; 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one chunks, not
+#: four; 69, 67 without both re-waits, spilled on a CPU compile and was not kept)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
     60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77,
@@ -625,11 +625,12 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
 
 
 def pair_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList | None:
-    """``--config cuts=pairs`` (for seesaw step 62): sequence i's pages halved onto parts 2i and
-    2i + 1 (the first half ceil(n / 2) pages), so under step 62 each sequence is one cluster's
-    pair and none goes to the combine (other steps merge the halves there); the parts past 2b
-    stay empty. None where that plan does not
-    exist: more than ``parts`` // 2 sequences, or a sequence of fewer than 2 pages."""
+    """``--config cuts=pairs`` (for the pair-merge steps, :data:`PAIR_MERGE_STEPS`: 62, 68, 71,
+    75, 77): sequence i's pages halved onto parts 2i and 2i + 1 (the first half ceil(n / 2)
+    pages), so under those steps each sequence is one cluster's pair and none goes to the
+    combine (other steps merge the halves there); the parts past 2b stay empty. None where that
+    plan does not exist: more than ``parts`` // 2 sequences, or a sequence of fewer than 2
+    pages."""
     if len(pages) > parts // 2 or min(pages, default=0) < 2:
         return None
     filled = []
@@ -859,7 +860,8 @@ class MlaSm90Config(Config):
     storing both of its O so (the pair default in session 30), 72 and 73 are 70 without
     warpgroup 1's second wait on V0R before PV0R (72, the default since session 30) or warpgroup
     0's on V1L before PV1L (73), 74 is 70 storing P1 before PV1R (no gain), 75 is 71 without 72's
-    re-wait (the pair default since session 31; the devlog, "Sessions 30-31"). 40 (:mod:`.q_on_n`,
+    re-wait (the pair default since session 31), 76 and 77 are 72 and 75 re-waiting on two
+    and one of V1L's four chunks, not four (no gain; the devlog, "Session 31"). 40 (:mod:`.q_on_n`,
     s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's N: S^T = K Q^T
     and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at h=16, (128,
     4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz,
@@ -905,11 +907,11 @@ class MlaSm90Config(Config):
     model cuts nothing and 4 of 132 SMs idle, where FlashInfer deals its pages over all of them: the
     devlog, "Session 23"; 1.014-1.190x step 39's time on an H100 in session 24) or ``pairs``
     (:func:`pair_work_list`: sequence i halved onto parts 2i and 2i + 1, one cluster's two parts
-    under step 62, which then merges every sequence in its pair; it needs b <= parts / 2 and every
-    sequence at least 2 pages long, else the plan is ``costed``, and the record's ``work_list.cuts``
-    says which ran; other steps merge the halves in the combine kernel); an explicit ``costed``,
-    ``equal``, ``even`` or
-    ``pairs`` without a work list is refused."""
+    under the pair-merge steps (62, 68, 71, 75, 77), which then merge every sequence in its pair; it
+    needs b <= parts / 2 and every sequence at least 2 pages long, else the plan is ``costed``, and
+    the record's ``work_list.cuts`` says which ran; other steps merge the halves in the combine
+    kernel); an explicit ``costed``, ``equal``, ``even`` or ``pairs`` without a work list is
+    refused."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"

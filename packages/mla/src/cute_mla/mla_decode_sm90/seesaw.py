@@ -93,7 +93,8 @@ limit, 68 is 62 with that mask, 70 is 67 storing a whole sequence's O through SM
 (:meth:`.kernel.MlaDecodeSm90Kernel.store_o_through_smem`), 71 is 68 storing each pair's
 merged O so, 72 and 73 are 70 without warpgroup 1's second wait for V0R before PV0R (72) or
 warpgroup 0's for V1L before PV1L (73), 74 is 70 with warpgroup 1 storing P1 before it
-issues PV1R, and 75 is 71 without 72's re-wait. Steps 14-24, 26, 27 and 30 take
+issues PV1R, 75 is 71 without 72's re-wait, and 76 and 77 are 72 and 75 re-waiting on two and
+one of V1L's four chunks. Steps 14-24, 26, 27 and 30 take
 the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -251,7 +252,7 @@ STEP = 72
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
 #: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early, 75:
-#: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on one V1L chunk, not four):
+#: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on two and one V1L chunks, not four):
 #: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
 STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77)
 
@@ -640,8 +641,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: source pages (H100) put 1,479 samples on the four V1L re-waits at h=128 (128, 16384),
         #: up to ~50 cycles per page
         #: (`results/logs/2026-12-07-h100-session31/call3-ncu/stall-comparison.md`). On 72, one
-        #: re-wait or none makes ptxas spill (255 registers, 256 bytes, as step 69), two do not;
-        #: on 75, one does not
+        #: re-wait or none makes ptxas spill (255 registers, 256 bytes; step 69 on 67: 248), two
+        #: do not; on 75, one does not. Measured in session 31 (H100): correct (3 launches per
+        #: check), 0.994-1.000x 72's and 75's time per round at h=128: no gain, 72 and 75 stay
         self.v1l_rewaits = {73: 0, 76: 2, 77: 1}.get(step, 4)
         self.rewait_v1l = self.v1l_rewaits > 0
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
