@@ -2631,3 +2631,25 @@ def test_mla_decode_sm90_seesaw_steps76_77_rewait_on_fewer_v1l_chunks(tmp_path, 
     assert pair[77][1].meta["combine"] == "cluster pairs (dsmem)"
     assert plan.build_label(prob, cfg) == "seesaw step 76"
     assert plan.build_label(prob77, cfg77) == "seesaw step 77"
+
+
+def test_mla_decode_sm90_seesaw_steps78_79_issue_q_before_the_first_pages(tmp_path, monkeypatch):
+    """Steps 78 and 79 (``--config step=78`` / ``79``): 72 and 75 (the defaults) with Q's
+    cp.async issued at a segment's start before warp 0 reads the first two pages' table
+    entries and issues their chunk TMAs, where 72 and 75 issue Q after them. In the split
+    kernel's SASS the first LDGSTS (Q) comes before the first UTMALDG (a page) in 78 and 79 and
+    after it in 72 and 75; the same counts of LDGSTS, UTMALDG and HGMMA, no spill. Session 31's
+    source page at s=2 (32, 4096) (H100) put 197 samples on the CTA barrier after Q's wait,
+    which waited for warp 0."""
+    got, plan, prob, cfg = _seesaw_pair((72, 78), "o_via_smem", tmp_path, monkeypatch, both=True)
+    pair, _, prob79, cfg79 = _seesaw_pair((75, 79), "pair_merge", tmp_path, monkeypatch, both=True)
+    assert [got[st][1].fn.q_first for st in (72, 78)] == [False, True]
+    assert [pair[st][1].fn.q_first for st in (75, 79)] == [False, True]
+    for kernels, base, early in ((got, 72, 78), (pair, 75, 79)):
+        a, b = (_kernel_sass(kernels[st][0], combine=False) for st in (base, early))
+        for op in ("LDGSTS", "UTMALDG", "HGMMA."):
+            assert b.count(op) == a.count(op), op
+        assert a.index("LDGSTS") > a.index("UTMALDG")
+        assert b.index("LDGSTS") < b.index("UTMALDG")
+    assert plan.build_label(prob, cfg) == "seesaw step 78"
+    assert plan.build_label(prob79, cfg79) == "seesaw step 79"

@@ -163,10 +163,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: store; 72 and 73: 70 without warpgroup 1's second wait for V0R (72) or warpgroup 0's for V1L
 #: (73); 74: 70 with warpgroup 1's P1 stored before its PV1R is issued; 75: 71 without 72's
 #: re-wait; 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one chunks, not
-#: four; 69, 67 without both re-waits, spilled on a CPU compile and was not kept)
+#: four; 78 and 79: 72 and 75 issuing Q before the first pages; 69, 67 without both re-waits,
+#: spilled on a CPU compile and was not kept)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77,
+    60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -202,12 +203,12 @@ MERGE_IN_KERNEL_STEPS = (35, 37)
 #: registers, no combine kernel (59, and 60 with a one-pass merge); their grid must be
 #: resident at once too
 OWNER_MERGE_STEPS = (59, 60)
-#: the 16-bit builds whose parts run as clusters of 2 CTAs (parts 2k and 2k + 1 of an m-tile),
-#: and where a sequence's two pieces are those two parts, whole, the CTAs merge them through
-#: distributed shared memory (62; 68: 62 with step 67's tail-only mask; 71: 68 with step 70's
-#: O through SMEM; 75: 71 without step 72's re-wait; 77: 75 re-waiting on one V1L chunk); the
-#: work list then has an even number of parts
-PAIR_MERGE_STEPS = (62, 68, 71, 75, 77)
+#: the 16-bit builds whose parts run as clusters of 2 CTAs (parts 2k and 2k + 1 of an m-tile), and
+#: where a sequence's two pieces are those two parts, whole, the CTAs merge them through distributed
+#: shared memory (62; 68: 62 with step 67's tail-only mask; 71: 68 with step 70's O through SMEM;
+#: 75: 71 without step 72's re-wait; 77: 75 re-waiting on one V1L chunk; 79: 75 issuing Q first);
+#: the work list then has an even number of parts
+PAIR_MERGE_STEPS = (62, 68, 71, 75, 77, 79)
 #: the 16-bit builds whose two CTAs of m-tiles 2j and 2j + 1 (the same part, so the same
 #: pages) run as a cluster of 2 and share each page: the CTA that frees a chunk group last
 #: loads it into both by one multicast TMA (63); they take an even number of m-tiles.
@@ -626,7 +627,7 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
 
 def pair_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList | None:
     """``--config cuts=pairs`` (for the pair-merge steps, :data:`PAIR_MERGE_STEPS`: 62, 68, 71,
-    75, 77): sequence i's pages halved onto parts 2i and 2i + 1 (the first half ceil(n / 2)
+    75, 77, 79): sequence i's pages halved onto parts 2i and 2i + 1 (the first half ceil(n / 2)
     pages), so under those steps each sequence is one cluster's pair and none goes to the
     combine (other steps merge the halves there); the parts past 2b stay empty. None where that
     plan does not exist: more than ``parts`` // 2 sequences, or a sequence of fewer than 2
@@ -785,7 +786,7 @@ class MlaSm90Config(Config):
     sequences of different lengths): ``equal`` (steps 1-4: every sequence cut into the same number
     of equal parts, sized for the longest) or ``balanced`` (step 5b, :func:`choose_balanced`: the
     same number of pages per split for every sequence). ``step``: the devlog step of the seesaw
-    schedule to build (4 to 39 and 58 to 77 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
+    schedule to build (4 to 39 and 58 to 79 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
     warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49 to
     57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs), or 0,
     the default: the build
@@ -861,10 +862,12 @@ class MlaSm90Config(Config):
     warpgroup 1's second wait on V0R before PV0R (72, the default since session 30) or warpgroup
     0's on V1L before PV1L (73), 74 is 70 storing P1 before PV1R (no gain), 75 is 71 without 72's
     re-wait (the pair default since session 31), 76 and 77 are 72 and 75 re-waiting on two
-    and one of V1L's four chunks, not four (no gain; the devlog, "Session 31"). 40 (:mod:`.q_on_n`,
-    s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's N: S^T = K Q^T
-    and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at h=16, (128,
-    4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock held 1980 MHz,
+    and one of V1L's four chunks, not four (no gain; the devlog, "Session 31"), 78 and 79 are 72
+    and 75 issuing Q's cp.async before the first two pages' TMAs at a segment's start. 40
+    (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
+    N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
+    h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock
+    held 1980 MHz,
     154-165 us once it fell to 1710-1875 MHz; the devlog, "Session 15"). 42 is 40 with S^T's 36
     k-blocks spread over 4 accumulators (2 at s*h = 32) and added up, so that consecutive WGMMAs do
     not chain on one: the
@@ -888,7 +891,7 @@ class MlaSm90Config(Config):
     57 drops 56's CTA barrier at each page's end (the devlog, "Session 20"). ``schedule``: ``auto``
     (the default: ``seesaw`` for a 16-bit cache, measured faster at every setting of the workload's
     table, and for the FP8 cache), ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV
-    of the same page together) or ``seesaw`` (steps 4-39 and 58-77 but 69, and steps 40 and 42 in
+    of the same page together) or ``seesaw`` (steps 4-39 and 58-79 but 69, and steps 40 and 42 in
     :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`:
     each warpgroup owns every other page and the running max is handed between them, FlashMLA's
     schedule; 16-bit pages always come by TMA, the FP8 cache's latent part through the producer
@@ -907,11 +910,11 @@ class MlaSm90Config(Config):
     model cuts nothing and 4 of 132 SMs idle, where FlashInfer deals its pages over all of them: the
     devlog, "Session 23"; 1.014-1.190x step 39's time on an H100 in session 24) or ``pairs``
     (:func:`pair_work_list`: sequence i halved onto parts 2i and 2i + 1, one cluster's two parts
-    under the pair-merge steps (62, 68, 71, 75, 77), which then merge every sequence in its pair; it
-    needs b <= parts / 2 and every sequence at least 2 pages long, else the plan is ``costed``, and
-    the record's ``work_list.cuts`` says which ran; other steps merge the halves in the combine
-    kernel); an explicit ``costed``, ``equal``, ``even`` or ``pairs`` without a work list is
-    refused."""
+    under the pair-merge steps (62, 68, 71, 75, 77, 79), which then merge every sequence in its
+    pair; it needs b <= parts / 2 and every sequence at least 2 pages long, else the plan is
+    ``costed``, and the record's ``work_list.cuts`` says which ran; other steps merge the halves in
+    the combine kernel); an explicit ``costed``, ``equal``, ``even`` or ``pairs`` without a work
+    list is refused."""
 
     splits: int = 0
     loads: Literal["auto", "cpasync", "tma"] = "auto"

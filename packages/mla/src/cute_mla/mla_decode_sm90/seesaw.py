@@ -242,7 +242,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70, 71, 72, 73, 74, 75, 76, 77,
+    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -252,9 +252,10 @@ STEP = 72
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
 #: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early, 75:
-#: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on two and one V1L chunks, not four):
+#: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on two and one V1L chunks, not four,
+#: 78 and 79: 72 and 75 issuing Q's cp.async before the first pages' TMAs):
 #: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77)
+STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79)
 
 
 def release_order_chunk(c: int, stage):
@@ -612,7 +613,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the pair default until session 29): 62 with this mask;
         #: 0.983-0.991x 62's time per round at (32, 4096) and (32, 16384) in session 30
-        self.tail_mask = step in (67, 68, 70, 71, 72, 73, 74, 75, 76, 77)
+        self.tail_mask = step in (67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79)
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -623,7 +624,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
-        self.o_via_smem = step in (70, 71, 72, 73, 74, 75, 76, 77)
+        self.o_via_smem = step in (70, 71, 72, 73, 74, 75, 76, 77, 78, 79)
         # the staging needs the stages idle at a segment's end: no page of the next segment
         # loaded early (steps 12, 29), no producer warpgroup writing them (the FP8 steps)
         assert not (self.o_via_smem and (self.prefetch_next or self.producer_wg)), step
@@ -635,7 +636,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: samples at h=128 (128, 4096) (session 29's source pages, H100). Dropping both makes
         #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not.
         #: Step 75 is 71 (the pair build) without the V0R re-wait, as 72 is 70 without it
-        self.rewait_v0r = step not in (72, 75, 76, 77)
+        self.rewait_v0r = step not in (72, 75, 76, 77, 78, 79)
         #: steps 76 and 77 (build on 72 and 75): warpgroup 0 re-waits on the first two (76) or
         #: the first one (77) of V1L's four chunk mbarriers, not on all four. Session 31's
         #: source pages (H100) put 1,479 samples on the four V1L re-waits at h=128 (128, 16384),
@@ -646,6 +647,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: check), 0.994-1.000x 72's and 75's time per round at h=128: no gain, 72 and 75 stay
         self.v1l_rewaits = {73: 0, 76: 2, 77: 1}.get(step, 4)
         self.rewait_v1l = self.v1l_rewaits > 0
+        #: steps 78 and 79 (build on 72 and 75): at a segment's start every thread issues its
+        #: share of Q's cp.async before warp 0 reads the first two pages' table entries and
+        #: issues their 18 chunk TMAs; 72 issues Q after them, so warp 0's share of Q leaves
+        #: one page-table load and 18 TMA issues later, and the CTA barrier after Q's wait
+        #: waits for warp 0. At s=2 (32, 4096) (one 64-page segment per CTA) that barrier
+        #: held 197 samples, about 3.2 k cycles per CTA, and Q's wait 304 (session 31's
+        #: source page, H100, `results/logs/2026-12-07-h100-session31/call5-ncu-s2/`
+        #: `stall-comparison-s2.md`); FlashMLA issues Q first. The pages are not needed
+        #: before Q: the first S reads both
+        self.q_first = step in (78, 79)
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
         #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
@@ -956,6 +967,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             qseq = mWork[seg + 1, 0]
                             q_next = cutlass.Int32(1)
 
+                    # steps 78, 79: Q's cp.async first (sQ is free: every QK of the previous
+                    # segment retired before its epilogue's barriers)
+                    if cutlass.const_expr(self.q_first):
+                        self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
+                        cute.arch.cp_async_commit_group()
+
                     # the first two pages (warp 0), unless the previous segment loaded them
                     # (step 12) or the producer warpgroup fills the stages (step 14)
                     if cutlass.const_expr(self.multicast):
@@ -986,9 +1003,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     if cutlass.const_expr(self.early_q):
                         if q_got == 0:
                             self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
-                    else:
+                        cute.arch.cp_async_commit_group()
+                    elif cutlass.const_expr(not self.q_first):
                         self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
-                    cute.arch.cp_async_commit_group()
+                        cute.arch.cp_async_commit_group()
                     cute.arch.cp_async_wait_group(0)
                     cute.arch.fence_proxy("async.shared", space="cta")
                     self.sync_math()
