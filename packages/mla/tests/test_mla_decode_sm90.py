@@ -2653,3 +2653,23 @@ def test_mla_decode_sm90_seesaw_steps78_79_issue_q_before_the_first_pages(tmp_pa
         assert b.index("LDGSTS") < b.index("UTMALDG")
     assert plan.build_label(prob, cfg) == "seesaw step 78"
     assert plan.build_label(prob79, cfg79) == "seesaw step 79"
+
+
+def test_mla_decode_sm90_seesaw_step80_waits_on_the_previous_grid_first(tmp_path, monkeypatch):
+    """Step 80 (``--config step=80``): step 72 launched as a programmatic dependent of the
+    kernel before it in the stream. Its split kernel's SASS has one ACQBULK (griddepcontrol.wait)
+    and it comes before the kernel's first global access (LDG, LDGSTS, STG or a page TMA), so
+    that nothing the previous kernel writes (Q, the page table) or reads (the workspace) is
+    touched before that kernel has finished; 72 has none. The same HGMMAs and page TMAs, no
+    spill."""
+    import re
+
+    got, plan, prob, cfg = _seesaw_pair((72, 80), "o_via_smem", tmp_path, monkeypatch, both=True)
+    assert got[80][1].fn.pdl_split and not got[72][1].fn.pdl_split
+    a, b = (_kernel_sass(got[st][0], combine=False) for st in (72, 80))
+    assert "ACQBULK" not in a and b.count("ACQBULK") == 1
+    first_global = re.search(r"\s(LDG|LDGSTS|STG|UTMALDG)\S*\s", b)
+    assert first_global is not None and b.index("ACQBULK") < first_global.start()
+    for op in ("HGMMA.", "UTMALDG"):
+        assert b.count(op) == a.count(op), op
+    assert plan.build_label(prob, cfg) == "seesaw step 80"

@@ -162,12 +162,12 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: 70: 67 with a whole sequence's O stored through SMEM in 16-byte rows; 71: 68 with 70's
 #: store; 72 and 73: 70 without warpgroup 1's second wait for V0R (72) or warpgroup 0's for V1L
 #: (73); 74: 70 with warpgroup 1's P1 stored before its PV1R is issued; 75: 71 without 72's
-#: re-wait; 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one chunks, not
-#: four; 78 and 79: 72 and 75 issuing Q before the first pages; 69, 67 without both re-waits,
-#: spilled on a CPU compile and was not kept)
+#: re-wait; 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one chunks, not four; 78
+#: and 79: 72 and 75 issuing Q before the first pages; 80: 72 as a programmatic dependent; 69, 67
+#: without both re-waits, spilled on a CPU compile and was not kept)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
+    60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -786,7 +786,7 @@ class MlaSm90Config(Config):
     sequences of different lengths): ``equal`` (steps 1-4: every sequence cut into the same number
     of equal parts, sized for the longest) or ``balanced`` (step 5b, :func:`choose_balanced`: the
     same number of pages per split for every sequence). ``step``: the devlog step of the seesaw
-    schedule to build (4 to 39 and 58 to 79 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
+    schedule to build (4 to 39 and 58 to 80 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
     warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49 to
     57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs), or 0,
     the default: the build
@@ -861,9 +861,10 @@ class MlaSm90Config(Config):
     storing both of its O so (the pair default in session 30), 72 and 73 are 70 without
     warpgroup 1's second wait on V0R before PV0R (72, the default since session 30) or warpgroup
     0's on V1L before PV1L (73), 74 is 70 storing P1 before PV1R (no gain), 75 is 71 without 72's
-    re-wait (the pair default since session 31), 76 and 77 are 72 and 75 re-waiting on two
-    and one of V1L's four chunks, not four (no gain; the devlog, "Session 31"), 78 and 79 are 72
-    and 75 issuing Q's cp.async before the first two pages' TMAs at a segment's start. 40
+    re-wait (the pair default since session 31), 76 and 77 are 72 and 75 re-waiting on two and one
+    of V1L's four chunks, not four (no gain; the devlog, "Session 31"), 78 and 79 are 72 and 75
+    issuing Q's cp.async before the first two pages' TMAs at a segment's start, 80 is 72 launched as
+    a programmatic dependent of the kernel before it (griddepcontrol.wait after its prologue). 40
     (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
     N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
     h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock
@@ -891,7 +892,7 @@ class MlaSm90Config(Config):
     57 drops 56's CTA barrier at each page's end (the devlog, "Session 20"). ``schedule``: ``auto``
     (the default: ``seesaw`` for a 16-bit cache, measured faster at every setting of the workload's
     table, and for the FP8 cache), ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV
-    of the same page together) or ``seesaw`` (steps 4-39 and 58-79 but 69, and steps 40 and 42 in
+    of the same page together) or ``seesaw`` (steps 4-39 and 58-80 but 69, and steps 40 and 42 in
     :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`:
     each warpgroup owns every other page and the running max is handed between them, FlashMLA's
     schedule; 16-bit pages always come by TMA, the FP8 cache's latent part through the producer

@@ -242,7 +242,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
+    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -253,9 +253,12 @@ STEP = 72
 #: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
 #: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early, 75:
 #: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on two and one V1L chunks, not four,
-#: 78 and 79: 72 and 75 issuing Q's cp.async before the first pages' TMAs):
+#: 78 and 79: 72 and 75 issuing Q's cp.async before the first pages' TMAs, 80: 72 launched as a
+#: programmatic dependent):
 #: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
-STEPS_ON_61 = (61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79)
+STEPS_ON_61 = (
+    61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80,
+)  # fmt: skip
 
 
 def release_order_chunk(c: int, stage):
@@ -613,7 +616,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the pair default until session 29): 62 with this mask;
         #: 0.983-0.991x 62's time per round at (32, 4096) and (32, 16384) in session 30
-        self.tail_mask = step in (67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79)
+        self.tail_mask = step in (67, 68, *range(70, 81))
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -624,7 +627,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
-        self.o_via_smem = step in (70, 71, 72, 73, 74, 75, 76, 77, 78, 79)
+        self.o_via_smem = step in range(70, 81)
         # the staging needs the stages idle at a segment's end: no page of the next segment
         # loaded early (steps 12, 29), no producer warpgroup writing them (the FP8 steps)
         assert not (self.o_via_smem and (self.prefetch_next or self.producer_wg)), step
@@ -636,7 +639,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: samples at h=128 (128, 4096) (session 29's source pages, H100). Dropping both makes
         #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not.
         #: Step 75 is 71 (the pair build) without the V0R re-wait, as 72 is 70 without it
-        self.rewait_v0r = step not in (72, 75, 76, 77, 78, 79)
+        self.rewait_v0r = step not in (72, 75, 76, 77, 78, 79, 80)
         #: steps 76 and 77 (build on 72 and 75): warpgroup 0 re-waits on the first two (76) or
         #: the first one (77) of V1L's four chunk mbarriers, not on all four. Session 31's
         #: source pages (H100) put 1,479 samples on the four V1L re-waits at h=128 (128, 16384),
@@ -657,6 +660,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: `stall-comparison-s2.md`); FlashMLA issues Q first. The pages are not needed
         #: before Q: the first S reads both
         self.q_first = step in (78, 79)
+        #: step 80 (builds on 72): the split kernel launched as a programmatic dependent of
+        #: the kernel before it in the stream (``use_pdl``), every thread waiting at
+        #: griddepcontrol.wait after the mbarrier inits and the TMA descriptor prefetch,
+        #: before its first global read or write: its launch and prologue overlap the tail of
+        #: the previous kernel (a call's combine, or a split kernel where nothing is cut).
+        #: FlashMLA's split kernel waits so (griddepcontrol.wait near the top of its SASS,
+        #: session 31's s=2 source page, `results/logs/2026-12-07-h100-session31/`
+        #: `call5-ncu-s2/stall-comparison-s2.md`); the combine kernel already is one (step 8)
+        self.pdl_split = step == 80
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
         #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
@@ -762,7 +774,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                  block=[threads, 1, 1],
                  stream=stream,
                  **({"cluster": [2, 1, 1]} if self.crossover or self.multicast else {}),
-                 **({"cluster": [1, 1, 2]} if self.pair_merge else {}))  # fmt: skip
+                 **({"cluster": [1, 1, 2]} if self.pair_merge else {}),
+                 **({"use_pdl": True} if self.pdl_split else {}))  # fmt: skip
         if cutlass.const_expr(
             split and not self.fused_combine and not self.merge_in_kernel and not self.owner_merge
         ):
@@ -853,6 +866,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         if warp == 0:
             cute.arch.sync_warp()
             cpasync.prefetch_descriptor(tma_atom)
+        if cutlass.const_expr(self.pdl_split):
+            # step 80: nothing above read or wrote global memory; the kernel before this one
+            # in the stream may still be writing Q, the page table or reading the workspace
+            cute.arch.griddepcontrol_wait()
 
         # ---- step 14: the producer warpgroup (warps 8-11) apart from the math warpgroups ----
         # (each role's register budget is set at the top of its branch, and the branches meet
