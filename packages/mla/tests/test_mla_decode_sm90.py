@@ -2649,8 +2649,10 @@ def test_mla_decode_sm90_seesaw_steps78_79_issue_q_before_the_first_pages(tmp_pa
         a, b = (_kernel_sass(kernels[st][0], combine=False) for st in (base, early))
         for op in ("LDGSTS", "UTMALDG", "HGMMA."):
             assert b.count(op) == a.count(op), op
+        for op in ("LDGDEPBAR", "DEPBAR"):  # one commit and one wait of Q's cp.async
+            assert b.count(op) == a.count(op), op
         assert a.index("LDGSTS") > a.index("UTMALDG")
-        assert b.index("LDGSTS") < b.index("UTMALDG")
+        assert b.index("LDGSTS") < b.index("LDGDEPBAR") < b.index("UTMALDG")
     assert plan.build_label(prob, cfg) == "seesaw step 78"
     assert plan.build_label(prob79, cfg79) == "seesaw step 79"
 
@@ -2668,8 +2670,19 @@ def test_mla_decode_sm90_seesaw_step80_waits_on_the_previous_grid_first(tmp_path
     assert got[80][1].fn.pdl_split and not got[72][1].fn.pdl_split
     a, b = (_kernel_sass(got[st][0], combine=False) for st in (72, 80))
     assert "ACQBULK" not in a and b.count("ACQBULK") == 1
-    first_global = re.search(r"\s(LDG|LDGSTS|STG|UTMALDG)\S*\s", b)
-    assert first_global is not None and b.index("ACQBULK") < first_global.start()
+    # (address, instruction) in SASS order; text order is execution order up to the wait only
+    # if every thread reaches the wait: unpredicated, and no branch before it jumps past it
+    ins = [(int(ad, 16), op.strip()) for ad, op in re.findall(r"/\*([0-9a-f]+)\*/\s+([^;]*);", b)]
+    k = next(i for i, (_, op) in enumerate(ins) if "ACQBULK" in op)
+    assert ins[k][1].startswith("ACQBULK"), ins[k]  # no @P / @UP predicate
+    global_ops = re.compile(
+        r"^(@!?U?P\S+\s+)?(LDG|LDGSTS|STG|LD\.|ST\.|ATOMG|ATOM|RED|UTMA|UBLKCP|CCTL)"
+    )
+    for _, op in ins[:k]:
+        assert not global_ops.match(op) or "UTMACCTL" in op, op  # (the descriptor prefetch)
+        if "BRA" in op:
+            assert int(op.split()[-1], 16) <= ins[k][0], op
+    assert any(global_ops.match(op) for _, op in ins[k + 1 :])
     for op in ("HGMMA.", "UTMALDG"):
         assert b.count(op) == a.count(op), op
     assert plan.build_label(prob, cfg) == "seesaw step 80"

@@ -660,6 +660,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: `stall-comparison-s2.md`); FlashMLA issues Q first. The pages are not needed
         #: before Q: the first S reads both
         self.q_first = step in (78, 79)
+        # Q loaded once per segment, by all threads, before this segment's own page loads
+        assert not (self.q_first and (self.early_q or self.prefetch_next or self.producer_wg)), step
         #: step 80 (builds on 72): the split kernel launched as a programmatic dependent of
         #: the kernel before it in the stream (``use_pdl``), every thread waiting at
         #: griddepcontrol.wait after the mbarrier inits and the TMA descriptor prefetch,
