@@ -2615,9 +2615,9 @@ def test_mla_decode_sm90_seesaw_steps76_77_rewait_on_fewer_v1l_chunks(tmp_path, 
     mbarriers; warpgroup 1's QK waited for all four before BAR_P1, which warpgroup 0 waits on
     first. Fewer try-wait sites in the split kernel's SASS, the same HGMMAs and page TMAs, and
     no spill (on 72 one re-wait or none spills, as step 69 did). The source pages of session 31
-    put 1,479 samples on the four re-waits at h=128 (128, 16384) on an H100; measured there in
-    session 31: correct (3 launches per check), 0.994-1.000x 72's and 75's time per round, no
-    gain (the devlog, "Session 31")."""
+    put 1,479 samples on the four re-waits at h=128 (128, 16384) on an H100. Measured in session
+    31 (H100): correct (3 launches per check); 76 took 0.994-1.000x 72's time per round at six
+    h=128 rows, 77 0.994-1.000x 75's at the two pair rows: no gain (the devlog, "Session 31")."""
     got, plan, prob, cfg = _seesaw_pair((72, 76), "o_via_smem", tmp_path, monkeypatch, both=True)
     pair, _, prob77, cfg77 = _seesaw_pair((75, 77), "pair_merge", tmp_path, monkeypatch, both=True)
     assert [got[st][1].fn.v1l_rewaits for st in (72, 76)] == [4, 2]
@@ -2640,7 +2640,7 @@ def test_mla_decode_sm90_seesaw_steps78_79_issue_q_before_the_first_pages(tmp_pa
     kernel's SASS the first LDGSTS (Q) comes before the first UTMALDG (a page) in 78 and 79 and
     after it in 72 and 75; the same counts of LDGSTS, UTMALDG and HGMMA, no spill. Session 31's
     source page at s=2 (32, 4096) (H100) put 197 samples on the CTA barrier after Q's wait,
-    which waited for warp 0."""
+    which waited for warp 0. Built in session 31; not yet run on a GPU."""
     got, plan, prob, cfg = _seesaw_pair((72, 78), "o_via_smem", tmp_path, monkeypatch, both=True)
     pair, _, prob79, cfg79 = _seesaw_pair((75, 79), "pair_merge", tmp_path, monkeypatch, both=True)
     assert [got[st][1].fn.q_first for st in (72, 78)] == [False, True]
@@ -2663,7 +2663,7 @@ def test_mla_decode_sm90_seesaw_step80_waits_on_the_previous_grid_first(tmp_path
     and it comes before the kernel's first global access (LDG, LDGSTS, STG or a page TMA), so
     that nothing the previous kernel writes (Q, the page table) or reads (the workspace) is
     touched before that kernel has finished; 72 has none. The same HGMMAs and page TMAs, no
-    spill."""
+    spill. Built in session 31; not yet run on a GPU."""
     import re
 
     got, plan, prob, cfg = _seesaw_pair((72, 80), "o_via_smem", tmp_path, monkeypatch, both=True)

@@ -151,7 +151,7 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: 39 with 2-warp combine CTAs, which fit beside a split CTA; 59: 39 with no combine kernel,
 #: the first piece's CTA merging a cut sequence's other pieces into its registers; 60: 59
 #: with that merge in one pass, each piece's LSE and O loaded together; 61: 39 with a lean
-#: combine, 2 pieces per round, 16-byte loads, one round trip; 62: 39 with the two pieces of a
+#: combine, 2 pieces per round, 16-byte loads, one round trip; 62: 61 with the two pieces of a
 #: sequence cut in two adjacent parts merged through distributed shared memory, the parts'
 #: CTAs a cluster of 2; 63: 61 with the CTAs of two m-tiles a cluster of 2 and each page
 #: chunk loaded once for both, by a multicast TMA; 64: 61 with warpgroup 0 reloading stage 0's
@@ -161,10 +161,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: S masked only on a page that reaches past the tile's lowest key limit; 68: 62 with 67's mask;
 #: 70: 67 with a whole sequence's O stored through SMEM in 16-byte rows; 71: 68 with 70's
 #: store; 72 and 73: 70 without warpgroup 1's second wait for V0R (72) or warpgroup 0's for V1L
-#: (73); 74: 70 with warpgroup 1's P1 stored before its PV1R is issued; 75: 71 without 72's
-#: re-wait; 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one chunks, not four; 78
-#: and 79: 72 and 75 issuing Q before the first pages; 80: 72 as a programmatic dependent; 69, 67
-#: without both re-waits, spilled on a CPU compile and was not kept)
+#: (73); 74: 70 with warpgroup 1's P1 stored before its PV1R is issued; 75: 71 without warpgroup 1's
+#: V0R re-wait (72's change); 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one
+#: chunks, not four; 78 and 79: 72 and 75 issuing Q before the first pages; 80: 72 as a programmatic
+#: dependent (78-80 not yet run); 69, 67 without both re-waits, spilled on a CPU compile and was not
+#: kept)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
     60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80,
@@ -859,12 +860,13 @@ class MlaSm90Config(Config):
     the pages that reach past the tile's lowest key limit (the default in session 29), 68 is 62
     with that mask, 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows, 71 is 68
     storing both of its O so (the pair default in session 30), 72 and 73 are 70 without
-    warpgroup 1's second wait on V0R before PV0R (72, the default since session 30) or warpgroup
-    0's on V1L before PV1L (73), 74 is 70 storing P1 before PV1R (no gain), 75 is 71 without 72's
-    re-wait (the pair default since session 31), 76 and 77 are 72 and 75 re-waiting on two and one
-    of V1L's four chunks, not four (no gain; the devlog, "Session 31"), 78 and 79 are 72 and 75
-    issuing Q's cp.async before the first two pages' TMAs at a segment's start, 80 is 72 launched as
-    a programmatic dependent of the kernel before it (griddepcontrol.wait after its prologue). 40
+    warpgroup 1's second wait on V0R before PV0R (72, the default since session 30) or warpgroup 0's
+    on V1L before PV1L (73), 74 is 70 storing P1 before PV1R (no gain), 75 is 71 without warpgroup
+    1's V0R re-wait (72's change; the pair default since session 31), 76 and 77 are 72 and 75
+    re-waiting on two and one of V1L's four chunks, not four (no gain; the devlog, "Session 31"), 78
+    and 79 are 72 and 75 issuing Q's cp.async before the first two pages' TMAs at a segment's start,
+    80 is 72 launched as a programmatic dependent of the kernel before it (griddepcontrol.wait after
+    its prologue; 78-80 built in session 31, not yet run on a GPU). 40
     (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
     N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
     h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock

@@ -93,8 +93,10 @@ limit, 68 is 62 with that mask, 70 is 67 storing a whole sequence's O through SM
 (:meth:`.kernel.MlaDecodeSm90Kernel.store_o_through_smem`), 71 is 68 storing each pair's
 merged O so, 72 and 73 are 70 without warpgroup 1's second wait for V0R before PV0R (72) or
 warpgroup 0's for V1L before PV1L (73), 74 is 70 with warpgroup 1 storing P1 before it
-issues PV1R, 75 is 71 without 72's re-wait, and 76 and 77 are 72 and 75 re-waiting on two and
-one of V1L's four chunks. Steps 14-24, 26, 27 and 30 take
+issues PV1R, 75 is 71 without warpgroup 1's V0R re-wait (72's change), 76 and 77 are 72 and 75
+re-waiting on two and one of V1L's four chunks, 78 and 79 are 72 and 75 issuing Q's cp.async
+before the first pages' TMAs, and 80 is 72 launched as a programmatic dependent (78-80 built in
+session 31, not yet run on a GPU). Steps 14-24, 26, 27 and 30 take
 the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -653,12 +655,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: steps 78 and 79 (build on 72 and 75): at a segment's start every thread issues its
         #: share of Q's cp.async before warp 0 reads the first two pages' table entries and
         #: issues their 18 chunk TMAs; 72 issues Q after them, so warp 0's share of Q leaves
-        #: one page-table load and 18 TMA issues later, and the CTA barrier after Q's wait
+        #: two page-table reads and 18 TMA issues later, and the CTA barrier after Q's wait
         #: waits for warp 0. At s=2 (32, 4096) (one 64-page segment per CTA) that barrier
         #: held 197 samples, about 3.2 k cycles per CTA, and Q's wait 304 (session 31's
         #: source page, H100, `results/logs/2026-12-07-h100-session31/call5-ncu-s2/`
         #: `stall-comparison-s2.md`); FlashMLA issues Q first. The pages are not needed
-        #: before Q: the first S reads both
+        #: before Q: the first S reads both. Built in session 31; not yet run on a GPU
         self.q_first = step in (78, 79)
         # Q loaded once per segment, by all threads, before this segment's own page loads
         assert not (self.q_first and (self.early_q or self.prefetch_next or self.producer_wg)), step
@@ -669,7 +671,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: the previous kernel (a call's combine, or a split kernel where nothing is cut).
         #: FlashMLA's split kernel waits so (griddepcontrol.wait near the top of its SASS,
         #: session 31's s=2 source page, `results/logs/2026-12-07-h100-session31/`
-        #: `call5-ncu-s2/stall-comparison-s2.md`); the combine kernel already is one (step 8)
+        #: `call5-ncu-s2/stall-comparison-s2.md`); the combine kernel is one since step 1. Built in
+        #: session 31; not yet run on a GPU
         self.pdl_split = step == 80
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
@@ -1306,7 +1309,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 if it == n_pairs - 1 and q_next == 1:
                                     self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
                                     cute.arch.cp_async_commit_group()
-                            v0r_end = V_R[1] if self.rewait_v0r else V_R[0]  # (step 72)
+                            v0r_end = V_R[1] if self.rewait_v0r else V_R[0]  # (steps 72, 75-80)
                             for c in cutlass.range_constexpr(V_R[0], v0r_end):
                                 cute.arch.mbarrier_wait(
                                     mbar + c, phase0
