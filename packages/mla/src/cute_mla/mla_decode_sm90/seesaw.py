@@ -651,7 +651,6 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: do not; on 75, one does not. Measured in session 31 (H100): correct (3 launches per
         #: check), 0.994-1.000x 72's and 75's time per round at h=128: no gain, 72 and 75 stay
         self.v1l_rewaits = {73: 0, 76: 2, 77: 1}.get(step, 4)
-        self.rewait_v1l = self.v1l_rewaits > 0
         #: steps 78 and 79 (build on 72 and 75): at a segment's start every thread issues its
         #: share of Q's cp.async before warp 0 reads the first two pages' table entries and
         #: issues their 18 chunk TMAs; 72 issues Q after them, so warp 0's share of Q leaves
@@ -1022,12 +1021,13 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
                     # ---- Q by cp.async (all 256 threads), one CTA barrier before the loop --------
                     # (step 28: unless the previous segment's last pair issued it)
-                    if cutlass.const_expr(self.early_q):
-                        if q_got == 0:
+                    # (steps 78, 79: issued and committed above, before the pages)
+                    if cutlass.const_expr(not self.q_first):
+                        if cutlass.const_expr(self.early_q):
+                            if q_got == 0:
+                                self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
+                        else:
                             self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
-                        cute.arch.cp_async_commit_group()
-                    elif cutlass.const_expr(not self.q_first):
-                        self.load_q(q_copy, mQ, sQ, seq, m_blk, valid_rows, tidx)
                         cute.arch.cp_async_commit_group()
                     cute.arch.cp_async_wait_group(0)
                     cute.arch.fence_proxy("async.shared", space="cta")
