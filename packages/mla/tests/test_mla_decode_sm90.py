@@ -2690,3 +2690,37 @@ def test_mla_decode_sm90_seesaw_step80_waits_on_the_previous_grid_first(tmp_path
     for op in ("HGMMA.", "UTMALDG"):
         assert b.count(op) == a.count(op), op
     assert plan.build_label(prob, cfg) == "seesaw step 80"
+
+
+def test_mla_decode_sm90_seesaw_steps81_82_let_the_next_grid_launch_at_their_start(
+    tmp_path, monkeypatch
+):
+    """Steps 81 and 82 (``--config step=81`` / ``82``): 72 and 75 (the defaults) launched as
+    programmatic dependents, as 80 is 72, and executing griddepcontrol.launch_dependents
+    (SASS ``PREEXIT``) right after their griddepcontrol.wait (``ACQBULK``), before the first
+    HGMMA, so that the next grid in the stream launches once every CTA of this one has started.
+    Each split kernel has one trigger: 80 keeps its only one in the split epilogue (for the
+    combine; the problem, h=128 (32, 4096), cuts its sequences), 81 and 82 drop that one. The
+    same HGMMAs and page TMAs as their bases, no spill; 82 is a cluster-pair build. Built in
+    session 32."""
+    got, plan, prob, cfg = _seesaw_pair((80, 81), "pdl_split", tmp_path, monkeypatch, both=True)
+    pair, _, prob82, cfg82 = _seesaw_pair((75, 82), "pair_merge", tmp_path, monkeypatch, both=True)
+    assert [got[st][1].fn.pdl_trigger for st in (80, 81)] == [False, True]
+    assert [pair[st][1].fn.pdl_trigger for st in (75, 82)] == [False, True]
+    assert not pair[75][1].fn.pdl_split and pair[82][1].fn.pdl_split
+    sass = {st: _kernel_sass(got[st][0], combine=False) for st in (80, 81)}
+    sass.update({st: _kernel_sass(pair[st][0], combine=False) for st in (75, 82)})
+    # 80: the wait at the top, its one trigger after the page loop (in the split epilogue)
+    assert sass[80].count("ACQBULK") == 1 and sass[80].count("PREEXIT") == 1
+    assert sass[80].index("PREEXIT") > sass[80].index("HGMMA.")
+    for st in (81, 82):
+        s = sass[st]
+        assert s.count("ACQBULK") == 1 and s.count("PREEXIT") == 1, st
+        assert s.index("ACQBULK") < s.index("PREEXIT") < s.index("HGMMA."), st
+    assert "ACQBULK" not in sass[75]
+    for base, new in ((80, 81), (75, 82)):
+        for op in ("HGMMA.", "UTMALDG"):
+            assert sass[new].count(op) == sass[base].count(op), (new, op)
+    assert pair[82][1].meta["combine"] == "cluster pairs (dsmem)"
+    assert plan.build_label(prob, cfg) == "seesaw step 81"
+    assert plan.build_label(prob82, cfg82) == "seesaw step 82"

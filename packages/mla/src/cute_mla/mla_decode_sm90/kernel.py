@@ -177,6 +177,8 @@ class MlaDecodeSm90Kernel:
         #: partials and merges them there (:meth:`merge_splits`; step 60:
         #: :meth:`merge_pieces_online`)
         self.owner_merge = False
+        #: seesaw steps 81 and 82: the split kernel triggers its dependents' launch at its start
+        self.pdl_trigger = False
         #: the seesaw schedule's step 11: each CTA walks a list of (sequence, page range)
         #: segments from the ``work`` tensor, and the combine merges each sequence's own number
         #: of pieces (rows of sequences in one piece are skipped: their CTA stored O)
@@ -815,7 +817,9 @@ class MlaDecodeSm90Kernel:
 
         tOcO = thr_pv.partition_C(cute.make_identity_tensor((TILE_M, D_V // NUM_WG)))
         if cutlass.const_expr(split):
-            if cutlass.const_expr(not self.fused_combine and not self.owner_merge):
+            if cutlass.const_expr(
+                not self.fused_combine and not self.owner_merge and not self.pdl_trigger
+            ):
                 cute.arch.griddepcontrol_launch_dependents()
             if cutlass.const_expr(keep_o is None):
                 self.store_partial_o(acc_o, tOcO, thr_pv, mOa, bidx, m_blk, sp, wg, valid_rows)

@@ -95,8 +95,9 @@ merged O so, 72 and 73 are 70 without warpgroup 1's second wait for V0R before P
 warpgroup 0's for V1L before PV1L (73), 74 is 70 with warpgroup 1 storing P1 before it
 issues PV1R, 75 is 71 without warpgroup 1's V0R re-wait (72's change), 76 and 77 are 72 and 75
 re-waiting on two and one of V1L's four chunks, 78 and 79 are 72 and 75 issuing Q's cp.async
-before the first pages' TMAs, and 80 is 72 launched as a programmatic dependent (78-80 built in
-session 31, not yet run on a GPU). Steps 14-24, 26, 27 and 30 take
+before the first pages' TMAs, 80 is 72 launched as a programmatic dependent (78-80 built in
+session 31, not yet run on a GPU), and 81 and 82 are 72 and 75 launched so and triggering the next
+grid's launch at their start (built in session 32). Steps 14-24, 26, 27 and 30 take
 the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -244,7 +245,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80,
+    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -256,10 +257,11 @@ STEP = 72
 #: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early, 75:
 #: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on two and one V1L chunks, not four,
 #: 78 and 79: 72 and 75 issuing Q's cp.async before the first pages' TMAs, 80: 72 launched as a
-#: programmatic dependent):
+#: programmatic dependent, 81 and 82: 72 and 75 launched so and letting the next grid launch at
+#: once):
 #: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
 STEPS_ON_61 = (
-    61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80,
+    61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82,
 )  # fmt: skip
 
 
@@ -618,7 +620,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the pair default until session 29): 62 with this mask;
         #: 0.983-0.991x 62's time per round at (32, 4096) and (32, 16384) in session 30
-        self.tail_mask = step in (67, 68, *range(70, 81))
+        self.tail_mask = step in (67, 68, *range(70, 83))
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -629,7 +631,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
-        self.o_via_smem = step in range(70, 81)
+        self.o_via_smem = step in range(70, 83)
         # the staging needs the stages idle at a segment's end: no page of the next segment
         # loaded early (steps 12, 29), no producer warpgroup writing them (the FP8 steps)
         assert not (self.o_via_smem and (self.prefetch_next or self.producer_wg)), step
@@ -641,7 +643,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: samples at h=128 (128, 4096) (session 29's source pages, H100). Dropping both makes
         #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not.
         #: Step 75 is 71 (the pair build) without the V0R re-wait, as 72 is 70 without it
-        self.rewait_v0r = step not in (72, 75, 76, 77, 78, 79, 80)
+        self.rewait_v0r = step not in (72, 75, 76, 77, 78, 79, 80, 81, 82)
         #: steps 76 and 77 (build on 72 and 75): warpgroup 0 re-waits on the first two (76) or
         #: the first one (77) of V1L's four chunk mbarriers, not on all four. Session 31's
         #: source pages (H100) put 1,479 samples on the four V1L re-waits at h=128 (128, 16384),
@@ -672,7 +674,21 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 31's s=2 source page, `results/logs/2026-12-07-h100-session31/`
         #: `call5-ncu-s2/stall-comparison-s2.md`); the combine kernel is one since step 1. Built in
         #: session 31; not yet run on a GPU
-        self.pdl_split = step == 80
+        self.pdl_split = step in (80, 81, 82)
+        #: steps 81 and 82 (build on 72 and 75): 80's launch, and every CTA executes
+        #: griddepcontrol.launch_dependents right after its griddepcontrol.wait, so the next
+        #: kernel in the stream (the next call's split kernel, or this call's combine) is
+        #: launched as soon as every CTA of this grid has started, and its CTAs take the SMs
+        #: this grid leaves free (4 of 132 at h=128 (128, 4096)) and each SM as its CTA exits,
+        #: where they run their prologue and wait. In 80 the trigger is implicit at the grid's
+        #: end (or the split epilogue's, where a combine follows), so the next grid's launch
+        #: overlaps nothing. Correctness does not move: a dependent's griddepcontrol.wait still
+        #: waits for this grid to complete and its memory to be visible. FlashMLA's split kernel
+        #: triggers before its epilogue (PREEXIT, session 31's s=2 source page); ours at the
+        #: top because the grid is one wave (at most one CTA per SM), so no CTA of this grid
+        #: can be kept off an SM by a dependent's. 82 is 75 (the pair build, a cluster launch)
+        #: so. Built in session 32
+        self.pdl_trigger = step in (81, 82)
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
         #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
@@ -874,6 +890,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             # step 80: nothing above read or wrote global memory; the kernel before this one
             # in the stream may still be writing Q, the page table or reading the workspace
             cute.arch.griddepcontrol_wait()
+            if cutlass.const_expr(self.pdl_trigger):
+                cute.arch.griddepcontrol_launch_dependents()  # (step 81: the next grid may launch)
 
         # ---- step 14: the producer warpgroup (warps 8-11) apart from the math warpgroups ----
         # (each role's register budget is set at the top of its branch, and the branches meet
@@ -1309,7 +1327,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 if it == n_pairs - 1 and q_next == 1:
                                     self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
                                     cute.arch.cp_async_commit_group()
-                            v0r_end = V_R[1] if self.rewait_v0r else V_R[0]  # (steps 72, 75-80)
+                            v0r_end = V_R[1] if self.rewait_v0r else V_R[0]  # (steps 72, 75-82)
                             for c in cutlass.range_constexpr(V_R[0], v0r_end):
                                 cute.arch.mbarrier_wait(
                                     mbar + c, phase0
