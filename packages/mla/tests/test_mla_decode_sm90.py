@@ -2724,3 +2724,25 @@ def test_mla_decode_sm90_seesaw_steps81_82_let_the_next_grid_launch_at_their_sta
     assert pair[82][1].meta["combine"] == "cluster pairs (dsmem)"
     assert plan.build_label(prob, cfg) == "seesaw step 81"
     assert plan.build_label(prob82, cfg82) == "seesaw step 82"
+
+
+def test_mla_decode_sm90_seesaw_steps83_84_combine_q_first_and_the_early_trigger(
+    tmp_path, monkeypatch
+):
+    """Steps 83 and 84 (``--config step=83`` / ``84``): 81 and 82 with Q's cp.async issued at
+    a segment's start before the first pages' TMAs (78's and 79's change), so both session-31
+    candidates can be timed together. In each split kernel: the wait (ACQBULK), then the
+    trigger (PREEXIT), then Q's first LDGSTS and its commit, then the first page TMA, then the
+    first HGMMA; no spill; 84 is a cluster-pair build. Built in session 32."""
+    got, plan, prob, cfg = _seesaw_pair((81, 83), "pdl_trigger", tmp_path, monkeypatch, both=True)
+    pair, _, prob84, cfg84 = _seesaw_pair((79, 84), "q_first", tmp_path, monkeypatch, both=True)
+    assert got[83][1].fn.q_first and not got[81][1].fn.q_first
+    assert pair[84][1].fn.pdl_trigger and not pair[79][1].fn.pdl_trigger
+    assert pair[84][1].meta["combine"] == "cluster pairs (dsmem)"
+    for st, kernels in ((83, got), (84, pair)):
+        s = _kernel_sass(kernels[st][0], combine=False)
+        order = [s.index(op) for op in ("ACQBULK", "PREEXIT", "LDGSTS", "LDGDEPBAR", "UTMALDG")]
+        assert order == sorted(order) and order[-1] < s.index("HGMMA."), (st, order)
+        assert s.count("ACQBULK") == 1 and s.count("PREEXIT") == 1, st
+    assert plan.build_label(prob, cfg) == "seesaw step 83"
+    assert plan.build_label(prob84, cfg84) == "seesaw step 84"

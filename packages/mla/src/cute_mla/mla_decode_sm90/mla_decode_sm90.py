@@ -165,11 +165,13 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: V0R re-wait (72's change); 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one
 #: chunks, not four; 78 and 79: 72 and 75 issuing Q before the first pages; 80: 72 as a programmatic
 #: dependent (78-80 not yet run); 81 and 82: 72 and 75 as programmatic dependents that let the
-#: next grid launch at their start (built in session 32); 69, 67 without both re-waits, spilled
+#: next grid launch at their start; 83 and 84: 81 and 82 issuing Q first (81-84 built in session
+#: 32); 69, 67 without both re-waits, spilled
 #: on a CPU compile and was not kept)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82,
+    60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
+    84,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -209,9 +211,10 @@ OWNER_MERGE_STEPS = (59, 60)
 #: where a sequence's two pieces are those two parts, whole, the CTAs merge them through distributed
 #: shared memory (62; 68: 62 with step 67's tail-only mask; 71: 68 with step 70's O through SMEM;
 #: 75: 71 without step 72's re-wait; 77: 75 re-waiting on one V1L chunk; 79: 75 issuing Q first;
-#: 82: 75 as a programmatic dependent that lets the next grid launch at its start);
+#: 82: 75 as a programmatic dependent that lets the next grid launch at its start; 84: 82 issuing
+#: Q first);
 #: the work list then has an even number of parts
-PAIR_MERGE_STEPS = (62, 68, 71, 75, 77, 79, 82)
+PAIR_MERGE_STEPS = (62, 68, 71, 75, 77, 79, 82, 84)
 #: the 16-bit builds whose two CTAs of m-tiles 2j and 2j + 1 (the same part, so the same
 #: pages) run as a cluster of 2 and share each page: the CTA that frees a chunk group last
 #: loads it into both by one multicast TMA (63); they take an even number of m-tiles.
@@ -789,7 +792,7 @@ class MlaSm90Config(Config):
     sequences of different lengths): ``equal`` (steps 1-4: every sequence cut into the same number
     of equal parts, sized for the longest) or ``balanced`` (step 5b, :func:`choose_balanced`: the
     same number of pages per split for every sequence). ``step``: the devlog step of the seesaw
-    schedule to build (4 to 39 and 58 to 82 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
+    schedule to build (4 to 39 and 58 to 84 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
     warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49 to
     57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs), or 0,
     the default: the build
@@ -869,8 +872,8 @@ class MlaSm90Config(Config):
     and 79 are 72 and 75 issuing Q's cp.async before the first two pages' TMAs at a segment's start,
     80 is 72 launched as a programmatic dependent of the kernel before it (griddepcontrol.wait after
     its prologue; 78-80 built in session 31, not yet run on a GPU), 81 and 82 are 72 and 75 so
-    launched that also trigger the next grid's launch right after that wait (built in session
-    32). 40
+    launched that also trigger the next grid's launch right after that wait, 83 and 84 are 81
+    and 82 issuing Q first (81-84 built in session 32). 40
     (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
     N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
     h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock
@@ -898,7 +901,7 @@ class MlaSm90Config(Config):
     57 drops 56's CTA barrier at each page's end (the devlog, "Session 20"). ``schedule``: ``auto``
     (the default: ``seesaw`` for a 16-bit cache, measured faster at every setting of the workload's
     table, and for the FP8 cache), ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV
-    of the same page together) or ``seesaw`` (steps 4-39 and 58-82 but 69, and steps 40 and 42 in
+    of the same page together) or ``seesaw`` (steps 4-39 and 58-84 but 69, and steps 40 and 42 in
     :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`:
     each warpgroup owns every other page and the running max is handed between them, FlashMLA's
     schedule; 16-bit pages always come by TMA, the FP8 cache's latent part through the producer

@@ -96,8 +96,9 @@ warpgroup 0's for V1L before PV1L (73), 74 is 70 with warpgroup 1 storing P1 bef
 issues PV1R, 75 is 71 without warpgroup 1's V0R re-wait (72's change), 76 and 77 are 72 and 75
 re-waiting on two and one of V1L's four chunks, 78 and 79 are 72 and 75 issuing Q's cp.async
 before the first pages' TMAs, 80 is 72 launched as a programmatic dependent (78-80 built in
-session 31, not yet run on a GPU), and 81 and 82 are 72 and 75 launched so and triggering the next
-grid's launch at their start (built in session 32). Steps 14-24, 26, 27 and 30 take
+session 31, not yet run on a GPU), 81 and 82 are 72 and 75 launched so and triggering the next
+grid's launch at their start, and 83 and 84 are 81 and 82 issuing Q first (81-84 built in
+session 32). Steps 14-24, 26, 27 and 30 take
 the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -245,7 +246,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82,
+    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -258,10 +259,11 @@ STEP = 72
 #: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on two and one V1L chunks, not four,
 #: 78 and 79: 72 and 75 issuing Q's cp.async before the first pages' TMAs, 80: 72 launched as a
 #: programmatic dependent, 81 and 82: 72 and 75 launched so and letting the next grid launch at
-#: once):
+#: once, 83 and 84: 81 and 82 issuing Q first as 78 and 79 do):
 #: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
 STEPS_ON_61 = (
-    61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82,
+    61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
+    84,
 )  # fmt: skip
 
 
@@ -620,7 +622,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the pair default until session 29): 62 with this mask;
         #: 0.983-0.991x 62's time per round at (32, 4096) and (32, 16384) in session 30
-        self.tail_mask = step in (67, 68, *range(70, 83))
+        self.tail_mask = step in (67, 68, *range(70, 85))
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -631,7 +633,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
-        self.o_via_smem = step in range(70, 83)
+        self.o_via_smem = step in range(70, 85)
         # the staging needs the stages idle at a segment's end: no page of the next segment
         # loaded early (steps 12, 29), no producer warpgroup writing them (the FP8 steps)
         assert not (self.o_via_smem and (self.prefetch_next or self.producer_wg)), step
@@ -643,7 +645,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: samples at h=128 (128, 4096) (session 29's source pages, H100). Dropping both makes
         #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not.
         #: Step 75 is 71 (the pair build) without the V0R re-wait, as 72 is 70 without it
-        self.rewait_v0r = step not in (72, 75, 76, 77, 78, 79, 80, 81, 82)
+        self.rewait_v0r = step not in (72, 75, *range(76, 85))
         #: steps 76 and 77 (build on 72 and 75): warpgroup 0 re-waits on the first two (76) or
         #: the first one (77) of V1L's four chunk mbarriers, not on all four. Session 31's
         #: source pages (H100) put 1,479 samples on the four V1L re-waits at h=128 (128, 16384),
@@ -662,7 +664,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: source page, H100, `results/logs/2026-12-07-h100-session31/call5-ncu-s2/`
         #: `stall-comparison-s2.md`); FlashMLA issues Q first. The pages are not needed
         #: before Q: the first S reads both. Built in session 31; not yet run on a GPU
-        self.q_first = step in (78, 79)
+        self.q_first = step in (78, 79, 83, 84)  # (83, 84: below)
         # Q loaded once per segment, by all threads, before this segment's own page loads
         assert not (self.q_first and (self.early_q or self.prefetch_next or self.producer_wg)), step
         #: step 80 (builds on 72): the split kernel launched as a programmatic dependent of
@@ -674,7 +676,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 31's s=2 source page, `results/logs/2026-12-07-h100-session31/`
         #: `call5-ncu-s2/stall-comparison-s2.md`); the combine kernel is one since step 1. Built in
         #: session 31; not yet run on a GPU
-        self.pdl_split = step in (80, 81, 82)
+        self.pdl_split = step in (80, 81, 82, 83, 84)
         #: steps 81 and 82 (build on 72 and 75): 80's launch, and every CTA executes
         #: griddepcontrol.launch_dependents right after its griddepcontrol.wait, so the next
         #: kernel in the stream (the next call's split kernel, or this call's combine) is
@@ -687,8 +689,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: triggers before its epilogue (PREEXIT, session 31's s=2 source page); ours at the
         #: top because the grid is one wave (at most one CTA per SM), so no CTA of this grid
         #: can be kept off an SM by a dependent's. 82 is 75 (the pair build, a cluster launch)
-        #: so. Built in session 32
-        self.pdl_trigger = step in (81, 82)
+        #: so. Built in session 32. Steps 83 and 84 are 81 and 82 with 78's and 79's Q issued
+        #: before the first pages (both changes together, should each pay alone)
+        self.pdl_trigger = step in (81, 82, 83, 84)
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
         #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
@@ -1327,7 +1330,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 if it == n_pairs - 1 and q_next == 1:
                                     self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
                                     cute.arch.cp_async_commit_group()
-                            v0r_end = V_R[1] if self.rewait_v0r else V_R[0]  # (steps 72, 75-82)
+                            v0r_end = V_R[1] if self.rewait_v0r else V_R[0]  # (steps 72, 75-84)
                             for c in cutlass.range_constexpr(V_R[0], v0r_end):
                                 cute.arch.mbarrier_wait(
                                     mbar + c, phase0
