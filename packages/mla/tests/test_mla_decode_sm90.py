@@ -2746,3 +2746,25 @@ def test_mla_decode_sm90_seesaw_steps83_84_combine_q_first_and_the_early_trigger
         assert s.count("ACQBULK") == 1 and s.count("PREEXIT") == 1, st
     assert plan.build_label(prob, cfg) == "seesaw step 83"
     assert plan.build_label(prob84, cfg84) == "seesaw step 84"
+
+
+def test_mla_decode_sm90_seesaw_step85_takes_q_rope_columns_from_registers(tmp_path, monkeypatch):
+    """Step 85 (``--config step=85``): step 72 (the default) with Q's 64 rope columns loaded
+    from sQ into registers once per segment and S's four rope k-blocks issued as WGMMAs whose A
+    operand is those registers: in the split kernel's SASS, 4 of every 36 QK HGMMA
+    (64x64x16) sites take A from a register, where 72's take both operands by descriptor; the
+    same HGMMA count and page TMAs, no spill. A 64x64x16 WGMMA with both operands in SMEM
+    reads 128 bytes per tensor-pipe cycle, the SMEM pipe's width; FlashMLA keeps Q's rope
+    columns in registers. Built in session 32; not yet run on a GPU."""
+    import re
+
+    got, plan, prob, cfg = _seesaw_pair((72, 85), "o_via_smem", tmp_path, monkeypatch, both=True)
+    assert got[85][1].fn.q_rope_regs and not got[72][1].fn.q_rope_regs
+    sass = {st: _kernel_sass(got[st][0], combine=False) for st in (72, 85)}
+    qk = {st: re.findall(r"HGMMA\.64x64x16\S*\s+R\d+, (\S+),", s) for st, s in sass.items()}
+    reg_a = {st: sum(1 for a in ops if re.fullmatch(r"R\d+", a)) for st, ops in qk.items()}
+    assert reg_a[72] == 0 and len(qk[72]) > 0
+    assert reg_a[85] > 0 and reg_a[85] * 9 == len(qk[85]) == len(qk[72])
+    for op in ("HGMMA.", "UTMALDG"):
+        assert sass[85].count(op) == sass[72].count(op), op
+    assert plan.build_label(prob, cfg) == "seesaw step 85"

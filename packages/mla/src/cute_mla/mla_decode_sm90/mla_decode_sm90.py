@@ -165,13 +165,13 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: V0R re-wait (72's change); 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one
 #: chunks, not four; 78 and 79: 72 and 75 issuing Q before the first pages; 80: 72 as a programmatic
 #: dependent (78-80 not yet run); 81 and 82: 72 and 75 as programmatic dependents that let the
-#: next grid launch at their start; 83 and 84: 81 and 82 issuing Q first (81-84 built in session
-#: 32); 69, 67 without both re-waits, spilled
+#: next grid launch at their start; 83 and 84: 81 and 82 issuing Q first; 85: 72 with Q's rope
+#: columns in registers (81-85 built in session 32); 69, 67 without both re-waits, spilled
 #: on a CPU compile and was not kept)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
     60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
-    84,
+    84, 85,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -792,7 +792,7 @@ class MlaSm90Config(Config):
     sequences of different lengths): ``equal`` (steps 1-4: every sequence cut into the same number
     of equal parts, sized for the longest) or ``balanced`` (step 5b, :func:`choose_balanced`: the
     same number of pages per split for every sequence). ``step``: the devlog step of the seesaw
-    schedule to build (4 to 39 and 58 to 84 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
+    schedule to build (4 to 39 and 58 to 85 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
     warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49 to
     57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs), or 0,
     the default: the build
@@ -873,7 +873,8 @@ class MlaSm90Config(Config):
     80 is 72 launched as a programmatic dependent of the kernel before it (griddepcontrol.wait after
     its prologue; 78-80 built in session 31, not yet run on a GPU), 81 and 82 are 72 and 75 so
     launched that also trigger the next grid's launch right after that wait, 83 and 84 are 81
-    and 82 issuing Q first (81-84 built in session 32). 40
+    and 82 issuing Q first, 85 is 72 with Q's 64 rope columns held in registers, the A operand
+    of S's four rope k-blocks (81-85 built in session 32). 40
     (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
     N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
     h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock
@@ -901,7 +902,7 @@ class MlaSm90Config(Config):
     57 drops 56's CTA barrier at each page's end (the devlog, "Session 20"). ``schedule``: ``auto``
     (the default: ``seesaw`` for a 16-bit cache, measured faster at every setting of the workload's
     table, and for the FP8 cache), ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV
-    of the same page together) or ``seesaw`` (steps 4-39 and 58-84 but 69, and steps 40 and 42 in
+    of the same page together) or ``seesaw`` (steps 4-39 and 58-85 but 69, and steps 40 and 42 in
     :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`:
     each warpgroup owns every other page and the running max is handed between them, FlashMLA's
     schedule; 16-bit pages always come by TMA, the FP8 cache's latent part through the producer

@@ -97,9 +97,9 @@ issues PV1R, 75 is 71 without warpgroup 1's V0R re-wait (72's change), 76 and 77
 re-waiting on two and one of V1L's four chunks, 78 and 79 are 72 and 75 issuing Q's cp.async
 before the first pages' TMAs, 80 is 72 launched as a programmatic dependent (78-80 built in
 session 31, not yet run on a GPU), 81 and 82 are 72 and 75 launched so and triggering the next
-grid's launch at their start, and 83 and 84 are 81 and 82 issuing Q first (81-84 built in
-session 32). Steps 14-24, 26, 27 and 30 take
-the FP8 latent cache (and it only them):
+grid's launch at their start, 83 and 84 are 81 and 82 issuing Q first, and 85 is 72 with Q's
+rope columns in registers, the A operand of S's rope k-blocks (81-85 built in session 32).
+Steps 14-24, 26, 27 and 30 take the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
 (:func:`e4m3x4_to_16bit`), 16 fills in release order, 17 is 15 with one group in flight in the
@@ -246,7 +246,7 @@ P_CHUNK = 8
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
     28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84,
+    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
@@ -259,11 +259,12 @@ STEP = 72
 #: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on two and one V1L chunks, not four,
 #: 78 and 79: 72 and 75 issuing Q's cp.async before the first pages' TMAs, 80: 72 launched as a
 #: programmatic dependent, 81 and 82: 72 and 75 launched so and letting the next grid launch at
-#: once, 83 and 84: 81 and 82 issuing Q first as 78 and 79 do):
+#: once, 83 and 84: 81 and 82 issuing Q first as 78 and 79 do, 85: 72 with Q's rope columns in
+#: registers):
 #: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
 STEPS_ON_61 = (
     61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
-    84,
+    84, 85,
 )  # fmt: skip
 
 
@@ -622,7 +623,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the pair default until session 29): 62 with this mask;
         #: 0.983-0.991x 62's time per round at (32, 4096) and (32, 16384) in session 30
-        self.tail_mask = step in (67, 68, *range(70, 85))
+        self.tail_mask = step in (67, 68, *range(70, 86))
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -633,7 +634,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
-        self.o_via_smem = step in range(70, 85)
+        self.o_via_smem = step in range(70, 86)
         # the staging needs the stages idle at a segment's end: no page of the next segment
         # loaded early (steps 12, 29), no producer warpgroup writing them (the FP8 steps)
         assert not (self.o_via_smem and (self.prefetch_next or self.producer_wg)), step
@@ -645,7 +646,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: samples at h=128 (128, 4096) (session 29's source pages, H100). Dropping both makes
         #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not.
         #: Step 75 is 71 (the pair build) without the V0R re-wait, as 72 is 70 without it
-        self.rewait_v0r = step not in (72, 75, *range(76, 85))
+        self.rewait_v0r = step not in (72, 75, *range(76, 86))
         #: steps 76 and 77 (build on 72 and 75): warpgroup 0 re-waits on the first two (76) or
         #: the first one (77) of V1L's four chunk mbarriers, not on all four. Session 31's
         #: source pages (H100) put 1,479 samples on the four V1L re-waits at h=128 (128, 16384),
@@ -692,6 +693,18 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: so. Built in session 32. Steps 83 and 84 are 81 and 82 with 78's and 79's Q issued
         #: before the first pages (both changes together, should each pay alone)
         self.pdl_trigger = step in (81, 82, 83, 84)
+        #: step 85 (builds on 72): Q's 64 rope columns (512..575) held in registers, loaded
+        #: from sQ once per segment after Q's barrier, and S's four rope k-blocks issued as
+        #: WGMMAs with the A operand from registers (16 registers a thread), the other 32
+        #: k-blocks as before. A 64 x 64 x 16 WGMMA with both operands in SMEM reads 4 KB in the
+        #: 32 cycles the tensor pipe takes for it, 128 bytes per cycle, the SMEM pipe's whole
+        #: width, so the QK phases run at the SMEM pipe's limit whenever the tensor pipe runs at
+        #: its own. Session 31's raw pages (H100, h=128 (128, 16384)) counted 1,850 SMEM
+        #: wavefronts per page in ours against FlashMLA's 1,795, of which WGMMA operands about
+        #: 1,712 against 1,611, and ours' WGMMA issue stalls in the QK phases at 449 cycles per
+        #: page against 212 (s=2, session 31). FlashMLA holds Q's rope columns in registers (its
+        #: rQ), 64 wavefronts a page. Built in session 32; not yet run on a GPU
+        self.q_rope_regs = step == 85
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
         #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
@@ -738,6 +751,11 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         qk_mma = sm90_utils.make_trivial_tiled_mma(
             dt, dt, K, K, cutlass.Float32, (1, 1, 1), (TILE_M, PAGE)
         )
+        # step 85: S's rope k-blocks with Q from registers
+        qk_rs = sm90_utils.make_trivial_tiled_mma(
+            dt, dt, K, K, cutlass.Float32, (1, 1, 1), (TILE_M, PAGE),
+            warpgroup.OperandSource.RMEM,
+        )  # fmt: skip
         # O_half += P V_half: P from registers (own page) or from SMEM (the other's page)
         pv_rs = sm90_utils.make_trivial_tiled_mma(
             dt, dt, K, MN, cutlass.Float32, (1, 1, 1), (TILE_M, HALF_V),
@@ -791,7 +809,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         vO, vL, vOut, vLse, _, total = self.combine_views(o, lse, o_acc, lse_acc, q.shape[0], work)
         self.kernel_seesaw(
             mQ, page_table, seqlens, mO, mL, mOa, mLa, mCnt, mWork, mKV8, mSc, scale_log2,
-            num_splits, pages_per_split, qk_mma, pv_rs, pv_ss, q_copy, tma_atom, mKVt,
+            num_splits, pages_per_split, qk_mma, pv_rs, pv_ss, qk_rs, q_copy, tma_atom, mKVt,
             sQ_layout, sK_layout, sVt_outer, vO, vL, vOut, vLse, total, split,
         ).launch(grid=[self.m_tiles, 1 if self.work_list else q.shape[0], num_splits],
                  block=[threads, 1, 1],
@@ -824,6 +842,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         qk_mma: cute.TiledMma,
         pv_rs: cute.TiledMma,
         pv_ss: cute.TiledMma,
+        qk_rs: cute.TiledMma,  # step 85: S's rope k-blocks, Q from registers
         q_copy: cute.TiledCopy,
         tma_atom: cute.CopyAtom,
         mKVt: cute.Tensor,
@@ -941,6 +960,22 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
 
                 thr_rs = pv_rs.get_slice(wg_tidx)
                 thr_ss = pv_ss.get_slice(wg_tidx)
+                # step 85: Q's rope chunk (columns 512..575) as the register A operand of S's
+                # last four k-blocks; (qk_rs, its register copy, sQ's view of it, K's B operand)
+                rope = None
+                if cutlass.const_expr(self.q_rope_regs):
+                    thr_qr = qk_rs.get_slice(wg_tidx)
+                    tSsQr = thr_qr.partition_A(
+                        cute.local_tile(sQ, (TILE_M, CHUNK), (0, P_CHUNK))
+                    )  # fmt: skip
+                    tSrQr = cute.make_rmem_tensor(
+                        cute.make_layout(((2, 2, 2), 1, CHUNK // 16)), self.dtype
+                    )
+                    tSrKr = thr_qr.make_fragment_B(thr_qr.partition_B(sK))  # (MMA, 1, 36, 2)
+                    # set here, outside every run-time branch, so that the value dominates each
+                    # use (a field set inside one branch cannot be read in another)
+                    qk_rs.set(warpgroup.Field.ACCUMULATE, True)
+                    rope = (qk_rs, tSrQr, tSsQr, tSrKr)
                 # this warpgroup's V half
                 sVt_wg = cute.local_tile(sVt, (HALF_V, PAGE, STAGES), (wg, 0, 0))
                 tOrV = thr_rs.make_fragment_B(thr_rs.partition_B(sVt_wg))  # (MMA, 1, 4, 2)
@@ -1053,6 +1088,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     cute.arch.cp_async_wait_group(0)
                     cute.arch.fence_proxy("async.shared", space="cta")
                     self.sync_math()
+                    if cutlass.const_expr(self.q_rope_regs):
+                        # step 85: this segment's Q rope columns into registers (sQ is complete)
+                        for i in cutlass.range_constexpr(cute.size(rope[1])):
+                            rope[1][i] = rope[2][i]
 
                     # this segment's accumulators and row state
                     acc_o.fill(0.0)
@@ -1121,19 +1160,19 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                         # (WG1: 4-7, 0-3, 8), as 61 takes them; only the S0 issued
                                         # behind PV1L is split in two
                                         qk_mma = self.qk_chunks(
-                                            qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1, rope
                                         )
                                     else:
                                         qk_mma = self.qk_chunks(
-                                            qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 0
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 0, rope
                                         )
                                         qk_mma = self.qk_chunks(
-                                            qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 1
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, 1, rope
                                         )
                                     warpgroup.wait_group(0)
                             else:
                                 qk_mma = self.qk_chunks(
-                                    qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1
+                                    qk_mma, acc_s, tSrQ, tSrK, mbar, own, phase, -1, rope
                                 )
                                 warpgroup.wait_group(0)
                             # mask: keys past the row's limit (the sequence's end, or causal);
@@ -1291,12 +1330,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     # for everything there)
                                     if pg0 + 2 < p1:
                                         qk_mma = self.qk_chunks(
-                                            qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 0
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 0, rope
                                         )
                                         warpgroup.wait_group(1)
                                         self.reload_left(*reload1)
                                         qk_mma = self.qk_chunks(
-                                            qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 1
+                                            qk_mma, acc_s, tSrQ, tSrK, mbar, 0, phase0 ^ 1, 1, rope
                                         )
                                         warpgroup.wait_group(0)
                                     else:
@@ -1330,7 +1369,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 if it == n_pairs - 1 and q_next == 1:
                                     self.load_q(q_copy, mQ, sQ, qseq, m_blk, valid_rows, tidx)
                                     cute.arch.cp_async_commit_group()
-                            v0r_end = V_R[1] if self.rewait_v0r else V_R[0]  # (steps 72, 75-84)
+                            v0r_end = V_R[1] if self.rewait_v0r else V_R[0]  # (steps 72, 75-85)
                             for c in cutlass.range_constexpr(V_R[0], v0r_end):
                                 cute.arch.mbarrier_wait(
                                     mbar + c, phase0
@@ -2524,7 +2563,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     cnt + 4 * release_counter(stage, 0), lane,
                 )  # fmt: skip
 
-    def qk_chunks(self, qk_mma, acc_s, tSrQ, tSrK, mbar, stage, phase, part: int):
+    def qk_chunks(self, qk_mma, acc_s, tSrQ, tSrK, mbar, stage, phase, part: int, rope=None):
         """Issue S = Q K^T of the page in ``stage`` (64 x 64 fp32 into ``acc_s``), each
         64-column chunk's four k16 WGMMAs after that chunk's mbarrier reaches ``phase``, and
         commit them as one group (the caller waits). ``part``: -1 all 9 chunks; 0 chunks 0-3
@@ -2532,7 +2571,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         the two. Plain Python, traced in place (not a ``cute.jit`` call, which would pass
         ``qk_mma``'s fields as operands: the ACCUMULATE value each k-block sets belongs to the
         region it is set in: the caller rebinds ``qk_mma`` to the return value, so that the
-        DSL threads it through the branch that calls this)."""
+        DSL threads it through the branch that calls this). ``rope`` (step 85): (the RS MMA,
+        Q's rope columns in registers, their SMEM view, K's B operand for it), with which the
+        rope chunk's k-blocks take Q from registers; None: every k-block from SMEM."""
         k_per_chunk = CHUNK // 16
         c_lo, c_hi = (0, N_CHUNKS) if part == -1 else V_L if part == 0 else (V_R[0], N_CHUNKS)
         warpgroup.fence()
@@ -2553,8 +2594,16 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     cute.arch.mbarrier_wait(mbar + stage * N_CHUNKS + cc, phase)
                 if c < P_CHUNK:
                     self.fence_remote_chunk()
-            qk_mma.set(warpgroup.Field.ACCUMULATE, i != 0)
-            cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, stage], acc_s)
+            if rope is not None and i // k_per_chunk == P_CHUNK:
+                # step 85: the rope chunk, issued last in every order (so i > 0: accumulate);
+                # its k-blocks are 32..35 (a Python int: the reorder never moves chunk 8)
+                rs, rQ, _, rK = rope  # (rs accumulates: set once where rope is made)
+                kr = i % k_per_chunk
+                kk = P_CHUNK * k_per_chunk + kr
+                cute.gemm(rs, acc_s, rQ[None, None, kr], rK[None, None, kk, stage], acc_s)
+            else:
+                qk_mma.set(warpgroup.Field.ACCUMULATE, i != 0)
+                cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, stage], acc_s)
         warpgroup.commit_group()
         return qk_mma
 
