@@ -2765,6 +2765,9 @@ def test_mla_decode_sm90_seesaw_step85_takes_q_rope_columns_from_registers(tmp_p
     reg_a = {st: sum(1 for a in ops if re.fullmatch(r"R\d+", a)) for st, ops in qk.items()}
     assert reg_a[72] == 0 and len(qk[72]) > 0
     assert reg_a[85] > 0 and reg_a[85] * 9 == len(qk[85]) == len(qk[72])
+    # the rope k-blocks come last in S, so they accumulate (no `RZ, !UPT` zero-init form)
+    rs_lines = re.findall(r"HGMMA\.64x64x16\S*\s+R\d+, R\d+,[^;]*;", sass[85])
+    assert len(rs_lines) == reg_a[85] and not any("!UPT" in ln for ln in rs_lines), rs_lines
     for op in ("HGMMA.", "UTMALDG"):
         assert sass[85].count(op) == sass[72].count(op), op
     assert plan.build_label(prob, cfg) == "seesaw step 85"

@@ -1230,6 +1230,8 @@ class MlaDecodeSm90Kernel:
         row = blk * self.combine_rows + tidx // 32
         busy = row < total
         if cutlass.const_expr(self.work_list):  # noqa: SIM102 (compile-time, then run-time)
+            # read before the wait: the work list is written by the host at setup and by no
+            # kernel (were the split kernel ever to write it, this would race with it)
             if busy:
                 num_splits = vPieces[row // self.rows, 0]
                 if cutlass.const_expr(self.pair_merge):  # noqa: SIM102 (compile time, then run time)

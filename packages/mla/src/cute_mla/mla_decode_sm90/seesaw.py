@@ -688,8 +688,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: overlaps nothing. Correctness does not move: a dependent's griddepcontrol.wait still
         #: waits for this grid to complete and its memory to be visible. FlashMLA's split kernel
         #: triggers before its epilogue (PREEXIT, session 31's s=2 source page); ours at the
-        #: top because the grid is one wave (at most one CTA per SM), so no CTA of this grid
-        #: can be kept off an SM by a dependent's. 82 is 75 (the pair build, a cluster launch)
+        #: top: dependents are scheduled only once every CTA of this grid has triggered or
+        #: exited, so all of ours are resident by then (the grid is one wave here, at most one
+        #: CTA per SM; with more waves the trigger would fire once the last wave started, still
+        #: safe). 82 is 75 (the pair build, a cluster launch)
         #: so. Built in session 32. Steps 83 and 84 are 81 and 82 with 78's and 79's Q issued
         #: before the first pages (both changes together, should each pay alone)
         self.pdl_trigger = step in (81, 82, 83, 84)
@@ -2580,6 +2582,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         # step 33: the i-th chunk issued is latent chunk (i + 4 stage) % 8, the rope chunk (8)
         # last: WG1's stage 1 gives 4-7, 0-3, 8; WG0's stage 0 the natural order
         reorder = self.qk_release_order and part == -1 and not self.crossover
+        # step 85 takes the rope chunk by its issue position (i // 4 == 8): the reorder keeps it
+        assert release_order_chunk(P_CHUNK, 0) == release_order_chunk(P_CHUNK, 1) == P_CHUNK
         for i in range(c_lo * k_per_chunk, c_hi * k_per_chunk):
             c = i // k_per_chunk
             if reorder:
