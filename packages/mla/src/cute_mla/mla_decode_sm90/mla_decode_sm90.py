@@ -921,8 +921,8 @@ class MlaSm90Config(Config):
     model cuts nothing and 4 of 132 SMs idle, where FlashInfer deals its pages over all of them: the
     devlog, "Session 23"; 1.014-1.190x step 39's time on an H100 in session 24) or ``pairs``
     (:func:`pair_work_list`: sequence i halved onto parts 2i and 2i + 1, one cluster's two parts
-    under the pair-merge steps (62, 68, 71, 75, 77, 79), which then merge every sequence in its
-    pair; it needs b <= parts / 2 and every sequence at least 2 pages long, else the plan is
+    under the pair-merge steps (62, 68, 71, 75, 77, 79, 82, 84), which then merge every sequence in
+    its pair; it needs b <= parts / 2 and every sequence at least 2 pages long, else the plan is
     ``costed``, and the record's ``work_list.cuts`` says which ran; other steps merge the halves in
     the combine kernel); an explicit ``costed``, ``equal``, ``even`` or ``pairs`` without a work
     list is refused."""
