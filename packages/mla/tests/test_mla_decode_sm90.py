@@ -1064,13 +1064,15 @@ def test_mla_decode_sm90_seesaw_step65_queues_s0_behind_pv1l(tmp_path, monkeypat
     9 chunks in step 33's release order (``part`` -1; a review found a first build issuing it
     in two natural-order parts, which undid that order for warpgroup 1): the QK sites traced
     are -1 for 61 and -1, 0, 1 for 65."""
+    import inspect
+
     from cute_mla.mla_decode_sm90.seesaw import MlaDecodeSm90Seesaw
 
     parts: list = []
     orig = MlaDecodeSm90Seesaw.qk_chunks
 
     def recording(self, *args):
-        parts.append((self.step, args[-1]))
+        parts.append((self.step, inspect.signature(orig).bind(self, *args).arguments["part"]))
         return orig(self, *args)
 
     monkeypatch.setattr(MlaDecodeSm90Seesaw, "qk_chunks", recording)
