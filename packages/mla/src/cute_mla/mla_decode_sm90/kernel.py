@@ -177,7 +177,7 @@ class MlaDecodeSm90Kernel:
         #: partials and merges them there (:meth:`merge_splits`; step 60:
         #: :meth:`merge_pieces_online`)
         self.owner_merge = False
-        #: seesaw steps 81 and 82: the split kernel triggers its dependents' launch at its start
+        #: seesaw steps 81-84: the split kernel triggers its dependents' launch at its start
         self.pdl_trigger = False
         #: the seesaw schedule's step 11: each CTA walks a list of (sequence, page range)
         #: segments from the ``work`` tensor, and the combine merges each sequence's own number

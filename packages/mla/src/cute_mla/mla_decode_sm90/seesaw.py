@@ -963,8 +963,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 thr_rs = pv_rs.get_slice(wg_tidx)
                 thr_ss = pv_ss.get_slice(wg_tidx)
                 # step 85: Q's rope chunk (columns 512..575) as the register A operand of S's
-                # last four k-blocks; (qk_rs, its register copy, sQ's view of it, K's B operand)
+                # last four k-blocks; (qk_rs, its register copy, K's B operand), and sQ's view of
+                # the columns the copy reads
                 rope = None
+                tSrQr = tSsQr = None
                 if cutlass.const_expr(self.q_rope_regs):
                     thr_qr = qk_rs.get_slice(wg_tidx)
                     tSsQr = thr_qr.partition_A(
@@ -977,7 +979,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     # set here, outside every run-time branch, so that the value dominates each
                     # use (a field set inside one branch cannot be read in another)
                     qk_rs.set(warpgroup.Field.ACCUMULATE, True)
-                    rope = (qk_rs, tSrQr, tSsQr, tSrKr)
+                    rope = (qk_rs, tSrQr, tSrKr)
                 # this warpgroup's V half
                 sVt_wg = cute.local_tile(sVt, (HALF_V, PAGE, STAGES), (wg, 0, 0))
                 tOrV = thr_rs.make_fragment_B(thr_rs.partition_B(sVt_wg))  # (MMA, 1, 4, 2)
@@ -1092,8 +1094,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                     self.sync_math()
                     if cutlass.const_expr(self.q_rope_regs):
                         # step 85: this segment's Q rope columns into registers (sQ is complete)
-                        for i in cutlass.range_constexpr(cute.size(rope[1])):
-                            rope[1][i] = rope[2][i]
+                        for i in cutlass.range_constexpr(cute.size(tSrQr)):
+                            tSrQr[i] = tSsQr[i]
 
                     # this segment's accumulators and row state
                     acc_o.fill(0.0)
@@ -2574,7 +2576,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         ``qk_mma``'s fields as operands: the ACCUMULATE value each k-block sets belongs to the
         region it is set in: the caller rebinds ``qk_mma`` to the return value, so that the
         DSL threads it through the branch that calls this). ``rope`` (step 85): (the RS MMA,
-        Q's rope columns in registers, their SMEM view, K's B operand for it), with which the
+        Q's rope columns in registers, K's B operand for it), with which the
         rope chunk's k-blocks take Q from registers; None: every k-block from SMEM."""
         k_per_chunk = CHUNK // 16
         c_lo, c_hi = (0, N_CHUNKS) if part == -1 else V_L if part == 0 else (V_R[0], N_CHUNKS)
@@ -2601,7 +2603,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             if rope is not None and i // k_per_chunk == P_CHUNK:
                 # step 85: the rope chunk, issued last in every order (so i > 0: accumulate);
                 # its k-blocks are 32..35 (a Python int: the reorder never moves chunk 8)
-                rs, rQ, _, rK = rope  # (rs accumulates: set once where rope is made)
+                rs, rQ, rK = rope  # (rs accumulates: set once where rope is made)
                 kr = i % k_per_chunk
                 kk = P_CHUNK * k_per_chunk + kr
                 cute.gemm(rs, acc_s, rQ[None, None, kr], rK[None, None, kk, stage], acc_s)
