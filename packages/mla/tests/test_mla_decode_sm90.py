@@ -533,7 +533,7 @@ def test_fp8_alt_entries():
         "mla_decode_sm90 fp8 per_block seesaw": "seesaw",
     }
     assert steps["mla_decode_sm90 fp8 per_token seesaw"] == 14  # session 6's first table
-    assert steps["mla_decode_sm90 bf16"] == 72  # 128 sequences: no cluster pairs
+    assert steps["mla_decode_sm90 bf16"] == 78  # 128 sequences: no cluster pairs
     # --formats fp8 (table14's default): the FP8 default (auto: seesaw step 22) against lockstep
     got = {lab: alt.build(k, f, o) for lab, k, f, o in alt.entries((32, 4096, 128), [], "fp8")}
     assert {
@@ -719,7 +719,7 @@ def test_work_list_refusals_in_one_line(args, needle):
 
 
 def test_step11_with_a_split_count_builds_step9():
-    """The default (step 0, which builds 75 here: every sequence a cluster pair) plans its own
+    """The default (step 0, which builds 79 here: every sequence a cluster pair) plans its own
     parts; an explicit ``splits`` asks for step 9's per-sequence splits, and gets them, as does
     step 11 with ``splits`` (the record's meta names the step built)."""
     from kernelplan.registry import load_plan_class
@@ -733,7 +733,7 @@ def test_step11_with_a_split_count_builds_step9():
         assert k.fn.step == 9 and not k.fn.work_list
     assert (k.meta["seesaw_step"], k.meta["split_rule"], k.meta["split_kv"]) == (9, "config", 2)
     k = plan.plan(prob, plan.config(prob, {}), tgt)
-    assert k.fn.step == 75 and k.meta["split_rule"] == "work list"
+    assert k.fn.step == 79 and k.meta["split_rule"] == "work list"
     # every sequence in two pieces, one cluster's two parts: no combine kernel
     assert k.meta["combine"] == "cluster pairs (dsmem)"
 
@@ -1006,7 +1006,7 @@ def test_mla_decode_sm90_seesaw_step39_reloads_v1r_once_pv1r_retires(tmp_path, m
     of), a warpgroup barrier, and the 4 chunk TMAs issued between it and the wait for PV0R,
     not after. The same 36 page-TMA sites, MMAs and registers, 0 spills; the combine is 33's.
     Measured in session 22 (H100): 0.955-0.978x step 33's time per round at every h=128 row,
-    the 16-bit default since."""
+    the 16-bit default in sessions 22-23."""
     import re
 
     got, plan, prob, cfg = _seesaw_pair((33, 39), "early_v1r", tmp_path, monkeypatch)
@@ -1349,28 +1349,28 @@ def test_mla_decode_sm90_cuts_pairs_halves_each_sequence_onto_a_cluster(tmp_path
         wl = k.meta["work_list"]
         assert (wl["cuts"], k.meta["combine"]) == (want, combine)
     assert wl["max_pieces"] == 3 and wl["sequences_paired"] == 0
-    # the default: 75 (71 in session 30, 62 until session 29) with the pair plan where it pays in
-    # the model (PAIR_SPARE_PAGES), 72 (67 in session 29, 61 before) where the plan has no pairs
-    # or leaves some cut sequence to the combine
+    # the default: 79 (75 in sessions 31-32, 71 in session 30, 62 until session 29) with the pair
+    # plan where it pays in the model (PAIR_SPARE_PAGES), 78 (72 in sessions 30-32, 67 in session
+    # 29, 61 before) where the plan has no pairs or leaves some cut sequence to the combine
     tgt = plan.target("sm_90a", 132)
     for shape, step, cuts in (
-        ({"b": 32, "t": 16384}, 75, "pairs"),  # 130 modelled pages against the costed 129
-        ({"b": 32, "t": 4096}, 75, "pairs"),
-        ({"b": 16, "t": 16384}, 72, "costed"),  # 32 of 66 parts busy as pairs: costed
-        ({"b": 128, "t": 4096}, 72, "costed"),
-        ({"b": 32, "t": 4096, "varlen": True}, 72, "costed"),
+        ({"b": 32, "t": 16384}, 79, "pairs"),  # 130 modelled pages against the costed 129
+        ({"b": 32, "t": 4096}, 79, "pairs"),
+        ({"b": 16, "t": 16384}, 78, "costed"),  # 32 of 66 parts busy as pairs: costed
+        ({"b": 128, "t": 4096}, 78, "costed"),
+        ({"b": 32, "t": 4096, "varlen": True}, 78, "costed"),
     ):
         p = plan.problem(**shape)
         k = plan.plan(p, plan.config(p, {}), tgt)
         assert (k.fn.step, k.meta["work_list"]["cuts"]) == (step, cuts), shape
         assert plan.build_label(p, plan.config(p, {})) == f"seesaw step {step}"
     # the label follows the target's SM count as the plan does (114 SMs: 56 parts, too few
-    # clusters for 32 sequences, so 72 (67 in session 29, 61 before); a fresh user's trial found
-    # the label said 62)
+    # clusters for 32 sequences, so 78 (72 in sessions 30-32, 67 in session 29, 61 before); a
+    # fresh user's trial found the label said 62)
     p = plan.problem(b=32, t=4096)
     t114 = plan.target("sm_90a", 114)
-    assert plan.plan(p, plan.config(p, {}), t114).fn.step == 72
-    assert plan.build_label(p, plan.config(p, {}), t114) == "seesaw step 72"
+    assert plan.plan(p, plan.config(p, {}), t114).fn.step == 78
+    assert plan.build_label(p, plan.config(p, {}), t114) == "seesaw step 78"
     varlen = plan.problem(b=32, t=4096, varlen=True)  # some lengths are 0: no pair plan
     k = plan.plan(
         varlen, plan.config(varlen, {"step": "62", "cuts": "pairs"}), plan.target("sm_90a", 132)
@@ -1657,8 +1657,9 @@ def test_fp8_seesaw_step24_reloads_while_it_stores(tmp_path, monkeypatch):
 def test_mla_decode_sm90_build_label_names_what_is_built():
     """``step=0`` (the config default) builds the step measured fastest for the problem: the
     label the CLI prints and every record keeps as ``build`` names the resolved schedule and
-    step (42 at s*h = 16, 33 at s*h = 32 and above, 22 with the FP8 cache, at s*h = 16 47 with
-    per_token scales and 43 with per_block ones, 9 with splits)."""
+    step (42 at s*h = 16, 79 at s*h = 32 and above where the plan makes every cut sequence a
+    cluster pair, 78 elsewhere, 22 with the FP8 cache, at s*h = 16 47 with per_token scales and
+    43 with per_block ones, 9 with splits)."""
     from kernelplan.registry import load_plan_class
 
     plan = load_plan_class("mla", "mla_decode_sm90")()
@@ -1674,7 +1675,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
             {"schedule": "lockstep"},
             "lockstep schedule, cpasync pages, FP8 dequantised by the math warpgroups",
         ),
-        (bf16, {}, "seesaw step 75"),  # 2 sequences of 2 pages: the pair plan
+        (bf16, {}, "seesaw step 79"),  # 2 sequences of 2 pages: the pair plan
         (bf16, {"step": "11"}, "seesaw step 11"),
         (bf16, {"splits": "2"}, "seesaw step 9"),
         (
@@ -1684,7 +1685,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
         ),
         (h16, {"step": "11"}, "seesaw step 11"),
         (h16, {"splits": "2"}, "seesaw step 9"),
-        (h32, {}, "seesaw step 75"),
+        (h32, {}, "seesaw step 79"),
         (
             h16_fp8,
             {},
@@ -2399,8 +2400,9 @@ def test_fp8_q_on_n_k_and_v_offsets_address_the_swizzled_page(stage):
 
 
 def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_keys():
-    """The default config (``step=0``) builds step 75 at h=128 (32, 4096) and step 72 at
-    (128, 4096) (71 and 72 in session 30, 62 and 67 in session 29), b and t being runtime
+    """The default config (``step=0``) builds step 79 at h=128 (32, 4096) and step 78 at
+    (128, 4096) (75 and 72 in sessions 31-32, 71 and 72 in session 30, 62 and 67 in session 29),
+    b and t being runtime
     fields: the compile keys differ (the build label is in them), so that one process timing
     both rows launches each row's own build. Before session 29 they were equal, and a process
     that compiled one launched it for the other: 62's binary at the uncut rows of every table
@@ -2416,7 +2418,7 @@ def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_key
         cfg = plan.config(prob, {})
         labels[b] = plan.build_label(prob, cfg)
         keys[b] = plan.kernel(prob, cfg, tgt).key
-    assert labels == {32: "seesaw step 75", 128: "seesaw step 72", 120: "seesaw step 72"}
+    assert labels == {32: "seesaw step 79", 128: "seesaw step 78", 120: "seesaw step 78"}
     assert keys[32] != keys[128]
 
 
@@ -2559,8 +2561,8 @@ def test_mla_decode_sm90_seesaw_steps72_73_drop_one_v_half_rewait(tmp_path, monk
     fewer in the split kernel's SASS, where ptxas duplicates the code), the same
     HGMMAs and page TMAs, and no spill (dropping both spills: step 69). Measured in session 30
     (H100): 72 correct (3 launches per check) and 0.927-0.983x 67's time per round at four h=128
-    rows in two regimes, 73 0.935-0.992x, 70 0.947-0.997x: 72 is the 16-bit default (the devlog,
-    "Session 30")."""
+    rows in two regimes, 73 0.935-0.992x, 70 0.947-0.997x: 72 was the 16-bit default in sessions
+    30-32 (the devlog, "Session 30")."""
     got, plan, prob, cfg = _seesaw_pair((70, 72), "o_via_smem", tmp_path, monkeypatch, both=True)
     got73, _, prob73, cfg73 = _seesaw_pair((70, 73), "o_via_smem", tmp_path, monkeypatch, both=True)
     sass = {70: _kernel_sass(got[70][0], combine=False)}
@@ -2604,8 +2606,8 @@ def test_mla_decode_sm90_seesaw_step75_is_71_without_the_v0r_rewait(tmp_path, mo
     before PV0R, step 72's change on the pair build. At h=128 (32, 4096) its plan pairs every
     sequence as 71's does; fewer mbarrier try-wait sites, the same HGMMAs and page TMAs, 0
     spills. Built in session 30; checked on an H100 in session 31 and timed at 0.983x 71's time
-    per round at (32, 4096) and 0.982x at (32, 16384): the pair default since (the devlog,
-    "Session 31")."""
+    per round at (32, 4096) and 0.982x at (32, 16384): the pair default in sessions 31-32 (the
+    devlog, "Session 31")."""
     got, plan, prob, cfg = _seesaw_pair((71, 75), "pair_merge", tmp_path, monkeypatch, both=True)
     ka, kb = got[71][1], got[75][1]
     assert ka.fn.rewait_v0r and not kb.fn.rewait_v0r and kb.fn.o_via_smem
@@ -2616,7 +2618,7 @@ def test_mla_decode_sm90_seesaw_step75_is_71_without_the_v0r_rewait(tmp_path, mo
 
 
 def test_mla_decode_sm90_seesaw_steps76_77_rewait_on_fewer_v1l_chunks(tmp_path, monkeypatch):
-    """Steps 76 and 77 (``--config step=76`` / ``77``): 72 and 75 (the defaults) with warpgroup
+    """Steps 76 and 77 (``--config step=76`` / ``77``): 72 and 75 (the defaults then) with warpgroup
     0's second wait before PV1L on the first two (76) or the first one (77) of V1L's four chunk
     mbarriers; warpgroup 1's QK waited for all four before BAR_P1, which warpgroup 0 waits on
     first. Fewer try-wait sites in the split kernel's SASS, the same HGMMAs and page TMAs, and
@@ -2639,13 +2641,14 @@ def test_mla_decode_sm90_seesaw_steps76_77_rewait_on_fewer_v1l_chunks(tmp_path, 
 
 
 def test_mla_decode_sm90_seesaw_steps78_79_issue_q_before_the_first_pages(tmp_path, monkeypatch):
-    """Steps 78 and 79 (``--config step=78`` / ``79``): 72 and 75 (the defaults) with Q's
-    cp.async issued at a segment's start before warp 0 reads the first two pages' table
-    entries and issues their chunk TMAs, where 72 and 75 issue Q after them. In the split
+    """Steps 78 and 79 (``--config step=78`` / ``79``; the defaults since session 33): 72 and
+    75 with Q's cp.async issued at a segment's start before warp 0 reads the first two pages'
+    table entries and issues their chunk TMAs, where 72 and 75 issue Q after them. In the split
     kernel's SASS the first LDGSTS (Q) comes before the first UTMALDG (a page) in 78 and 79 and
     after it in 72 and 75; the same counts of LDGSTS, UTMALDG and HGMMA, no spill. Session 31's
     source page at s=2 (32, 4096) (H100) put 197 samples on the CTA barrier after Q's wait,
-    which waited for warp 0. Built in session 31; not yet run on a GPU."""
+    which waited for warp 0. Built in session 31; measured in session 33 (H100): 0.988-0.999x
+    72's time per round at h=128 and 0.987-1.000x 75's (the devlog, "Session 33")."""
     got, plan, prob, cfg = _seesaw_pair((72, 78), "o_via_smem", tmp_path, monkeypatch, both=True)
     pair, _, prob79, cfg79 = _seesaw_pair((75, 79), "pair_merge", tmp_path, monkeypatch, both=True)
     assert [got[st][1].fn.q_first for st in (72, 78)] == [False, True]
@@ -2669,7 +2672,7 @@ def test_mla_decode_sm90_seesaw_step80_waits_on_the_previous_grid_first(tmp_path
     (loads, stores, atomics, bulk copies, TMA; the descriptor prefetch aside) precedes it, so
     that nothing the previous kernel writes (Q, the page table) or reads (the workspace) is
     touched before that kernel has finished; 72 has none. The same HGMMAs and page TMAs, no
-    spill. Built in session 31; not yet run on a GPU."""
+    spill. Built in session 31; no gain in session 33 (H100; the devlog, "Session 33")."""
     import re
 
     got, plan, prob, cfg = _seesaw_pair((72, 80), "o_via_smem", tmp_path, monkeypatch, both=True)
@@ -2697,7 +2700,7 @@ def test_mla_decode_sm90_seesaw_step80_waits_on_the_previous_grid_first(tmp_path
 def test_mla_decode_sm90_seesaw_steps81_82_let_the_next_grid_launch_at_their_start(
     tmp_path, monkeypatch
 ):
-    """Steps 81 and 82 (``--config step=81`` / ``82``): 72 and 75 (the defaults) launched as
+    """Steps 81 and 82 (``--config step=81`` / ``82``): 72 and 75 launched as
     programmatic dependents, as 80 is 72, and executing griddepcontrol.launch_dependents
     (SASS ``PREEXIT``) right after their griddepcontrol.wait (``ACQBULK``), before the first
     HGMMA, so that the next grid in the stream launches once every CTA of this one has started.
@@ -2751,13 +2754,14 @@ def test_mla_decode_sm90_seesaw_steps83_84_combine_q_first_and_the_early_trigger
 
 
 def test_mla_decode_sm90_seesaw_step85_takes_q_rope_columns_from_registers(tmp_path, monkeypatch):
-    """Step 85 (``--config step=85``): step 72 (the default) with Q's 64 rope columns loaded
+    """Step 85 (``--config step=85``): step 72 with Q's 64 rope columns loaded
     from sQ into registers once per segment and S's four rope k-blocks issued as WGMMAs whose A
     operand is those registers: in the split kernel's SASS, 4 of every 36 QK HGMMA
     (64x64x16) sites take A from a register, where 72's take both operands by descriptor; the
     same HGMMA count and page TMAs, no spill. A 64x64x16 WGMMA with both operands in SMEM
     reads 128 bytes per tensor-pipe cycle, the SMEM pipe's width; FlashMLA keeps Q's rope
-    columns in registers. Built in session 32; not yet run on a GPU."""
+    columns in registers. Built in session 32; no gain in session 33 (H100): the QK phases are
+    not SMEM-bound (the devlog, "Session 33")."""
     import re
 
     got, plan, prob, cfg = _seesaw_pair((72, 85), "o_via_smem", tmp_path, monkeypatch, both=True)

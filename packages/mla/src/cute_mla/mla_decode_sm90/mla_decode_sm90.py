@@ -163,11 +163,12 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: store; 72 and 73: 70 without warpgroup 1's second wait for V0R (72) or warpgroup 0's for V1L
 #: (73); 74: 70 with warpgroup 1's P1 stored before its PV1R is issued; 75: 71 without warpgroup 1's
 #: V0R re-wait (72's change); 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one
-#: chunks, not four; 78 and 79: 72 and 75 issuing Q before the first pages; 80: 72 as a programmatic
-#: dependent (78-80 not yet run); 81 and 82: 72 and 75 as programmatic dependents that let the
-#: next grid launch at their start; 83 and 84: 81 and 82 issuing Q first; 85: 72 with Q's rope
-#: columns in registers (81-85 built in session 32); 69, 67 without both re-waits, spilled
-#: on a CPU compile and was not kept)
+#: chunks, not four; 78 and 79: 72 and 75 issuing Q before the first pages (the defaults since
+#: session 33); 80: 72 as a programmatic dependent; 81 and 82: 72 and 75 as programmatic
+#: dependents that let the next grid launch at their start; 83 and 84: 81 and 82 issuing Q first;
+#: 85: 72 with Q's rope columns in registers (81-85 built in session 32; 78-85 run in session 33:
+#: 80 and 85 neutral, 81-84's early trigger slower at h=128); 69, 67 without both re-waits,
+#: spilled on a CPU compile and was not kept)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
     60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
@@ -180,26 +181,28 @@ FP8_STEP = 22
 AUTO_STEP = 0
 #: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
 WORK_LIST_STEP = 11
-#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 72,
-#: step 67 with a whole sequence's O stored through SMEM in 16-byte rows (step 70) and without
-#: warpgroup 1's second wait on V0R before PV0R, measured on an H100 in session 30 at
-#: 0.935-0.972x 67's time per round at h=128 (64, 4096), (128, 4096), (128, 16384) and s=2 back
-#: to back, 0.927-0.983x from an idle GPU, and 0.930-0.979x at those rows, h=64 and varlen in a
-#: second run (the devlog, "Session 30"). Step 67 (61 with S masked only on the tail pages) was
-#: the default in session 29, 61 (39 with the lean combine) in sessions 24-28, 39 in sessions
-#: 22-23, 33 in session 21, 11 before it
-BF16_DEFAULT_STEP = 72
+#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 78,
+#: step 72 issuing Q's cp.async before the first pages' TMAs at a segment's start, measured on
+#: an H100 in session 33 at 0.988-0.999x 72's time per round back to back at h=128 (64, 4096),
+#: (128, 4096), (128, 16384) and s=2, 0.994x at h=64 and 0.990x at varlen (the devlog,
+#: "Session 33"). Step 72 (67 with a whole sequence's O stored through SMEM in 16-byte rows,
+#: step 70, and without warpgroup 1's second wait on V0R before PV0R; 0.935-0.972x 67's time
+#: at h=128 in session 30, the devlog, "Session 30") was the default in sessions 30-32, 67 (61
+#: with S masked only on the tail pages) in session 29, 61 (39 with the lean combine) in
+#: sessions 24-28, 39 in sessions 22-23, 33 in session 21, 11 before it
+BF16_DEFAULT_STEP = 78
 #: the 16-bit default where the plan makes every cut sequence a cluster pair
-#: (:func:`pairs_everywhere`): step 75, step 71 without warpgroup 1's second wait on V0R before
-#: PV0R (72's change on the pair build), measured on an H100 in session 31 at 0.983x step 71's
-#: time per round at h=128 (32, 4096) and 0.982x at (32, 16384), and at 0.944x and 1.045x
-#: FlashMLA's time in the same run (the devlog, "Session 31"). Step 71 (62 with step 67's
-#: tail-only mask and both O stores through SMEM) was this default in session 30, at 0.965x
-#: step 68's time at (32, 4096) and 0.985x at (32, 16384); step 62 (the pair merge through
-#: distributed shared memory) in sessions 24-29 (0.962x step 39's time per round at (32, 4096)
-#: in session 24); with the cluster launch where no sequence is a pair it took 1.012-1.042x
-#: step 39's time at h=128 (the devlog, "Session 24")
-BF16_PAIR_STEP = 75
+#: (:func:`pairs_everywhere`): step 79, step 75 issuing Q first (78's change on the pair
+#: build), measured on an H100 in session 33 at 0.987x step 75's time per round at h=128
+#: (32, 4096) and 1.000x at (32, 16384) (the devlog, "Session 33"). Step 75 (71 without
+#: warpgroup 1's second wait on V0R before PV0R, 72's change on the pair build; 0.983x step
+#: 71's time at (32, 4096) and 0.982x at (32, 16384) in session 31, the devlog, "Session 31")
+#: was this default in sessions 31-32; step 71 (62 with step 67's tail-only mask and both O
+#: stores through SMEM) in session 30, at 0.965x step 68's time at (32, 4096) and 0.985x at
+#: (32, 16384); step 62 (the pair merge through distributed shared memory) in sessions 24-29
+#: (0.962x step 39's time per round at (32, 4096) in session 24); with the cluster launch where
+#: no sequence is a pair it took 1.012-1.042x step 39's time at h=128 (the devlog, "Session 24")
+BF16_PAIR_STEP = 79
 #: the 16-bit builds that merge the cut sequences inside the split kernel, no combine kernel:
 #: 35 (one row per warp) and 37 (4 rows per warp); their grid must be resident at once
 MERGE_IN_KERNEL_STEPS = (35, 37)
@@ -671,8 +674,8 @@ def pairs_everywhere(work: WorkList) -> bool:
     """Whether the pair build (:data:`BF16_PAIR_STEP`) pays on ``work`` (its plan): at least
     one sequence is a cluster pair and every cut sequence is one, so no combine runs. Where none
     is a pair the cluster launch alone took 1.2-4.2% at h=128 on an H100 (session 24), so the
-    default builds step 72 (67 with O through SMEM and one V-half re-wait fewer; 67 in session
-    29, 61 before) there."""
+    default builds step 78 (72 issuing Q first; 72 in sessions 30-32, 67 in session 29, 61
+    before) there."""
     cut = [n > 1 for n in work.pieces]
     return any(work.paired) and all(both or not c for both, c in zip(work.paired, cut, strict=True))
 
@@ -799,11 +802,11 @@ class MlaSm90Config(Config):
     measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h = 16, 22 for the
     FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales of at least 128
     columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an explicit
-    ``splits``, else 75 where its plan makes every cut sequence a cluster pair
-    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs; 71 in session 30, 62
-    in sessions 24-29)
-    and 72 elsewhere (67 in session 29, 61 in sessions 24-28, 39 in sessions 22-23, 33 in session
-    21, 11 before). 11 is a work list of the
+    ``splits``, else 79 where its plan makes every cut sequence a cluster pair
+    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs; 75 in sessions 31-32,
+    71 in session 30, 62 in sessions 24-29)
+    and 78 elsewhere (72 in sessions 30-32, 67 in session 29, 61 in sessions 24-28, 39 in sessions
+    22-23, 33 in session 21, 11 before). 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
     per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup dequantises the e4m3
@@ -865,16 +868,18 @@ class MlaSm90Config(Config):
     the pages that reach past the tile's lowest key limit (the default in session 29), 68 is 62
     with that mask, 70 is 67 storing a whole sequence's O through SMEM in 16-byte rows, 71 is 68
     storing both of its O so (the pair default in session 30), 72 and 73 are 70 without
-    warpgroup 1's second wait on V0R before PV0R (72, the default since session 30) or warpgroup 0's
-    on V1L before PV1L (73), 74 is 70 storing P1 before PV1R (no gain), 75 is 71 without warpgroup
-    1's V0R re-wait (72's change; the pair default since session 31), 76 and 77 are 72 and 75
-    re-waiting on two and one of V1L's four chunks, not four (no gain; the devlog, "Session 31"), 78
-    and 79 are 72 and 75 issuing Q's cp.async before the first two pages' TMAs at a segment's start,
-    80 is 72 launched as a programmatic dependent of the kernel before it (griddepcontrol.wait after
-    its prologue; 78-80 built in session 31, not yet run on a GPU), 81 and 82 are 72 and 75 so
-    launched that also trigger the next grid's launch right after that wait, 83 and 84 are 81
-    and 82 issuing Q first, 85 is 72 with Q's 64 rope columns held in registers, the A operand
-    of S's four rope k-blocks (81-85 built in session 32). 40
+    warpgroup 1's second wait on V0R before PV0R (72, the default in sessions 30-32) or warpgroup
+    0's on V1L before PV1L (73), 74 is 70 storing P1 before PV1R (no gain), 75 is 71 without
+    warpgroup 1's V0R re-wait (72's change; the pair default in sessions 31-32), 76 and 77 are 72
+    and 75 re-waiting on two and one of V1L's four chunks, not four (no gain; the devlog, "Session
+    31"), 78 and 79 are 72 and 75 issuing Q's cp.async before the first two pages' TMAs at a
+    segment's start (the defaults since session 33: 0.988-0.999x 72's and 0.987-1.000x 75's time
+    per round at h=128 on an H100), 80 is 72 launched as a programmatic dependent of the kernel
+    before it (griddepcontrol.wait after its prologue; 78-80 built in session 31), 81 and 82 are
+    72 and 75 so launched that also trigger the next grid's launch right after that wait, 83 and
+    84 are 81 and 82 issuing Q first, 85 is 72 with Q's 64 rope columns held in registers, the A
+    operand of S's four rope k-blocks (81-85 built in session 32; in session 33 80 and 85 were
+    neutral and 81-84's early trigger slower at h=128; the devlog, "Session 33"). 40
     (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
     N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
     h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock
@@ -1187,7 +1192,7 @@ class MlaDecodeSm90(KernelPlan):
     def build_label(
         self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target | None = None
     ) -> str:
-        """The schedule and step a call builds (the default ``step=0`` builds 72, or 75 where its
+        """The schedule and step a call builds (the default ``step=0`` builds 78, or 79 where its
         plan makes every cut sequence a cluster pair, 42 at s*h = 16, 22 with the FP8 cache (47
         or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
@@ -1287,8 +1292,8 @@ class MlaDecodeSm90(KernelPlan):
         step 11 with an explicit ``splits`` build step 9 (the work list plans its own parts; a
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
-        16, :data:`BF16_PAIR_STEP` (75) where its plan on ``sm_count`` SMs makes every cut
-        sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (72)
+        16, :data:`BF16_PAIR_STEP` (79) where its plan on ``sm_count`` SMs makes every cut
+        sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (78)
         elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,

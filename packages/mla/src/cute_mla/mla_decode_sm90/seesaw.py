@@ -95,10 +95,11 @@ merged O so, 72 and 73 are 70 without warpgroup 1's second wait for V0R before P
 warpgroup 0's for V1L before PV1L (73), 74 is 70 with warpgroup 1 storing P1 before it
 issues PV1R, 75 is 71 without warpgroup 1's V0R re-wait (72's change), 76 and 77 are 72 and 75
 re-waiting on two and one of V1L's four chunks, 78 and 79 are 72 and 75 issuing Q's cp.async
-before the first pages' TMAs, 80 is 72 launched as a programmatic dependent (78-80 built in
-session 31, not yet run on a GPU), 81 and 82 are 72 and 75 launched so and triggering the next
-grid's launch at their start, 83 and 84 are 81 and 82 issuing Q first, and 85 is 72 with Q's
-rope columns in registers, the A operand of S's rope k-blocks (81-85 built in session 32).
+before the first pages' TMAs (the 16-bit defaults since session 33), 80 is 72 launched as a
+programmatic dependent (78-80 built in session 31), 81 and 82 are 72 and 75 launched so and
+triggering the next grid's launch at their start, 83 and 84 are 81 and 82 issuing Q first, and
+85 is 72 with Q's rope columns in registers, the A operand of S's rope k-blocks (81-85 built in
+session 32; 78-85 run in session 33: 80 and 85 neutral, 81-84 slower at h=128).
 Steps 14-24, 26, 27 and 30 take the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -252,7 +253,7 @@ STEPS = (
 #: together), where step 35 merges one row at a time
 MERGE_ROWS = 4
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
-STEP = 72
+STEP = 78
 #: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
 #: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
 #: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early, 75:
@@ -664,7 +665,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: held 197 samples, about 3.2 k cycles per CTA, and Q's wait 304 (session 31's
         #: source page, H100, `results/logs/2026-12-07-h100-session31/call5-ncu-s2/`
         #: `stall-comparison-s2.md`); FlashMLA issues Q first. The pages are not needed
-        #: before Q: the first S reads both. Built in session 31; not yet run on a GPU
+        #: before Q: the first S reads both. Built in session 31; measured in session 33 (H100)
+        #: at 0.988-0.999x 72's time per round at h=128 and 0.987-1.000x 75's: the 16-bit
+        #: defaults since (the devlog, "Session 33")
         self.q_first = step in (78, 79, 83, 84)  # (83, 84: below)
         # Q loaded once per segment, by all threads, before this segment's own page loads
         assert not (self.q_first and (self.early_q or self.prefetch_next or self.producer_wg)), step
@@ -676,7 +679,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: FlashMLA's split kernel waits so (griddepcontrol.wait near the top of its SASS,
         #: session 31's s=2 source page, `results/logs/2026-12-07-h100-session31/`
         #: `call5-ncu-s2/stall-comparison-s2.md`); the combine kernel is one since step 1. Built in
-        #: session 31; not yet run on a GPU
+        #: session 31; no gain in session 33 (H100; the devlog, "Session 33")
         self.pdl_split = step in (80, 81, 82, 83, 84)
         #: steps 81 and 82 (build on 72 and 75): 80's launch, and every CTA executes
         #: griddepcontrol.launch_dependents right after its griddepcontrol.wait, so the next
@@ -693,7 +696,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: CTA per SM; with more waves the trigger would fire once the last wave started, still
         #: safe). 82 is 75 (the pair build, a cluster launch)
         #: so. Built in session 32. Steps 83 and 84 are 81 and 82 with 78's and 79's Q issued
-        #: before the first pages (both changes together, should each pay alone)
+        #: before the first pages (both changes together, should each pay alone). In session 33
+        #: (H100) the early trigger took 1-3% more time at h=128 (the devlog, "Session 33")
         self.pdl_trigger = step in (81, 82, 83, 84)
         #: step 85 (builds on 72): Q's 64 rope columns (512..575) held in registers, loaded
         #: from sQ once per segment after Q's barrier, and S's four rope k-blocks issued as
@@ -705,7 +709,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: wavefronts per page in ours against FlashMLA's 1,795, of which WGMMA operands about
         #: 1,712 against 1,611, and ours' WGMMA issue stalls in the QK phases at 449 cycles per
         #: page against 212 (s=2, session 31). FlashMLA holds Q's rope columns in registers (its
-        #: rQ), 64 wavefronts a page. Built in session 32; not yet run on a GPU
+        #: rQ), 64 wavefronts a page. Built in session 32; in session 33 (H100) it cut those
+        #: wavefronts and no time: the QK phases are not SMEM-bound (the devlog, "Session 33")
         self.q_rope_regs = step == 85
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
