@@ -2777,3 +2777,39 @@ def test_mla_decode_sm90_seesaw_step85_takes_q_rope_columns_from_registers(tmp_p
     for op in ("HGMMA.", "UTMALDG"):
         assert sass[85].count(op) == sass[72].count(op), op
     assert plan.build_label(prob, cfg) == "seesaw step 85"
+
+
+def test_mla_decode_sm90_step_line_is_the_one_place_for_steps_on_61():
+    """Every seesaw step from 61 on is one entry of ``STEP_LINE`` (its base and its changes),
+    and the lists and flags of those builds are read from it: the bases form one tree rooted at
+    61, every change name is one the kernel reads (a misspelt change would build its base
+    silently), and the derived lists are the ones the steps were built and measured as
+    (pair merge: 62 and its line; multicast: 63)."""
+    import inspect
+    import re
+
+    from cute_mla.mla_decode_sm90 import mla_decode_sm90 as plan_mod
+    from cute_mla.mla_decode_sm90 import seesaw
+
+    line = plan_mod.STEP_LINE
+    assert line[61] == (None, ())
+    for step, (base, own) in line.items():
+        if step != 61:
+            assert base in line and base < step and own, (step, base, own)
+    read = set(re.findall(r'"(\w+)" (?:not )?in changes', inspect.getsource(seesaw)))
+    read |= set(re.findall(r'"(\w+)" in step_changes', inspect.getsource(plan_mod)))
+    read |= set(seesaw.V1L_REWAIT_CHANGES)
+    used = {name for _, own in line.values() for name in own}
+    assert used == read, (used - read, read - used)
+    assert plan_mod.PAIR_MERGE_STEPS == (62, 68, 71, 75, 77, 79, 82, 84)
+    assert plan_mod.MULTICAST_STEPS == (63,)
+    assert (*range(61, 69), *range(70, 86)) == seesaw.STEPS_ON_61
+    assert set(seesaw.STEPS_ON_61) <= set(plan_mod.BF16_STEPS) <= set(seesaw.STEPS)
+    assert plan_mod.step_changes(83) == {"tail_mask", "o_via_smem", "no_rewait_v0r", "pdl_split",
+                                         "pdl_trigger", "q_first"}  # fmt: skip
+    assert plan_mod.step_changes(39) == frozenset()
+    for step in (72, 78, 79, 85):
+        k = seesaw.MlaDecodeSm90Seesaw(1, 128, True, step=step)
+        assert not k.rewait_v0r and k.tail_mask and k.o_via_smem and k.v1l_rewaits == 4, step
+    assert seesaw.MlaDecodeSm90Seesaw(1, 128, True, step=77).v1l_rewaits == 1
+    assert seesaw.MlaDecodeSm90Seesaw(1, 128, True, step=70).rewait_v0r

@@ -139,6 +139,66 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
     return step == 26 and kv_fp8 and m_tiles % 2 == 0
 
 
+#: step 61 and the 16-bit seesaw builds on it, each as (the step it builds on, the changes it
+#: adds): a step carries its own changes and every base's back to 61 (:func:`step_changes`),
+#: and each list and flag of these builds (:data:`BF16_STEPS`, :data:`PAIR_MERGE_STEPS`,
+#: :data:`MULTICAST_STEPS`, ``seesaw.STEPS_ON_61`` and the flags of
+#: :class:`.seesaw.MlaDecodeSm90Seesaw`) is read from here, so a new step is one entry. The
+#: changes, as the kernel's flags name them: pair_merge (a sequence cut in two adjacent parts
+#: merged through distributed shared memory, the parts' CTAs a cluster of 2), multicast (the
+#: CTAs of two m-tiles a cluster of 2, each page chunk loaded once for both by a multicast
+#: TMA), early_v0l (warpgroup 0 reloads stage 0's chunks 0-3 as soon as its PV0L retires),
+#: qk_behind_pv (warpgroup 0's next S0 queued behind its PV1L, step 31's order), wg_constant
+#: (each math warpgroup's code traced with its index a compile-time constant), tail_mask (S
+#: masked only on a page that reaches past the tile's lowest key limit), o_via_smem (a whole
+#: sequence's O stored through SMEM in 16-byte rows), no_rewait_v0r (warpgroup 1 does not wait
+#: again on V0R's chunks before its PV0R), v1l_rewait_none / _one / _two (warpgroup 0 re-waits
+#: on none, the first or the first two of V1L's four chunks before its PV1L, not all four),
+#: p1_before_pv (warpgroup 1 stores P1 before it issues PV1R), q_first (Q's cp.async issued
+#: before the first pages' TMAs), pdl_split (launched as a programmatic dependent of the kernel
+#: before it), pdl_trigger (the next grid's launch triggered right after that wait), and
+#: q_rope_regs (Q's rope columns in registers, the A operand of S's rope k-blocks). What each
+#: measured: the devlog's section named in its comment. 69 (67 without both re-waits) spilled
+#: on a CPU compile and was not kept
+STEP_LINE: dict[int, tuple[int | None, tuple[str, ...]]] = {
+    61: (None, ()),  # 39 with a lean combine: 2 pieces a round, 16-byte loads ("Session 24")
+    62: (61, ("pair_merge",)),  # "Session 24"; the pair default in sessions 24-29
+    63: (61, ("multicast",)),  # slower ("Session 25")
+    64: (61, ("early_v0l",)),  # slower ("Session 25")
+    65: (61, ("qk_behind_pv",)),  # slower ("Session 27")
+    66: (61, ("wg_constant",)),  # 23% fewer instructions, no faster ("Session 29")
+    67: (61, ("tail_mask",)),  # the default in session 29
+    68: (62, ("tail_mask",)),
+    70: (67, ("o_via_smem",)),  # "Session 30"
+    71: (68, ("o_via_smem",)),  # the pair default in session 30
+    72: (70, ("no_rewait_v0r",)),  # the default in sessions 30-32
+    73: (70, ("v1l_rewait_none",)),
+    74: (70, ("p1_before_pv",)),  # no gain ("Session 30")
+    75: (71, ("no_rewait_v0r",)),  # the pair default in sessions 31-32
+    76: (72, ("v1l_rewait_two",)),  # no gain ("Session 31")
+    77: (75, ("v1l_rewait_one",)),  # no gain ("Session 31")
+    78: (72, ("q_first",)),  # the default since session 33
+    79: (75, ("q_first",)),  # the pair default since session 33
+    80: (72, ("pdl_split",)),  # no gain ("Session 33")
+    81: (80, ("pdl_trigger",)),  # 1-3% slower where nothing is cut at h=128 ("Session 33")
+    82: (75, ("pdl_split", "pdl_trigger")),
+    83: (81, ("q_first",)),
+    84: (82, ("q_first",)),
+    85: (72, ("q_rope_regs",)),  # no gain ("Session 33")
+}
+
+
+def step_changes(step: int) -> frozenset[str]:
+    """The changes seesaw ``step`` carries on step 61's line (:data:`STEP_LINE`): its own and
+    every base's back to 61; empty for 61 and for every step not on that line (4-60, the FP8
+    steps)."""
+    changes: set[str] = set()
+    while step in STEP_LINE:
+        step, own = STEP_LINE[step]
+        changes.update(own)
+    return frozenset(changes)
+
+
 #: the seesaw builds for a 16-bit cache (steps 4-13, then 25: 11 with an L2 prefetch stream;
 #: 28: 11 with the next segment's Q loaded early; 29: 28 with step 12's early pages; 31: 11
 #: with WG0's next S issued behind its last PV; 32: 31 with that PV queued after WG1's PV0R;
@@ -150,29 +210,11 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: WG1 reloading stage 1's chunks 4-7 as soon as its PV1R retires; 58 (the next free number):
 #: 39 with 2-warp combine CTAs, which fit beside a split CTA; 59: 39 with no combine kernel,
 #: the first piece's CTA merging a cut sequence's other pieces into its registers; 60: 59
-#: with that merge in one pass, each piece's LSE and O loaded together; 61: 39 with a lean
-#: combine, 2 pieces per round, 16-byte loads, one round trip; 62: 61 with the two pieces of a
-#: sequence cut in two adjacent parts merged through distributed shared memory, the parts'
-#: CTAs a cluster of 2; 63: 61 with the CTAs of two m-tiles a cluster of 2 and each page
-#: chunk loaded once for both, by a multicast TMA; 64: 61 with warpgroup 0 reloading stage 0's
-#: chunks 0-3 as soon as its PV0L retires; 65: 61 with warpgroup 0's next S0 queued behind its
-#: PV1L, step 31's order, on the 61 base; 66: 61 with each math warpgroup's code traced with
-#: its index a compile-time constant, the WGMMA descriptors in uniform registers; 67: 61 with
-#: S masked only on a page that reaches past the tile's lowest key limit; 68: 62 with 67's mask;
-#: 70: 67 with a whole sequence's O stored through SMEM in 16-byte rows; 71: 68 with 70's
-#: store; 72 and 73: 70 without warpgroup 1's second wait for V0R (72) or warpgroup 0's for V1L
-#: (73); 74: 70 with warpgroup 1's P1 stored before its PV1R is issued; 75: 71 without warpgroup 1's
-#: V0R re-wait (72's change); 76 and 77: 72 and 75 with warpgroup 0's V1L re-wait on two and one
-#: chunks, not four; 78 and 79: 72 and 75 issuing Q before the first pages (the defaults since
-#: session 33); 80: 72 as a programmatic dependent; 81 and 82: 72 and 75 as programmatic
-#: dependents that let the next grid launch at their start; 83 and 84: 81 and 82 issuing Q first;
-#: 85: 72 with Q's rope columns in registers (81-85 built in session 32; 78-85 run in session 33:
-#: 80 and 85 neutral, 81-84's early trigger slower at h=128); 69, 67 without both re-waits,
-#: spilled on a CPU compile and was not kept)
+#: with that merge in one pass, each piece's LSE and O loaded together; 61 and on:
+#: :data:`STEP_LINE`)
 BF16_STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 28, 29, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59,
-    60, 61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
-    84, 85,
+    60, *STEP_LINE,
 )  # fmt: skip
 FP8_STEP = 22
 #: ``step=0``, the config's default: the build measured fastest for the problem
@@ -212,17 +254,14 @@ MERGE_IN_KERNEL_STEPS = (35, 37)
 OWNER_MERGE_STEPS = (59, 60)
 #: the 16-bit builds whose parts run as clusters of 2 CTAs (parts 2k and 2k + 1 of an m-tile), and
 #: where a sequence's two pieces are those two parts, whole, the CTAs merge them through distributed
-#: shared memory (62; 68: 62 with step 67's tail-only mask; 71: 68 with step 70's O through SMEM;
-#: 75: 71 without step 72's re-wait; 77: 75 re-waiting on one V1L chunk; 79: 75 issuing Q first;
-#: 82: 75 as a programmatic dependent that lets the next grid launch at its start; 84: 82 issuing
-#: Q first);
+#: shared memory (62 and the steps built on it, :data:`STEP_LINE`: 68, 71, 75, 77, 79, 82, 84);
 #: the work list then has an even number of parts
-PAIR_MERGE_STEPS = (62, 68, 71, 75, 77, 79, 82, 84)
+PAIR_MERGE_STEPS = tuple(step for step in STEP_LINE if "pair_merge" in step_changes(step))
 #: the 16-bit builds whose two CTAs of m-tiles 2j and 2j + 1 (the same part, so the same
 #: pages) run as a cluster of 2 and share each page: the CTA that frees a chunk group last
 #: loads it into both by one multicast TMA (63); they take an even number of m-tiles.
 #: Measured slower in session 25 (H100): 1.03-1.09x step 39's time per round at h=128
-MULTICAST_STEPS = (63,)
+MULTICAST_STEPS = tuple(step for step in STEP_LINE if "multicast" in step_changes(step))
 #: the build at s*h = 16 (16-bit cache): the query rows on WGMMA's N with S^T in 4
 #: accumulators, measured at h=16 (128, 4096) on the H200 at 143.3 us against step 11's 153.6
 #: and FlashInfer's 146.3, steady while the SM clock moved 1845-1980 MHz (not at 1785 MHz in
@@ -873,13 +912,14 @@ class MlaSm90Config(Config):
     warpgroup 1's V0R re-wait (72's change; the pair default in sessions 31-32), 76 and 77 are 72
     and 75 re-waiting on two and one of V1L's four chunks, not four (no gain; the devlog, "Session
     31"), 78 and 79 are 72 and 75 issuing Q's cp.async before the first two pages' TMAs at a
-    segment's start (the defaults since session 33: 0.988-0.999x 72's and 0.987-1.000x 75's time
-    per round at h=128 on an H100), 80 is 72 launched as a programmatic dependent of the kernel
-    before it (griddepcontrol.wait after its prologue; 78-80 built in session 31), 81 and 82 are
-    72 and 75 so launched that also trigger the next grid's launch right after that wait, 83 and
-    84 are 81 and 82 issuing Q first, 85 is 72 with Q's 64 rope columns held in registers, the A
-    operand of S's four rope k-blocks (81-85 built in session 32; in session 33 80 and 85 were
-    neutral and 81-84's early trigger slower at h=128; the devlog, "Session 33"). 40
+    segment's start (the defaults since session 33: 0.988-0.999x 72's and 0.987-1.000x 75's time per
+    round at h=128 and h=64 on an H100), 80 is 72 launched as a programmatic dependent of the kernel
+    before it (griddepcontrol.wait after its prologue; 78-80 built in session 31), 81 and 82 are 72
+    and 75 so launched that also trigger the next grid's launch right after that wait, 83 and 84 are
+    81 and 82 issuing Q first, 85 is 72 with Q's 64 rope columns held in registers, the A operand of
+    S's four rope k-blocks (81-85 built in session 32; in session 33 80 and 85 were neutral, and the
+    early trigger cost 1-3% at the h=128 rows where nothing is cut, (64, 4096), (128, 4096) and s=2,
+    and nothing elsewhere; the devlog, "Session 33"). 40
     (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
     N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
     h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock
@@ -980,7 +1020,8 @@ class MlaDecodeSm90(KernelPlan):
     description: ClassVar[str] = (
         "own CuTe DSL MLA decode for sm_90a: WGMMA, 2 math warpgroups, V = transposed K page "
         "in SMEM, split-KV with a PDL combine; default: the seesaw schedule (seesaw.py) with "
-        "TMA pages for 16-bit caches, at s*h = 16 step 42 (q_on_n.py: the query rows on "
+        f"TMA pages for 16-bit caches, step {BF16_DEFAULT_STEP} ({BF16_PAIR_STEP} where every "
+        "cut sequence is a cluster pair), at s*h = 16 step 42 (q_on_n.py: the query rows on "
         "WGMMA's N, one warpgroup) and, for the FP8 cache, step 22 (a producer warpgroup "
         "dequantises the FP8 pages; at s*h = 16 step 47 with per_token scales, 43 with "
         "per_block ones: q_on_n_fp8.py, the e4m3 page converted in registers into WGMMA's A "

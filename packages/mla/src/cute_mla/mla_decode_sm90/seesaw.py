@@ -99,7 +99,8 @@ before the first pages' TMAs (the 16-bit defaults since session 33), 80 is 72 la
 programmatic dependent (78-80 built in session 31), 81 and 82 are 72 and 75 launched so and
 triggering the next grid's launch at their start, 83 and 84 are 81 and 82 issuing Q first, and
 85 is 72 with Q's rope columns in registers, the A operand of S's rope k-blocks (81-85 built in
-session 32; 78-85 run in session 33: 80 and 85 neutral, 81-84 slower at h=128).
+session 32; 78-85 run in session 33: 80 and 85 neutral, the early trigger of 81-84 1-3% slower
+at the h=128 rows where nothing is cut).
 Steps 14-24, 26, 27 and 30 take the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -157,7 +158,9 @@ from .mla_decode_sm90 import (
     OWNER_MERGE_STEPS,
     PAIR_MERGE_STEPS,
     PARTS_CAP,
+    STEP_LINE,
     crossover_built,
+    step_changes,
 )
 
 STAGES = 2  # K0 and K1
@@ -246,27 +249,20 @@ P_CHUNK = 8
 #: 8% of the producer's samples, feeds the L2 prefetch's address, not this index)
 STEPS = (
     4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67,
-    68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85,
+    28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 58, 59, 60, *STEP_LINE,
 )  # fmt: skip
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
 MERGE_ROWS = 4
 #: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
 STEP = 78
-#: step 61 and the builds on it (62: cluster pairs, 63: multicast pages, 64: early V0L, 65: S0
-#: behind PV1L, 66: the warpgroup index a constant, 67: the tail-only mask, 68: 62 with it,
-#: 70: 67 with O through SMEM, 71: 68 with it, 72-74: 70 less a V-half re-wait, P1 early, 75:
-#: 71 less the V0R re-wait, 76 and 77: 72 and 75 re-waiting on two and one V1L chunks, not four,
-#: 78 and 79: 72 and 75 issuing Q's cp.async before the first pages' TMAs, 80: 72 launched as a
-#: programmatic dependent, 81 and 82: 72 and 75 launched so and letting the next grid launch at
-#: once, 83 and 84: 81 and 82 issuing Q first as 78 and 79 do, 85: 72 with Q's rope columns in
-#: registers):
-#: each has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
-STEPS_ON_61 = (
-    61, 62, 63, 64, 65, 66, 67, 68, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
-    84, 85,
-)  # fmt: skip
+#: step 61 and the builds on it, each with its base and its changes in
+#: :data:`.mla_decode_sm90.STEP_LINE` (the flags below read them through ``step_changes``): each
+#: has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
+STEPS_ON_61 = tuple(STEP_LINE)
+#: the V1L chunk mbarriers warpgroup 0 waits on again before its PV1L, by the change that sets
+#: them (73: none, 77: the first, 76: the first two; every other step all of V_L's)
+V1L_REWAIT_CHANGES = {"v1l_rewait_none": 0, "v1l_rewait_one": 1, "v1l_rewait_two": 2}
 
 
 def release_order_chunk(c: int, stage):
@@ -367,6 +363,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
             )
         super().__init__(s, h, causal, dtype, loads="tma")
         self.set_kv_format(kv_fp8, scale_block)
+        # the changes of a step on 61's line, its base's included (mla_decode_sm90.STEP_LINE)
+        changes = step_changes(step)
         #: step 14: the dequantising producer warpgroup (threads 256..383)
         self.producer_wg = kv_fp8
         #: step 15: dequantise by placing the e4m3 bits into 16-bit values (no conversions)
@@ -431,7 +429,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: it builds 61 1.043x its time per round at (64, 4096), 1.016 at (128, 4096), 1.058 at
         #: (128, 16384), 1.026 at s=2 and varlen, 0.998 at h=64 (not profiled; the devlog,
         #: "Session 27"). 61 stays
-        self.qk_behind_pv = step in (31, 32, 65)
+        self.qk_behind_pv = step in (31, 32) or "qk_behind_pv" in changes
         #: step 32: 31 with WG0's PV1L issued only once WG1 has issued its PV0R (FlashMLA's
         #: rO1sP0sV0RIssued barrier), so the tensor pipe takes PV0R first and WG1 reloads
         #: stage 0's chunks 4-8, which the next S0 waits for, a PV earlier
@@ -608,7 +606,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: (H200): correct (3 launches per check), and 1.015-1.045x step 39's time per round at
         #: the uncut and long h=128 rows: warpgroup 1's PV0R and its reload of stage 0's chunks
         #: 4-8 come later by as much; 61 stays (the devlog, "Session 25")
-        self.early_v0l = step == 64
+        self.early_v0l = "early_v0l" in changes
         #: step 66 (16-bit cache; builds on 61): the math region traced once per warpgroup with
         #: its index a compile-time constant, behind one branch on the warp-uniform index, so
         #: that ptxas computes the WGMMA descriptors on the uniform datapath: in 61 the stage is
@@ -616,7 +614,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: at h=128 (128, 4096) under ncu on an H100, FlashMLA 57.2 M). Measured in session 29
         #: (H100): correct (3 launches per check), 55.4 M instructions, yet 1.2% more SM cycles
         #: than 61 and 0.9-1.6% slower per round; 61 stays (the devlog, "Session 29")
-        self.wg_constant = step == 66
+        self.wg_constant = "wg_constant" in changes
         #: step 67 (16-bit cache; builds on 61): S is masked only on a page that reaches past
         #: the tile's lowest key limit (the sequence's end; at s > 1 with causal, its end less
         #: s - 1), one warp-uniform branch per page; 61 compares and selects every element of
@@ -624,7 +622,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 29's source pages, where FlashMLA masks only the last pair)
         #: Step 68 (builds on 62, the pair default until session 29): 62 with this mask;
         #: 0.983-0.991x 62's time per round at (32, 4096) and (32, 16384) in session 30
-        self.tail_mask = step in (67, 68, *range(70, 86))
+        self.tail_mask = "tail_mask" in changes
         #: step 70 (builds on 67): a sequence stored whole (one piece) leaves its O through
         #: SMEM (:meth:`MlaDecodeSm90Kernel.store_o`'s ``o_stage``): each warpgroup's 64 x 256
         #: half by stmatrix into stage 0's chunks (free after the last PVs: the epilogue's
@@ -635,7 +633,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: against FlashMLA's 0 (session 29's source pages, H100; FlashMLA stages O in SMEM too).
         #: Step 71 (builds on 68): the same for the merged half that each CTA of a cluster pair
         #: stores (:meth:`pair_merge_epilogue`), through stage 1 (stage 0 holds the peer's half)
-        self.o_via_smem = step in range(70, 86)
+        self.o_via_smem = "o_via_smem" in changes
         # the staging needs the stages idle at a segment's end: no page of the next segment
         # loaded early (steps 12, 29), no producer warpgroup writing them (the FP8 steps)
         assert not (self.o_via_smem and (self.prefetch_next or self.producer_wg)), step
@@ -647,7 +645,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: samples at h=128 (128, 4096) (session 29's source pages, H100). Dropping both makes
         #: ptxas spill (step 69 on 67; on 70: 255 registers, 256 bytes), either one alone not.
         #: Step 75 is 71 (the pair build) without the V0R re-wait, as 72 is 70 without it
-        self.rewait_v0r = step not in (72, 75, *range(76, 86))
+        self.rewait_v0r = "no_rewait_v0r" not in changes
         #: steps 76 and 77 (build on 72 and 75): warpgroup 0 re-waits on the first two (76) or
         #: the first one (77) of V1L's four chunk mbarriers, not on all four. Session 31's
         #: source pages (H100) put 1,479 samples on the four V1L re-waits at h=128 (128, 16384),
@@ -656,7 +654,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: re-wait or none makes ptxas spill (255 registers, 256 bytes; step 69 on 67: 248), two
         #: do not; on 75, one does not. Measured in session 31 (H100): correct (3 launches per
         #: check), 0.994-1.000x 72's and 75's time per round at h=128: no gain, 72 and 75 stay
-        self.v1l_rewaits = {73: 0, 76: 2, 77: 1}.get(step, 4)
+        self.v1l_rewaits = next(
+            (n for name, n in V1L_REWAIT_CHANGES.items() if name in changes), V_L[1] - V_L[0]
+        )
         #: steps 78 and 79 (build on 72 and 75): at a segment's start every thread issues its
         #: share of Q's cp.async before warp 0 reads the first two pages' table entries and
         #: issues their 18 chunk TMAs; 72 issues Q after them, so warp 0's share of Q leaves
@@ -666,9 +666,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: source page, H100, `results/logs/2026-12-07-h100-session31/call5-ncu-s2/`
         #: `stall-comparison-s2.md`); FlashMLA issues Q first. The pages are not needed
         #: before Q: the first S reads both. Built in session 31; measured in session 33 (H100)
-        #: at 0.988-0.999x 72's time per round at h=128 and 0.987-1.000x 75's: the 16-bit
+        #: at 0.988-0.999x 72's time per round at h=128 and h=64 and 0.987-1.000x 75's: the 16-bit
         #: defaults since (the devlog, "Session 33")
-        self.q_first = step in (78, 79, 83, 84)  # (83, 84: below)
+        self.q_first = "q_first" in changes  # (83, 84: below)
         # Q loaded once per segment, by all threads, before this segment's own page loads
         assert not (self.q_first and (self.early_q or self.prefetch_next or self.producer_wg)), step
         #: step 80 (builds on 72): the split kernel launched as a programmatic dependent of
@@ -680,7 +680,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: session 31's s=2 source page, `results/logs/2026-12-07-h100-session31/`
         #: `call5-ncu-s2/stall-comparison-s2.md`); the combine kernel is one since step 1. Built in
         #: session 31; no gain in session 33 (H100; the devlog, "Session 33")
-        self.pdl_split = step in (80, 81, 82, 83, 84)
+        self.pdl_split = "pdl_split" in changes
         #: steps 81 and 82 (build on 72 and 75): 80's launch, and every CTA executes
         #: griddepcontrol.launch_dependents right after its griddepcontrol.wait, so the next
         #: kernel in the stream (the next call's split kernel, or this call's combine) is
@@ -697,8 +697,9 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: safe). 82 is 75 (the pair build, a cluster launch)
         #: so. Built in session 32. Steps 83 and 84 are 81 and 82 with 78's and 79's Q issued
         #: before the first pages (both changes together, should each pay alone). In session 33
-        #: (H100) the early trigger took 1-3% more time at h=128 (the devlog, "Session 33")
-        self.pdl_trigger = step in (81, 82, 83, 84)
+        #: (H100) the early trigger took 1-3% more time at the h=128 rows where nothing is cut,
+        #: (64, 4096), (128, 4096) and s=2, and none elsewhere (the devlog, "Session 33")
+        self.pdl_trigger = "pdl_trigger" in changes
         #: step 85 (builds on 72): Q's 64 rope columns (512..575) held in registers, loaded
         #: from sQ once per segment after Q's barrier, and S's four rope k-blocks issued as
         #: WGMMAs with the A operand from registers (16 registers a thread), the other 32
@@ -710,13 +711,15 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: 1,712 against 1,611, and ours' WGMMA issue stalls in the QK phases at 449 cycles per
         #: page against 212 (s=2, session 31). FlashMLA holds Q's rope columns in registers (its
         #: rQ), 64 wavefronts a page. Built in session 32; in session 33 (H100) it cut those
-        #: wavefronts and no time: the QK phases are not SMEM-bound (the devlog, "Session 33")
-        self.q_rope_regs = step == 85
+        #: wavefronts and no time: the QK phases are not SMEM-bound, and the WGMMA operand reads
+        #: had differed from FlashMLA's by those 64 alone (1,728 against 1,664 per page; the
+        #: devlog, "Session 33")
+        self.q_rope_regs = "q_rope_regs" in changes
         #: step 74 (builds on 70): warpgroup 1 stores P1 (stmatrix) before it issues its PV1R,
         #: not after, so that the proxy fence publishing P1 waits on stores issued a WGMMA
         #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
         #: 278 samples against FlashMLA's 67 (session 29's source pages, H100)
-        self.p1_before_pv = step == 74
+        self.p1_before_pv = "p1_before_pv" in changes
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
