@@ -2796,6 +2796,8 @@ def test_mla_decode_sm90_step_line_is_the_one_place_for_steps_on_61():
     for step, (base, own) in line.items():
         if step != 61:
             assert base in line and base < step and own, (step, base, own)
+            assert not set(own) & plan_mod.step_changes(base), (step, own)
+        assert len(plan_mod.step_changes(step) & seesaw.V1L_REWAIT_CHANGES.keys()) <= 1, step
     read = set(re.findall(r'"(\w+)" (?:not )?in changes', inspect.getsource(seesaw)))
     read |= set(re.findall(r'"(\w+)" in step_changes', inspect.getsource(plan_mod)))
     read |= set(seesaw.V1L_REWAIT_CHANGES)
@@ -2804,7 +2806,9 @@ def test_mla_decode_sm90_step_line_is_the_one_place_for_steps_on_61():
     assert plan_mod.PAIR_MERGE_STEPS == (62, 68, 71, 75, 77, 79, 82, 84)
     assert plan_mod.MULTICAST_STEPS == (63,)
     assert (*range(61, 69), *range(70, 86)) == seesaw.STEPS_ON_61
-    assert set(seesaw.STEPS_ON_61) <= set(plan_mod.BF16_STEPS) <= set(seesaw.STEPS)
+    assert not set(plan_mod.BF16_STEPS) & set(plan_mod.FP8_STEPS)
+    assert len(set(seesaw.STEPS)) == len(seesaw.STEPS)
+    assert set(seesaw.STEPS) == set(plan_mod.BF16_STEPS) | set(plan_mod.FP8_STEPS)
     assert plan_mod.step_changes(83) == {"tail_mask", "o_via_smem", "no_rewait_v0r", "pdl_split",
                                          "pdl_trigger", "q_first"}  # fmt: skip
     assert plan_mod.step_changes(39) == frozenset()

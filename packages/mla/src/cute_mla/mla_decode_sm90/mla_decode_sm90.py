@@ -156,10 +156,12 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: on none, the first or the first two of V1L's four chunks before its PV1L, not all four),
 #: p1_before_pv (warpgroup 1 stores P1 before it issues PV1R), q_first (Q's cp.async issued
 #: before the first pages' TMAs), pdl_split (launched as a programmatic dependent of the kernel
-#: before it), pdl_trigger (the next grid's launch triggered right after that wait), and
+#: before it, waiting at griddepcontrol.wait before its first global access), pdl_trigger (the
+#: next grid's launch triggered right after that griddepcontrol.wait), and
 #: q_rope_regs (Q's rope columns in registers, the A operand of S's rope k-blocks). What each
-#: measured: the devlog's section named in its comment. 69 (67 without both re-waits) spilled
-#: on a CPU compile and was not kept
+#: measured: the devlog's section named in its comment. No change may repeat one of its base's,
+#: and a line carries at most one v1l_rewait change. 69 (67 without both re-waits) spilled on a
+#: CPU compile and was not kept
 STEP_LINE: dict[int, tuple[int | None, tuple[str, ...]]] = {
     61: (None, ()),  # 39 with a lean combine: 2 pieces a round, 16-byte loads ("Session 24")
     62: (61, ("pair_merge",)),  # "Session 24"; the pair default in sessions 24-29
@@ -168,11 +170,11 @@ STEP_LINE: dict[int, tuple[int | None, tuple[str, ...]]] = {
     65: (61, ("qk_behind_pv",)),  # slower ("Session 27")
     66: (61, ("wg_constant",)),  # 23% fewer instructions, no faster ("Session 29")
     67: (61, ("tail_mask",)),  # the default in session 29
-    68: (62, ("tail_mask",)),
+    68: (62, ("tail_mask",)),  # "Session 30"
     70: (67, ("o_via_smem",)),  # "Session 30"
     71: (68, ("o_via_smem",)),  # the pair default in session 30
     72: (70, ("no_rewait_v0r",)),  # the default in sessions 30-32
-    73: (70, ("v1l_rewait_none",)),
+    73: (70, ("v1l_rewait_none",)),  # slower than 72 ("Session 30")
     74: (70, ("p1_before_pv",)),  # no gain ("Session 30")
     75: (71, ("no_rewait_v0r",)),  # the pair default in sessions 31-32
     76: (72, ("v1l_rewait_two",)),  # no gain ("Session 31")
@@ -180,10 +182,10 @@ STEP_LINE: dict[int, tuple[int | None, tuple[str, ...]]] = {
     78: (72, ("q_first",)),  # the default since session 33
     79: (75, ("q_first",)),  # the pair default since session 33
     80: (72, ("pdl_split",)),  # no gain ("Session 33")
-    81: (80, ("pdl_trigger",)),  # 1-3% slower where nothing is cut at h=128 ("Session 33")
-    82: (75, ("pdl_split", "pdl_trigger")),
-    83: (81, ("q_first",)),
-    84: (82, ("q_first",)),
+    81: (72, ("pdl_split", "pdl_trigger")),  # 1-3% slower at the uncut h=128 rows ("Session 33")
+    82: (75, ("pdl_split", "pdl_trigger")),  # level with 75 at the pair rows ("Session 33")
+    83: (81, ("q_first",)),  # "Session 33"
+    84: (82, ("q_first",)),  # level with 79 ("Session 33")
     85: (72, ("q_rope_regs",)),  # no gain ("Session 33")
 }
 
@@ -254,8 +256,8 @@ MERGE_IN_KERNEL_STEPS = (35, 37)
 OWNER_MERGE_STEPS = (59, 60)
 #: the 16-bit builds whose parts run as clusters of 2 CTAs (parts 2k and 2k + 1 of an m-tile), and
 #: where a sequence's two pieces are those two parts, whole, the CTAs merge them through distributed
-#: shared memory (62 and the steps built on it, :data:`STEP_LINE`: 68, 71, 75, 77, 79, 82, 84);
-#: the work list then has an even number of parts
+#: shared memory (62 and the steps built on it in :data:`STEP_LINE`); the work list then has an
+#: even number of parts
 PAIR_MERGE_STEPS = tuple(step for step in STEP_LINE if "pair_merge" in step_changes(step))
 #: the 16-bit builds whose two CTAs of m-tiles 2j and 2j + 1 (the same part, so the same
 #: pages) run as a cluster of 2 and share each page: the CTA that frees a chunk group last
@@ -674,12 +676,11 @@ def costed_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList
 
 
 def pair_work_list(pages: list[int] | tuple[int, ...], parts: int) -> WorkList | None:
-    """``--config cuts=pairs`` (for the pair-merge steps, :data:`PAIR_MERGE_STEPS`: 62, 68, 71,
-    75, 77, 79): sequence i's pages halved onto parts 2i and 2i + 1 (the first half ceil(n / 2)
-    pages), so under those steps each sequence is one cluster's pair and none goes to the
-    combine (other steps merge the halves there); the parts past 2b stay empty. None where that
-    plan does not exist: more than ``parts`` // 2 sequences, or a sequence of fewer than 2
-    pages."""
+    """``--config cuts=pairs`` (for the pair-merge steps, :data:`PAIR_MERGE_STEPS`: 62 and the steps
+    built on it): sequence i's pages halved onto parts 2i and 2i + 1 (the first half ceil(n / 2)
+    pages), so under those steps each sequence is one cluster's pair and none goes to the combine
+    (other steps merge the halves there); the parts past 2b stay empty. None where that plan does
+    not exist: more than ``parts`` // 2 sequences, or a sequence of fewer than 2 pages."""
     if len(pages) > parts // 2 or min(pages, default=0) < 2:
         return None
     filled = []
@@ -834,7 +835,8 @@ class MlaSm90Config(Config):
     sequences of different lengths): ``equal`` (steps 1-4: every sequence cut into the same number
     of equal parts, sized for the longest) or ``balanced`` (step 5b, :func:`choose_balanced`: the
     same number of pages per split for every sequence). ``step``: the devlog step of the seesaw
-    schedule to build (4 to 39 and 58 to 85 but 69, see :data:`.seesaw.STEPS`, 40 or 42, one
+    schedule to build (4 to 39, 58 to 60 and those of :data:`STEP_LINE`, see
+    :data:`.seesaw.STEPS`, 40 or 42, one
     warpgroup with the query rows on WGMMA's N, 43 to 48, the same for the FP8 cache, or 49 to
     57, the FP8 cache at s*h = 64 with two warpgroups on each page; for before/after runs), or 0,
     the default: the build
@@ -947,7 +949,7 @@ class MlaSm90Config(Config):
     57 drops 56's CTA barrier at each page's end (the devlog, "Session 20"). ``schedule``: ``auto``
     (the default: ``seesaw`` for a 16-bit cache, measured faster at every setting of the workload's
     table, and for the FP8 cache), ``lockstep`` (steps 0-3: both warpgroups run QK, softmax and PV
-    of the same page together) or ``seesaw`` (steps 4-39 and 58-85 but 69, and steps 40 and 42 in
+    of the same page together) or ``seesaw`` (the steps of :data:`.seesaw.STEPS`, and 40 and 42 in
     :mod:`.q_on_n`, 43-48 in :mod:`.q_on_n_fp8`, 49-57 in :mod:`.q_on_n_fp8_h64`; :mod:`.seesaw`:
     each warpgroup owns every other page and the running max is handed between them, FlashMLA's
     schedule; 16-bit pages always come by TMA, the FP8 cache's latent part through the producer
@@ -966,7 +968,7 @@ class MlaSm90Config(Config):
     model cuts nothing and 4 of 132 SMs idle, where FlashInfer deals its pages over all of them: the
     devlog, "Session 23"; 1.014-1.190x step 39's time on an H100 in session 24) or ``pairs``
     (:func:`pair_work_list`: sequence i halved onto parts 2i and 2i + 1, one cluster's two parts
-    under the pair-merge steps (62, 68, 71, 75, 77, 79, 82, 84), which then merge every sequence in
+    under the pair-merge steps (:data:`PAIR_MERGE_STEPS`), which then merge every sequence in
     its pair; it needs b <= parts / 2 and every sequence at least 2 pages long, else the plan is
     ``costed``, and the record's ``work_list.cuts`` says which ran; other steps merge the halves in
     the combine kernel); an explicit ``costed``, ``equal``, ``even`` or ``pairs`` without a work

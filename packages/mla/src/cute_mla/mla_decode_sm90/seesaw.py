@@ -365,6 +365,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         self.set_kv_format(kv_fp8, scale_block)
         # the changes of a step on 61's line, its base's included (mla_decode_sm90.STEP_LINE)
         changes = step_changes(step)
+        if len(changes & V1L_REWAIT_CHANGES.keys()) > 1:
+            raise ValueError(f"step {step} carries two V1L re-wait changes: {sorted(changes)}")
         #: step 14: the dequantising producer warpgroup (threads 256..383)
         self.producer_wg = kv_fp8
         #: step 15: dequantise by placing the e4m3 bits into 16-bit values (no conversions)
