@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ncu_source_stalls import SAMPLES, _int, read_source_page  # noqa: E402
+from ncu_source_stalls import SAMPLES, _count, _int, read_source_page  # noqa: E402
 
 CLASSES = "abcdefg"
 NAMES = {
@@ -426,16 +426,6 @@ def _positive(kind):
     return conv
 
 
-def _index(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        v = -1
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"give a SASS index >= 0 (got {text!r})")
-    return v
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = _Parser(
         prog="ncu_stall_classes.py",
@@ -446,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--loop",
         nargs=2,
-        type=_index,
+        type=_count,
         required=True,
         metavar=("FIRST", "LAST"),
         help="the page loop's SASS indices, inclusive (outside: class g)",
@@ -460,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--qk",
         nargs=2,
-        type=_index,
+        type=_count,
         action="append",
         default=[],
         metavar=("FIRST", "LAST"),
@@ -469,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--start",
         nargs=2,
-        type=_index,
+        type=_count,
         action="append",
         default=[],
         metavar=("FIRST", "LAST"),
@@ -478,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--raw", type=Path, help="the raw page (ncu --page raw --csv, .xz ok)")
     ap.add_argument(
         "--raw-row",
-        type=_index,
+        type=_count,
         default=0,
         help="its kernel row (default 0, the launch the source page holds)",
     )

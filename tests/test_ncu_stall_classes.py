@@ -128,7 +128,7 @@ def test_sample_count_mismatch_is_noted(tmp_path, capsys):
         (["--loop", "1", "15", "--pages", "4"], "--loop 1 15: give 0 <= FIRST <= LAST < 15"),
         ([*LOOP, "--qk", "0", "3"], "--qk 0 3: give FIRST <= LAST inside the loop 1-13"),
         ([*LOOP, "--start", "8", "9"], "--start 8 9 overlaps --qk 1 8"),
-        (["--loop", "1", "x", "--pages", "4"], "give a SASS index >= 0"),
+        (["--loop", "1", "x", "--pages", "4"], "give an integer >= 0"),
         (["--loop", "1", "13", "--pages", "0"], "give a number > 0"),
     ],
 )
