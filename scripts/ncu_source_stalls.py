@@ -41,10 +41,10 @@ from pathlib import Path
 SAMPLES = "Warp Stall Sampling (All Samples)"
 
 
-def read_source_page(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """The first kernel's rows of an ``ncu --page source --csv`` export: (stall reason
-    columns, one dict per SASS instruction in address order). Raises ValueError when the file
-    has no such table."""
+def read_csv_rows(path: Path) -> list[list[str]]:
+    """The rows of an ncu ``--csv`` export, plain or ``.xz``. Raises ValueError (file named)
+    on a truncated or foreign .xz, a binary file or a file that is not CSV; OSError on a
+    missing one."""
     opener = lzma.open if path.suffix == ".xz" else open
     try:
         with opener(path, "rt", newline="") as fh:
@@ -57,9 +57,16 @@ def read_source_page(path: Path) -> tuple[list[str], list[dict[str, str]]]:
         ) from e
     csv.field_size_limit(max(csv.field_size_limit(), len(text)))  # one SASS line per field
     try:
-        rows = list(csv.reader(io.StringIO(text)))
+        return list(csv.reader(io.StringIO(text)))
     except csv.Error as e:
         raise ValueError(f"{path}: not a CSV export ({e})") from e
+
+
+def read_source_page(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The first kernel's rows of an ``ncu --page source --csv`` export: (stall reason
+    columns, one dict per SASS instruction in address order). Raises ValueError when the file
+    has no such table."""
+    rows = read_csv_rows(path)
     head = next((i for i, r in enumerate(rows) if SAMPLES in r and "Source" in r), None)
     if head is None:
         raise ValueError(f"{path}: no '{SAMPLES}' column (export with --page source --csv)")

@@ -60,9 +60,6 @@ one line on stderr and exit status 2.
 
 import argparse
 import collections
-import csv
-import io
-import lzma
 import re
 import sys
 from collections.abc import Sequence
@@ -70,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ncu_source_stalls import SAMPLES, _count, _int, read_source_page  # noqa: E402
+from ncu_source_stalls import SAMPLES, _count, _int, read_csv_rows, read_source_page  # noqa: E402
 
 CLASSES = "abcdefg"
 NAMES = {
@@ -186,13 +183,11 @@ def _instruction_class(r: Instr, waits: set[int]) -> str:
 
 
 def classify(
-    instrs: list[Instr], first: int, last: int, trywait_window: int = 30, depbar_window: int = 4
+    instrs: list[Instr], first: int, last: int, waits: set[int], btype: set[int]
 ) -> list[collections.Counter]:
     """Per instruction, its samples by class (module docstring); ``first``-``last`` is the
-    loop, inclusive."""
-    btype = wgmma_barriers(instrs, depbar_window)
-    tries, bras = page_waits(instrs, trywait_window)
-    waits = tries | bras
+    loop, inclusive; ``waits`` the page waits' indices (:func:`page_waits`, both sets) and
+    ``btype`` the barriers of class (b) (:func:`wgmma_barriers`)."""
     out, last_bar = [], None
     for r in instrs:
         o = r.opcode
@@ -218,12 +213,7 @@ def classify(
 def read_raw(path: Path, row: int) -> dict[str, str]:
     """Row ``row`` of an ``ncu --page raw --csv`` export (names, units, then one row per
     profiled kernel) as name -> text. Raises ValueError on anything else."""
-    opener = lzma.open if path.suffix == ".xz" else open
-    try:
-        with opener(path, "rt", newline="") as fh:
-            rows = list(csv.reader(io.StringIO(fh.read())))
-    except (EOFError, lzma.LZMAError, UnicodeDecodeError, csv.Error) as e:
-        raise ValueError(f"{path}: not a raw-page CSV ({e})") from e
+    rows = read_csv_rows(path)
     if not rows or "smsp__pcsamp_sample_count" not in rows[0]:
         raise ValueError(f"{path}: no smsp__pcsamp_sample_count column (export --page raw --csv)")
     data = rows[2:]
@@ -297,7 +287,9 @@ def _ranges(rs: list[tuple[int, int]]) -> str:
 
 def report(path: Path, instrs: list[Instr], s: Setup, trywait_window=30, depbar_window=4) -> str:
     """The Markdown report for one source page (module docstring)."""
-    per = classify(instrs, s.first, s.last, trywait_window, depbar_window)
+    tries, bras = page_waits(instrs, trywait_window)
+    btype = wgmma_barriers(instrs, depbar_window)
+    per = classify(instrs, s.first, s.last, tries | bras, btype)
     cyc = s.interval / s.pages  # cycles per page of one sample
     total = collections.Counter()
     for c in per:
@@ -345,7 +337,7 @@ def report(path: Path, instrs: list[Instr], s: Setup, trywait_window=30, depbar_
         cells = " | ".join(f"{c[k] * cyc:,.1f}" if c[k] else "" for k in CLASSES)
         out.append(f"| {name} | {sass[name]} | {t:,} | {t * cyc:,.1f} | {cells} |")
     if s.qk:
-        out += ["", *qk_items(instrs, per, s, cyc, trywait_window)]
+        out += ["", *qk_items(instrs, per, s, cyc, bras)]
     return "\n".join(out)
 
 
@@ -354,14 +346,14 @@ def qk_items(
     per: list[collections.Counter],
     s: Setup,
     cyc: float,
-    trywait_window: int = 30,
+    bras: set[int],
 ) -> list[str]:
-    """The QK phases' table: the samples of each class's main items there."""
+    """The QK phases' table: the samples of each class's main items there (``bras``: the page
+    waits' ``@!P BRA`` indices, :func:`page_waits`)."""
     qk = [r for r in instrs if _inside(r.index, s.qk)]
     cls: collections.Counter = collections.Counter()
     for r in qk:
         cls.update(per[r.index])
-    _, bras = page_waits(instrs, trywait_window)
     arrives = [r for r in qk if r.opcode.startswith("WARPGROUP.ARRIVE")]
     hgmma = [r for r in qk if r.opcode.startswith("HGMMA")]
     first_after: list[Instr] = []
