@@ -152,6 +152,7 @@ from .kernel import (
     _mn_view,
 )
 from .mla_decode_sm90 import (
+    BF16_DEFAULT_STEP,
     FP8_STEPS,
     MERGE_IN_KERNEL_STEPS,
     MULTICAST_STEPS,
@@ -254,8 +255,8 @@ STEPS = (
 #: step 37: packed rows one warp merges together in the split kernel (their loads in flight
 #: together), where step 35 merges one row at a time
 MERGE_ROWS = 4
-#: the class's step when none is given: the 16-bit default (mla_decode_sm90.BF16_DEFAULT_STEP)
-STEP = 78
+#: the class's step when none is given: the 16-bit default
+STEP = BF16_DEFAULT_STEP
 #: step 61 and the builds on it, each with its base and its changes in
 #: :data:`.mla_decode_sm90.STEP_LINE` (the flags below read them through ``step_changes``): each
 #: has 61's lean combine and everything 61 took from 39 and 33, so one list for those flags
