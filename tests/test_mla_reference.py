@@ -126,6 +126,40 @@ def test_inputs_layout_and_nan_slots():
     assert torch.equal(inputs_for(p, seed=5)["page_table"], table)
 
 
+def test_spiky_keys_scale_a_few_cache_rows_and_nothing_else():
+    """``init="spiky"``: the same Q, page table and NaN slots as ``randn`` at the same seed;
+    about one cache token in SPIKE_EVERY has its whole row scaled by SPIKE_SCALE, and a
+    query row's running maximum of S (log2 units) then jumps by more than 2^8 after the first
+    page in some rows (what steps 86-87 must rescale for) but not in most."""
+    from kernelplan.workloads.mla_decode import SPIKE_EVERY, SPIKE_SCALE
+
+    p = MlaDecodeProblem(b=4, t=1000)
+    sp = MlaDecodeProblem(b=4, t=1000, init="spiky")
+    assert sp.label() != p.label() and "init=spiky" in sp.label()
+    a, b = inputs_for(p, seed=3), inputs_for(sp, seed=3)
+    assert torch.equal(a["q"], b["q"]) and torch.equal(a["page_table"], b["page_table"])
+    ca, cb = a["kv_cache"].float(), b["kv_cache"].float()
+    assert torch.equal(torch.isnan(ca), torch.isnan(cb))
+    fin = ~torch.isnan(ca[..., 0])
+    same = (ca[fin] == cb[fin]).all(-1)
+    scaled = torch.isclose(cb[fin], ca[fin] * SPIKE_SCALE, rtol=1e-2, atol=1e-2).all(-1)
+    assert (same | scaled).all()  # a row is either untouched or scaled whole
+    n, k = int(fin.sum()), int((~same).sum())
+    assert 0.5 * n / SPIKE_EVERY < k < 2 * n / SPIKE_EVERY, (k, n)
+    # the running max of S (log2 domain, scaled) jumps by > 2^8 at some later page
+    q = b["q"].float()[:, 0]
+    jumps = rows = 0
+    for i, n_i in enumerate(sp.lengths()):
+        pages = b["page_table"][i, : -(-n_i // sp.page)].long()
+        keys = cb[pages].reshape(-1, sp.d_qk)[:n_i]  # the sequence's tokens, no NaN slot
+        s = (q[i] @ keys.T) * sp.scale() * 1.4426950408889634  # (h, n_i)
+        page_max = torch.stack([c.amax(-1) for c in s.split(sp.page, dim=-1)], -1)
+        m = page_max.cummax(-1).values
+        jumps += int(((m[:, 1:] - m[:, :-1]) > 8).any(-1).sum())
+        rows += m.shape[0]
+    assert 0 < jumps < rows, (jumps, rows)
+
+
 def test_nan_pages_never_reach_the_reference():
     p = CASES["varlen-draw-s2"]
     x = inputs_for(p, seed=1)
@@ -201,6 +235,7 @@ def test_torch_reference_peer_passes_on_cpu():
         (dict(b=2, seqlens=(100, 10), num_pages=2), "cache too small"),
         (dict(b=2, seqlens=(100, 10), num_pages=3), "plus 1 spare page"),
         (dict(dtype="int8"), "--dtype int8"),
+        (dict(init="randint"), "--init randint: one of randn, spiky"),
         (dict(softmax_scale=0.0), "--softmax_scale must be a positive number"),
         (dict(b=1_000_000_000), "--b 1000000000: at most 16777216 sequences"),
         (dict(b=1_000_000, t=1_000_000), "the KV cache would take 1047.7 TiB"),

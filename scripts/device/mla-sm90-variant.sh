@@ -10,7 +10,8 @@
 # check: the default path's package check (regression), then the variant at the workload's
 #   check problems (NaN in every slot past a sequence's end and in the spare pages the table
 #   points at past a sequence's pages), the odd shapes of steps 0-2, tails of 1/63/64/65/127
-#   tokens, s = 4, fp16, the unsplit path (`splits=1`) on a 256-page sequence (the mbarrier
+#   tokens, s = 4, fp16, keys with spikes (`--init spiky`: running maxima that jump mid-sequence,
+#   at h=128 and at h=64 s=2, and on a pair plan), the unsplit path (`splits=1`) on a 256-page sequence (the mbarrier
 #   phases wrap 128 times in one CTA), 64 splits of 2 pages (step 11, which plans its own
 #   parts: one sequence in 66 pieces, 132 parts of 2 pages, varlen B=32, empty sequences
 #   between long ones; also for the later work-list steps and cuts=costed, equal or even,
@@ -92,6 +93,8 @@ v-t1-empty kernel --b 2 --seqlens [1,0] $v --check $cl --prof_type disabled
 v-tails kernel --b 5 --seqlens [1,63,64,65,127] $v --check $cl --prof_type disabled
 v-s4-h32 kernel --b 4 --s 4 --h 32 --t 1000 $v --check $cl --prof_type disabled
 v-fp16 kernel --b 4 --t 1000 --dtype float16 $v --check $cl --prof_type disabled
+v-spiky-b4-t1000 kernel --b 4 --t 1000 --init spiky $v --check $cl --prof_type disabled
+v-spiky-h64-s2 kernel --b 8 --t 2000 --h 64 --s 2 --init spiky $v --check $cl --prof_type disabled
 JOBS
     if step_is work_list || [[ " $VARIANT " =~ " cuts="(costed|equal|even|pairs)" " ]]; then
         # the work-list steps plan their own parts (no splits=): one sequence in 66 pieces (the
@@ -117,6 +120,7 @@ v-pair-h64-b64-t2048 kernel --b 64 --t 2048 --h 64 $v --check $cl --prof_type di
 v-pair-h16-s3-b64-t4096 kernel --b 64 --s 3 --h 16 --t 4096 $v --check $cl --prof_type disabled
 v-pair-fp16-b32-t1024 kernel --b 32 --t 1024 --dtype float16 $v --check $cl --prof_type disabled
 v-pair-mixed kernel --b 18 --seqlens [65,1,1000,4096,2048,3000,0,3000,2000,700,1000,1000,2048,0,700,700,3000,2000] $v --check $cl --prof_type disabled
+v-pair-spiky-b32-t4096 kernel --b 32 --t 4096 --init spiky $v --check $cl --prof_type disabled
 v-fault-pair-wrong-page kernel --b 32 --t 1024 $v --inject-fault wrong-page --prof_type disabled
 JOBS
         fi

@@ -2803,9 +2803,9 @@ def test_mla_decode_sm90_step_line_is_the_one_place_for_steps_on_61():
     read |= set(seesaw.V1L_REWAIT_CHANGES)
     used = {name for _, own in line.values() for name in own}
     assert used == read, (used - read, read - used)
-    assert plan_mod.PAIR_MERGE_STEPS == (62, 68, 71, 75, 77, 79, 82, 84)
+    assert plan_mod.PAIR_MERGE_STEPS == (62, 68, 71, 75, 77, 79, 82, 84, 87)
     assert plan_mod.MULTICAST_STEPS == (63,)
-    assert (*range(61, 69), *range(70, 86)) == seesaw.STEPS_ON_61
+    assert (*range(61, 69), *range(70, 88)) == seesaw.STEPS_ON_61
     assert not set(plan_mod.BF16_STEPS) & set(plan_mod.FP8_STEPS)
     assert len(set(seesaw.STEPS)) == len(seesaw.STEPS)
     assert set(seesaw.STEPS) == set(plan_mod.BF16_STEPS) | set(plan_mod.FP8_STEPS)
@@ -2817,3 +2817,31 @@ def test_mla_decode_sm90_step_line_is_the_one_place_for_steps_on_61():
         assert not k.rewait_v0r and k.tail_mask and k.o_via_smem and k.v1l_rewaits == 4, step
     assert seesaw.MlaDecodeSm90Seesaw(1, 128, True, step=77).v1l_rewaits == 1
     assert seesaw.MlaDecodeSm90Seesaw(1, 128, True, step=70).rewait_v0r
+
+
+def test_mla_decode_sm90_seesaw_step86_skips_warpgroup0s_second_rescale_by_a_warp_vote(
+    tmp_path, monkeypatch
+):
+    """Step 86 (``--config step=86``, 78 with ``lazy_rescale``; 87 is 79 so): the running row
+    max is kept while a page's max passes it by at most RESCALE_SKIP_LOG2 (FlashAttention-4's
+    conditional rescaling), and warpgroup 0 multiplies O_L by sc1 only in a warp whose vote
+    says a row's max moved. In the split kernel's SASS: one VOTE.ANY, and still one
+    WARPGROUP.ARRIVE per WGMMA batch: the same WARPGROUP, HGMMA and page-TMA counts as 78,
+    not a WARPGROUP.DEPBAR after every HGMMA. (A vote-branch around the first O rescale, before
+    PV0L or PV1R, made ptxas serialize every WGMMA: 96 WARPGROUP instructions against 18, a CPU
+    compile of session 34; this pins that the kept placement does not.) 0 spills."""
+    from cute_mla.mla_decode_sm90 import seesaw
+
+    assert seesaw.RESCALE_SKIP_LOG2 == 8.0
+    got, plan, prob, cfg = _seesaw_pair((78, 86), "lazy_rescale", tmp_path, monkeypatch)
+    sass = {st: _kernel_sass(got[st][0], combine=False) for st in (78, 86)}
+    assert sass[78].count("VOTE.ANY") == 0 and sass[86].count("VOTE.ANY") == 1
+    for op in ("WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "HGMMA.", "UTMALDG"):
+        assert sass[86].count(op) == sass[78].count(op), op
+    # far fewer batch waits than WGMMAs: the WGMMAs are pipelined, not serialized
+    assert sass[86].count("WARPGROUP.DEPBAR") * 4 < sass[86].count("HGMMA."), sass[86].count(
+        "WARPGROUP.DEPBAR"
+    )
+    assert plan.build_label(prob, cfg) == "seesaw step 86"
+    assert seesaw.MlaDecodeSm90Seesaw(1, 128, True, step=87).lazy_rescale
+    assert not seesaw.MlaDecodeSm90Seesaw(1, 128, True, step=79).lazy_rescale

@@ -73,7 +73,8 @@ class CutlassMlaDecode(KernelPlan):
     target_sm: ClassVar[tuple[str, ...]] = ("sm_100a",)
     config_type = CutlassMlaConfig
     runtime_problem_fields: ClassVar[tuple[str, ...]] = (
-        "b", "t", "varlen", "varlen_seed", "seqlens", "num_pages", "softmax_scale", "causal",
+        "b", "t", "varlen", "varlen_seed", "seqlens", "num_pages", "softmax_scale", "init",
+        "causal",
     )  # fmt: skip
     #: upstream class name and the one dtype it takes for Q, cache and O
     kernel_class: ClassVar[str]

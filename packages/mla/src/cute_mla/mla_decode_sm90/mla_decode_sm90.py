@@ -157,8 +157,10 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: p1_before_pv (warpgroup 1 stores P1 before it issues PV1R), q_first (Q's cp.async issued
 #: before the first pages' TMAs), pdl_split (launched as a programmatic dependent of the kernel
 #: before it, waiting at griddepcontrol.wait before its first global access), pdl_trigger (the
-#: next grid's launch triggered right after that griddepcontrol.wait), and
-#: q_rope_regs (Q's rope columns in registers, the A operand of S's rope k-blocks). What each
+#: next grid's launch triggered right after that griddepcontrol.wait), q_rope_regs (Q's rope
+#: columns in registers, the A operand of S's rope k-blocks), and lazy_rescale (the running
+#: row max moves only when a page's max passes it by more than 2^8, and a warp rescales its O
+#: rows only when one of its maxima moved). What each
 #: measured: the devlog's section named in its comment. No change may repeat one of its base's,
 #: and a line carries at most one v1l_rewait change. 69 (67 without both re-waits) spilled on a
 #: CPU compile and was not kept
@@ -187,6 +189,8 @@ STEP_LINE: dict[int, tuple[int | None, tuple[str, ...]]] = {
     83: (81, ("q_first",)),  # "Session 33"
     84: (82, ("q_first",)),  # level with 79 ("Session 33")
     85: (72, ("q_rope_regs",)),  # no gain ("Session 33")
+    86: (78, ("lazy_rescale",)),  # "Session 34"
+    87: (79, ("lazy_rescale",)),  # "Session 34"
 }
 
 
@@ -1017,7 +1021,7 @@ class MlaDecodeSm90(KernelPlan):
     target_sm: ClassVar[tuple[str, ...]] = ("sm_90a",)
     config_type = MlaSm90Config
     runtime_problem_fields: ClassVar[tuple[str, ...]] = (
-        "b", "t", "varlen", "varlen_seed", "seqlens", "num_pages", "softmax_scale",
+        "b", "t", "varlen", "varlen_seed", "seqlens", "num_pages", "softmax_scale", "init",
     )  # fmt: skip
     description: ClassVar[str] = (
         "own CuTe DSL MLA decode for sm_90a: WGMMA, 2 math warpgroups, V = transposed K page "

@@ -174,6 +174,10 @@ BAR_WG = (5, 6)
 #: step 32: "WG1 has issued its PV0R" (WG0 issues PV1L after it); 8, as 7 is step 14's
 #: producer's and 9 the math warpgroups' beside a producer
 BAR_V0R = 8
+#: steps 86 and 87: the running row max (log2 domain, scaled) is kept while a page's row max
+#: exceeds it by at most this much, so P = exp2(S - m) <= 2^8 (FlashAttention-4's threshold
+#: for 16-bit P)
+RESCALE_SKIP_LOG2 = 8.0
 #: chunk ranges (compile time): V's left half, V's right half, the rope chunk (= P's place)
 V_L = (0, 4)
 V_R = (4, 8)
@@ -723,6 +727,23 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
         #: 278 samples against FlashMLA's 67 (session 29's source pages, H100)
         self.p1_before_pv = "p1_before_pv" in changes
+        #: steps 86 and 87 (on 78 and 79): the running row max moves only when a page's row
+        #: max exceeds it by more than :data:`RESCALE_SKIP_LOG2` (log2 units, so every P stays
+        #: <= 2^8), and a warp multiplies its O rows (and P0 by sc1) only when one of its rows'
+        #: maxima moved (a warp vote). FlashAttention-4's conditional rescaling
+        #: (Dao-AILab/flash-attention ``flash_attn/cute/softmax.py``, ``SoftmaxSm100``'s
+        #: ``rescale_threshold``), here in the seesaw's two hand-offs: m0 keeps m, m1 keeps m0
+        #: unless the page's own max is larger by more than the threshold. Exact in real
+        #: arithmetic (O and the row sum share the stale reference; the LSE is m + log2 l of the
+        #: same m). Only warpgroup 0's second O_L rescale (by sc1 = exp2(m0 - m1), 128 FMULs a
+        #: thread a pair, between its PV0L's retirement and its PV1L, while warpgroup 1's warps
+        #: on the same schedulers run their softmax) is skipped: the same vote-branch around
+        #: either warpgroup's first O rescale (by sc_a, before its PV0L or PV1R) made ptxas
+        #: serialize every WGMMA of the kernel (a CPU compile: 96 WARPGROUP instructions against
+        #: 18, a DEPBAR after each HGMMA), and around P0's rescale it took 246 registers against
+        #: 225. Session 33's ncu at (128, 16384) put ours' softmax class at 523 cycles per page
+        #: against FlashMLA's 445. Built in session 34
+        self.lazy_rescale = "lazy_rescale" in changes
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
@@ -1214,6 +1235,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             # m0 = max(m, rowmax S0); publish it; sc_a = exp2(m - m0)
                             for i in cutlass.range_constexpr(n_rows):
                                 m_new = cute.arch.fmax(row_max[i], mloc[i])
+                                if cutlass.const_expr(self.lazy_rescale):  # noqa: SIM102
+                                    # step 86: m0 keeps m unless S0's max passes it by 2^8
+                                    if mloc[i] <= row_max[i] + RESCALE_SKIP_LOG2:
+                                        m_new = row_max[i]
                                 sc_a[i] = self.rescale(row_max[i], m_new)
                                 row_max[i] = m_new
                                 if lane % 4 == 0:
@@ -1225,6 +1250,10 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             for i in cutlass.range_constexpr(n_rows):
                                 m0 = sM0[tScS[i, 0][0]]
                                 m_new = cute.arch.fmax(m0, mloc[i])
+                                if cutlass.const_expr(self.lazy_rescale):  # noqa: SIM102
+                                    # step 86: m1 keeps m0 unless S1's max passes it by 2^8
+                                    if mloc[i] <= m0 + RESCALE_SKIP_LOG2:
+                                        m_new = m0
                                 sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
                                 row_max[i] = m_new
                                 if lane % 4 == 0:
@@ -1244,6 +1273,8 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 s_mn[i, j] = p
                                 part += p
                             row_sum[i] = row_sum[i] * sc_a[i] + part
+                            # (steps 86-87 keep this one unconditional: the same vote-branch here
+                            # made ptxas serialize every WGMMA of the kernel, see lazy_rescale)
                             for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
                                 acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
                         rP = self.acc_to_a(acc_s)
@@ -1305,8 +1336,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                     )
                             for i in cutlass.range_constexpr(n_rows):
                                 row_sum[i] = row_sum[i] * sc_b[i]
-                                for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                                    acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
+                                if cutlass.const_expr(not self.lazy_rescale):
+                                    for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                                        acc_o_mn[i, j] = acc_o_mn[i, j] * sc_b[i]
+                            if cutlass.const_expr(self.lazy_rescale):
+                                # steps 86-87: O_L * sc1 only in a warp where m1 moved past m0
+                                self.rescale_rows_if_moved(acc_o_mn, sc_b, n_rows)
                             # O_L += P1 V1L, P1 from SMEM (stage 1's rope chunk) unconditional: also
                             # proves WG1's QK on stage 1 is done before WG0 reloads it
                             cute.arch.barrier(barrier_id=BAR_P1, number_of_threads=THREADS)
@@ -2627,11 +2662,32 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     @cute.jit
     def rescale(self, m_old: cutlass.Float32, m_new: cutlass.Float32) -> cutlass.Float32:
         """exp2(m_old - m_new) for running maxima in the log2 domain; 1 while nothing has been
-        seen (both -inf: never NaN), 0 when the first keys arrive (m_old = -inf)."""
+        seen (both -inf: never NaN), 0 when the first keys arrive (m_old = -inf). Steps 86-87:
+        exactly 1 whenever the maximum was kept (the skipped rescales test for 1)."""
         sc = cutlass.Float32(1.0)
-        if m_new != -cutlass.Float32.inf:
-            sc = cute.math.exp2(m_old - m_new, fastmath=True)
+        if cutlass.const_expr(self.lazy_rescale):
+            if m_new != -cutlass.Float32.inf and m_new != m_old:
+                sc = cute.math.exp2(m_old - m_new, fastmath=True)
+        else:  # noqa: PLR5501 (compile time, then run time)
+            if m_new != -cutlass.Float32.inf:
+                sc = cute.math.exp2(m_old - m_new, fastmath=True)
         return sc
+
+    @cute.jit
+    def rescale_rows_if_moved(self, t_mn: cute.Tensor, sc: cute.Tensor, n_rows: int) -> None:
+        """Multiply each of this thread's rows of ``t_mn`` (an accumulator in (row, column)
+        view: O's 64 x 256 half or P's 64 x 64 tile, fp32) by its factor in ``sc`` (``n_rows``
+        factors, exp2 of the old reference max minus the new), but only in a warp where some
+        row's factor is not 1: the branch is warp-uniform (a vote), so a warp whose 16 rows
+        kept their maxima (steps 86-87: the usual case after a sequence's first pages) skips
+        every multiply. Nothing is in flight on ``t_mn`` here (its WGMMAs were waited for)."""
+        moved = False
+        for i in cutlass.range_constexpr(n_rows):
+            moved = moved or sc[i] != 1.0
+        if cute.arch.vote_any_sync(moved):
+            for i in cutlass.range_constexpr(n_rows):
+                for j in cutlass.range_constexpr(cute.size(t_mn, mode=[1])):
+                    t_mn[i, j] = t_mn[i, j] * sc[i]
 
     @cute.jit
     def acc_to_a(self, acc_s: cute.Tensor) -> cute.Tensor:

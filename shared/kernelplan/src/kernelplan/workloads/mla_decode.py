@@ -150,6 +150,16 @@ SPARE_PAGES = 4
 VARLEN_EMPTY_EVERY = 8
 #: varlen weights are drawn uniformly from this range, then scaled to mean t
 VARLEN_WEIGHTS = (0.25, 1.75)
+#: ``init="spiky"``: one cache token in SPIKE_EVERY (drawn per slot) has its whole row (latent
+#: and rope) scaled by SPIKE_SCALE, so its scores have 16x the spread (about 23 in log2 units
+#: against 1.4 at ``softmax_scale`` = 576^-0.5): a row's running maximum jumps past 2^8 at some
+#: spikes and not at others, at random pages
+INITS = ("randn", "spiky")
+SPIKE_EVERY = 32
+SPIKE_SCALE = 16.0
+#: the spikes' generator is seeded with the problem's seed plus this (the table's generator
+#: and the device one are left as ``randn`` draws them)
+SPIKE_SEED_OFFSET = 0x5B1
 #: the tensor names of the workload, inputs then outputs
 INPUTS = ("q", "kv_cache", "page_table", "seqlens")
 OUTPUTS = ("o", "lse")
@@ -225,6 +235,12 @@ class MlaDecodeProblem(Rederived):
         kv_block: latent values per scale with ``per_block``; None -> :data:`KV_BLOCK_DEFAULT`
             (128, stored as None when given); must divide ``d_latent``. Only with
             ``per_block``.
+        init: Q and cache values: ``randn`` (standard normal) or ``spiky``: the same, with
+            one cache token in :data:`SPIKE_EVERY` (drawn from the seed) scaled by
+            :data:`SPIKE_SCALE`, so that a query row's running maximum of S jumps at random
+            pages of a sequence, by more than 2^8 in softmax terms for some rows and not for
+            others; a kernel that skips rescaling O while the maximum barely moves (the
+            seesaw's steps 86-87) is checked on it.
 
     Derived (methods, not fields): :meth:`lengths`, :meth:`scale`, :attr:`d_qk`,
     :meth:`table_pages` (page-table columns), :meth:`pages_needed`, :meth:`pages_total`
@@ -250,6 +266,7 @@ class MlaDecodeProblem(Rederived):
     kv_dtype: str | None = None
     kv_scale: Literal["per_token", "per_block"] = "per_token"
     kv_block: int | None = None
+    init: Literal["randn", "spiky"] = "randn"
 
     label_always: ClassVar[tuple[str, ...] | None] = ("b", "s", "t", "h")
     label_derived: ClassVar[tuple[str, ...]] = ("softmax_scale", "num_pages")
@@ -268,6 +285,8 @@ class MlaDecodeProblem(Rederived):
                 raise ShapeError(f"--{key} must be true or false (got {getattr(self, key)!r})")
         if self.dtype not in DTYPES:
             raise ShapeError(f"--dtype {self.dtype}: one of {', '.join(DTYPES)}")
+        if self.init not in INITS:
+            raise ShapeError(f"--init {self.init}: one of {', '.join(INITS)}")
         self._check_size()
         if self.seqlens is not None:
             lens = tuple(self.seqlens)
@@ -551,7 +570,8 @@ class MlaDecodeWorkload(Workload):
         seed: int,
         device: str = "cuda",
     ) -> dict[str, Any]:
-        """Q and the cache drawn from N(0, 1) with ``seed`` (on ``device``); a page table
+        """Q and the cache drawn from N(0, 1) with ``seed`` (on ``device``; with ``init`` =
+        ``spiky`` some cache tokens then scaled, see :class:`MlaDecodeProblem`); a page table
         that is a random permutation of the cache's pages (drawn from ``seed`` on the CPU, so
         the same seed gives the same table on every device); entries past a sequence's pages
         pointing at spare pages; NaN in every slot that belongs to no sequence; outputs zeroed
@@ -607,6 +627,12 @@ class MlaDecodeWorkload(Workload):
             covered[mine[:-1]] = True
             covered[mine[-1], : n - (npg - 1) * p.page] = True
         table = table.to(torch.int32)
+        if p.init == "spiky":
+            # a generator of its own, so the spikes leave the table (and Q, the cache) as randn's
+            spikes = torch.Generator()
+            spikes.manual_seed(seed + SPIKE_SEED_OFFSET)
+            hit = torch.rand((p.pages_total(), p.page), generator=spikes) < 1.0 / SPIKE_EVERY
+            cache[hit.to(device)] *= SPIKE_SCALE
         cache.masked_fill_(~covered.to(device).unsqueeze(-1), float("nan"))
         if p.kv_fp8:
             kv, scales, rope = quantize_kv(p, cache.to(dt))
