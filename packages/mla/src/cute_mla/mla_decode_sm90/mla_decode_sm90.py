@@ -925,7 +925,10 @@ class MlaSm90Config(Config):
     81 and 82 issuing Q first, 85 is 72 with Q's 64 rope columns held in registers, the A operand of
     S's four rope k-blocks (81-85 built in session 32; in session 33 80 and 85 were neutral, and the
     early trigger cost 1-3% at the h=128 rows where nothing is cut, (64, 4096), (128, 4096) and s=2,
-    and nothing elsewhere; the devlog, "Session 33"). 40
+    and nothing elsewhere; the devlog, "Session 33"), 86 and 87 are 78 and 79 with
+    FlashAttention-4's conditional rescaling: the running row max is kept unless a page's max
+    passes it by more than 2^8, and warpgroup 0's second O rescale is skipped by a warp vote
+    where no row's max moved (built in session 34; the devlog, "Session 34"). 40
     (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
     N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
     h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock

@@ -100,7 +100,10 @@ programmatic dependent (78-80 built in session 31), 81 and 82 are 72 and 75 laun
 triggering the next grid's launch at their start, 83 and 84 are 81 and 82 issuing Q first, and
 85 is 72 with Q's rope columns in registers, the A operand of S's rope k-blocks (81-85 built in
 session 32; 78-85 run in session 33: 80 and 85 neutral, the early trigger of 81-84 1-3% slower
-at the h=128 rows where nothing is cut).
+at the h=128 rows where nothing is cut), and 86 and 87 are 78 and 79 with the running row max
+kept unless a page's max passes it by more than 2^8 and warpgroup 0's second O_L rescale
+skipped by a warp vote where no row's max moved (FlashAttention-4's conditional rescaling;
+built in session 34).
 Steps 14-24, 26, 27 and 30 take the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
