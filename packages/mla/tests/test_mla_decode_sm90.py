@@ -533,7 +533,7 @@ def test_fp8_alt_entries():
         "mla_decode_sm90 fp8 per_block seesaw": "seesaw",
     }
     assert steps["mla_decode_sm90 fp8 per_token seesaw"] == 14  # session 6's first table
-    assert steps["mla_decode_sm90 bf16"] == 78  # 128 sequences: no cluster pairs
+    assert steps["mla_decode_sm90 bf16"] == 86  # 128 sequences: no cluster pairs
     # --formats fp8 (table14's default): the FP8 default (auto: seesaw step 22) against lockstep
     got = {lab: alt.build(k, f, o) for lab, k, f, o in alt.entries((32, 4096, 128), [], "fp8")}
     assert {
@@ -719,7 +719,7 @@ def test_work_list_refusals_in_one_line(args, needle):
 
 
 def test_step11_with_a_split_count_builds_step9():
-    """The default (step 0, which builds 79 here: every sequence a cluster pair) plans its own
+    """The default (step 0, which builds 87 here: every sequence a cluster pair) plans its own
     parts; an explicit ``splits`` asks for step 9's per-sequence splits, and gets them, as does
     step 11 with ``splits`` (the record's meta names the step built)."""
     from kernelplan.registry import load_plan_class
@@ -733,7 +733,7 @@ def test_step11_with_a_split_count_builds_step9():
         assert k.fn.step == 9 and not k.fn.work_list
     assert (k.meta["seesaw_step"], k.meta["split_rule"], k.meta["split_kv"]) == (9, "config", 2)
     k = plan.plan(prob, plan.config(prob, {}), tgt)
-    assert k.fn.step == 79 and k.meta["split_rule"] == "work list"
+    assert k.fn.step == 87 and k.meta["split_rule"] == "work list"
     # every sequence in two pieces, one cluster's two parts: no combine kernel
     assert k.meta["combine"] == "cluster pairs (dsmem)"
 
@@ -1349,28 +1349,30 @@ def test_mla_decode_sm90_cuts_pairs_halves_each_sequence_onto_a_cluster(tmp_path
         wl = k.meta["work_list"]
         assert (wl["cuts"], k.meta["combine"]) == (want, combine)
     assert wl["max_pieces"] == 3 and wl["sequences_paired"] == 0
-    # the default: 79 (75 in sessions 31-32, 71 in session 30, 62 until session 29) with the pair
-    # plan where it pays in the model (PAIR_SPARE_PAGES), 78 (72 in sessions 30-32, 67 in session
-    # 29, 61 before) where the plan has no pairs or leaves some cut sequence to the combine
+    # the default: 87 (79 in session 33, 75 in sessions 31-32, 71 in session 30, 62 until session
+    # 29) with the pair plan where it pays in the model (PAIR_SPARE_PAGES), 86 (78 in session 33,
+    # 72 in sessions 30-32, 67 in session 29, 61 before) where the plan has no pairs or leaves
+    # some cut sequence to the combine
     tgt = plan.target("sm_90a", 132)
     for shape, step, cuts in (
-        ({"b": 32, "t": 16384}, 79, "pairs"),  # 130 modelled pages against the costed 129
-        ({"b": 32, "t": 4096}, 79, "pairs"),
-        ({"b": 16, "t": 16384}, 78, "costed"),  # 32 of 66 parts busy as pairs: costed
-        ({"b": 128, "t": 4096}, 78, "costed"),
-        ({"b": 32, "t": 4096, "varlen": True}, 78, "costed"),
+        ({"b": 32, "t": 16384}, 87, "pairs"),  # 130 modelled pages against the costed 129
+        ({"b": 32, "t": 4096}, 87, "pairs"),
+        ({"b": 16, "t": 16384}, 86, "costed"),  # 32 of 66 parts busy as pairs: costed
+        ({"b": 128, "t": 4096}, 86, "costed"),
+        ({"b": 32, "t": 4096, "varlen": True}, 86, "costed"),
     ):
         p = plan.problem(**shape)
         k = plan.plan(p, plan.config(p, {}), tgt)
         assert (k.fn.step, k.meta["work_list"]["cuts"]) == (step, cuts), shape
         assert plan.build_label(p, plan.config(p, {})) == f"seesaw step {step}"
     # the label follows the target's SM count as the plan does (114 SMs: 56 parts, too few
-    # clusters for 32 sequences, so 78 (72 in sessions 30-32, 67 in session 29, 61 before); a
+    # clusters for 32 sequences, so 86 (78 in session 33, 72 in sessions 30-32, 67 in session
+    # 29, 61 before); a
     # fresh user's trial found the label said 62)
     p = plan.problem(b=32, t=4096)
     t114 = plan.target("sm_90a", 114)
-    assert plan.plan(p, plan.config(p, {}), t114).fn.step == 78
-    assert plan.build_label(p, plan.config(p, {}), t114) == "seesaw step 78"
+    assert plan.plan(p, plan.config(p, {}), t114).fn.step == 86
+    assert plan.build_label(p, plan.config(p, {}), t114) == "seesaw step 86"
     varlen = plan.problem(b=32, t=4096, varlen=True)  # some lengths are 0: no pair plan
     k = plan.plan(
         varlen, plan.config(varlen, {"step": "62", "cuts": "pairs"}), plan.target("sm_90a", 132)
@@ -1675,7 +1677,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
             {"schedule": "lockstep"},
             "lockstep schedule, cpasync pages, FP8 dequantised by the math warpgroups",
         ),
-        (bf16, {}, "seesaw step 79"),  # 2 sequences of 2 pages: the pair plan
+        (bf16, {}, "seesaw step 87"),  # 2 sequences of 2 pages: the pair plan
         (bf16, {"step": "11"}, "seesaw step 11"),
         (bf16, {"splits": "2"}, "seesaw step 9"),
         (
@@ -1685,7 +1687,7 @@ def test_mla_decode_sm90_build_label_names_what_is_built():
         ),
         (h16, {"step": "11"}, "seesaw step 11"),
         (h16, {"splits": "2"}, "seesaw step 9"),
-        (h32, {}, "seesaw step 79"),
+        (h32, {}, "seesaw step 87"),
         (
             h16_fp8,
             {},
@@ -2400,9 +2402,9 @@ def test_fp8_q_on_n_k_and_v_offsets_address_the_swizzled_page(stage):
 
 
 def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_keys():
-    """The default config (``step=0``) builds step 79 at h=128 (32, 4096) and step 78 at
-    (128, 4096) (75 and 72 in sessions 31-32, 71 and 72 in session 30, 62 and 67 in session 29),
-    b and t being runtime
+    """The default config (``step=0``) builds step 87 at h=128 (32, 4096) and step 86 at
+    (128, 4096) (79 and 78 in session 33, 75 and 72 in sessions 31-32, 71 and 72 in session 30,
+    62 and 67 in session 29), b and t being runtime
     fields: the compile keys differ (the build label is in them), so that one process timing
     both rows launches each row's own build. Before session 29 they were equal, and a process
     that compiled one launched it for the other: 62's binary at the uncut rows of every table
@@ -2418,7 +2420,7 @@ def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_key
         cfg = plan.config(prob, {})
         labels[b] = plan.build_label(prob, cfg)
         keys[b] = plan.kernel(prob, cfg, tgt).key
-    assert labels == {32: "seesaw step 79", 128: "seesaw step 78", 120: "seesaw step 78"}
+    assert labels == {32: "seesaw step 87", 128: "seesaw step 86", 120: "seesaw step 86"}
     assert keys[32] != keys[128]
 
 
@@ -2641,7 +2643,7 @@ def test_mla_decode_sm90_seesaw_steps76_77_rewait_on_fewer_v1l_chunks(tmp_path, 
 
 
 def test_mla_decode_sm90_seesaw_steps78_79_issue_q_before_the_first_pages(tmp_path, monkeypatch):
-    """Steps 78 and 79 (``--config step=78`` / ``79``; the defaults since session 33): 72 and
+    """Steps 78 and 79 (``--config step=78`` / ``79``; the defaults in session 33): 72 and
     75 with Q's cp.async issued at a segment's start before warp 0 reads the first two pages'
     table entries and issues their chunk TMAs, where 72 and 75 issue Q after them. In the split
     kernel's SASS the first LDGSTS (Q) comes before the first UTMALDG (a page) in 78 and 79 and

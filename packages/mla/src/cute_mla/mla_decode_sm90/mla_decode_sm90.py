@@ -181,16 +181,16 @@ STEP_LINE: dict[int, tuple[int | None, tuple[str, ...]]] = {
     75: (71, ("no_rewait_v0r",)),  # the pair default in sessions 31-32
     76: (72, ("v1l_rewait_two",)),  # no gain ("Session 31")
     77: (75, ("v1l_rewait_one",)),  # no gain ("Session 31")
-    78: (72, ("q_first",)),  # the default since session 33
-    79: (75, ("q_first",)),  # the pair default since session 33
+    78: (72, ("q_first",)),  # the default in session 33
+    79: (75, ("q_first",)),  # the pair default in session 33
     80: (72, ("pdl_split",)),  # no gain ("Session 33")
     81: (72, ("pdl_split", "pdl_trigger")),  # 1-3% slower at the uncut h=128 rows ("Session 33")
     82: (75, ("pdl_split", "pdl_trigger")),  # level with 75 at the pair rows ("Session 33")
     83: (81, ("q_first",)),  # "Session 33"
     84: (82, ("q_first",)),  # level with 79 ("Session 33")
     85: (72, ("q_rope_regs",)),  # no gain ("Session 33")
-    86: (78, ("lazy_rescale",)),  # "Session 34"
-    87: (79, ("lazy_rescale",)),  # "Session 34"
+    86: (78, ("lazy_rescale",)),  # the default since session 34
+    87: (79, ("lazy_rescale",)),  # the pair default since session 34
 }
 
 
@@ -229,20 +229,27 @@ FP8_STEP = 22
 AUTO_STEP = 0
 #: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
 WORK_LIST_STEP = 11
-#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 78,
-#: step 72 issuing Q's cp.async before the first pages' TMAs at a segment's start, measured on
-#: an H100 in session 33 at 0.988-0.999x 72's time per round back to back at h=128 (64, 4096),
-#: (128, 4096), (128, 16384) and s=2, 0.994x at h=64 and 0.990x at varlen (the devlog,
-#: "Session 33"). Step 72 (67 with a whole sequence's O stored through SMEM in 16-byte rows,
-#: step 70, and without warpgroup 1's second wait on V0R before PV0R; 0.935-0.972x 67's time
-#: at h=128 in session 30, the devlog, "Session 30") was the default in sessions 30-32, 67 (61
+#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 86,
+#: step 78 with FlashAttention-4's conditional rescaling (the running row max kept unless a
+#: page's max passes it by more than 2^8, warpgroup 0's second O rescale skipped by a warp vote
+#: where no row's max moved), measured on an H100 in session 34 at 0.983-0.991x 78's time per
+#: round back to back and 0.980-0.995x from an idle GPU at h=128 (64, 4096), (128, 4096),
+#: (128, 16384), s=2 and varlen, 0.997-0.999x at h=64; its check list, with keys whose maxima
+#: jump mid-sequence (``--init spiky``), passed whole (the devlog, "Session 34"). Step 78 (72
+#: issuing Q's cp.async before the first pages' TMAs at a segment's start; 0.988-0.999x 72's
+#: time at h=128 in session 33, the devlog, "Session 33") was the default in session 33.
+#: Step 72 (67 with a whole sequence's O stored through SMEM in 16-byte rows, step 70, and
+#: without warpgroup 1's second wait on V0R before PV0R; 0.935-0.972x 67's time at h=128 in
+#: session 30, the devlog, "Session 30") was the default in sessions 30-32, 67 (61
 #: with S masked only on the tail pages) in session 29, 61 (39 with the lean combine) in
 #: sessions 24-28, 39 in sessions 22-23, 33 in session 21, 11 before it
-BF16_DEFAULT_STEP = 78
+BF16_DEFAULT_STEP = 86
 #: the 16-bit default where the plan makes every cut sequence a cluster pair
-#: (:func:`pairs_everywhere`): step 79, step 75 issuing Q first (78's change on the pair
-#: build), measured on an H100 in session 33 at 0.987x step 75's time per round at h=128
-#: (32, 4096) and 1.000x at (32, 16384) (the devlog, "Session 33"). Step 75 (71 without
+#: (:func:`pairs_everywhere`): step 87, step 79 with 86's conditional rescaling, measured on an
+#: H100 in session 34 at 0.991x and 0.992x step 79's time per round at h=128 (32, 4096) and
+#: 0.982x and 0.989x at (32, 16384), back to back and from an idle GPU (the devlog, "Session
+#: 34"). Step 79 (75 issuing Q first, 78's change on the pair build; 0.987x 75's time at
+#: (32, 4096) in session 33) was this default in session 33. Step 75 (71 without
 #: warpgroup 1's second wait on V0R before PV0R, 72's change on the pair build; 0.983x step
 #: 71's time at (32, 4096) and 0.982x at (32, 16384) in session 31, the devlog, "Session 31")
 #: was this default in sessions 31-32; step 71 (62 with step 67's tail-only mask and both O
@@ -250,7 +257,7 @@ BF16_DEFAULT_STEP = 78
 #: (32, 16384); step 62 (the pair merge through distributed shared memory) in sessions 24-29
 #: (0.962x step 39's time per round at (32, 4096) in session 24); with the cluster launch where
 #: no sequence is a pair it took 1.012-1.042x step 39's time at h=128 (the devlog, "Session 24")
-BF16_PAIR_STEP = 79
+BF16_PAIR_STEP = 87
 #: the 16-bit builds that merge the cut sequences inside the split kernel, no combine kernel:
 #: 35 (one row per warp) and 37 (4 rows per warp); their grid must be resident at once
 MERGE_IN_KERNEL_STEPS = (35, 37)
@@ -718,8 +725,8 @@ def pairs_everywhere(work: WorkList) -> bool:
     """Whether the pair build (:data:`BF16_PAIR_STEP`) pays on ``work`` (its plan): at least
     one sequence is a cluster pair and every cut sequence is one, so no combine runs. Where none
     is a pair the cluster launch alone took 1.2-4.2% at h=128 on an H100 (session 24), so the
-    default builds step 78 (72 issuing Q first; 72 in sessions 30-32, 67 in session 29, 61
-    before) there."""
+    default builds step 86 (78 with conditional rescaling; 78 in session 33, 72 in sessions
+    30-32, 67 in session 29, 61 before) there."""
     cut = [n > 1 for n in work.pieces]
     return any(work.paired) and all(both or not c for both, c in zip(work.paired, cut, strict=True))
 
@@ -847,11 +854,11 @@ class MlaSm90Config(Config):
     measured fastest for the problem (:meth:`MlaDecodeSm90.kernel_step`): 42 at s*h = 16, 22 for the
     FP8 cache (at s*h = 16: 47 with per_token scales, 43 with per_block scales of at least 128
     columns; at h = 64, s = 1: 57 with per_token scales and b >= 128), 9 with an explicit
-    ``splits``, else 79 where its plan makes every cut sequence a cluster pair
-    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs; 75 in sessions 31-32,
-    71 in session 30, 62 in sessions 24-29)
-    and 78 elsewhere (72 in sessions 30-32, 67 in session 29, 61 in sessions 24-28, 39 in sessions
-    22-23, 33 in session 21, 11 before). 11 is a work list of the
+    ``splits``, else 87 where its plan makes every cut sequence a cluster pair
+    (:func:`pairs_everywhere`; h=128 (32, 4096) and (32, 16384) on 132 SMs; 79 in session 33, 75
+    in sessions 31-32, 71 in session 30, 62 in sessions 24-29)
+    and 86 elsewhere (78 in session 33, 72 in sessions 30-32, 67 in session 29, 61 in sessions
+    24-28, 39 in sessions 22-23, 33 in session 21, 11 before). 11 is a work list of the
     pages of all sequences end to end, one part per SM and m-tile, measured fastest over the
     workload's table (the devlog, "Step 11"); with an explicit ``splits`` it builds step 9, the
     per-sequence splits. 14 is step 11 for the FP8 cache (a third warpgroup dequantises the e4m3
@@ -918,7 +925,7 @@ class MlaSm90Config(Config):
     warpgroup 1's V0R re-wait (72's change; the pair default in sessions 31-32), 76 and 77 are 72
     and 75 re-waiting on two and one of V1L's four chunks, not four (no gain; the devlog, "Session
     31"), 78 and 79 are 72 and 75 issuing Q's cp.async before the first two pages' TMAs at a
-    segment's start (the defaults since session 33: 0.988-0.999x 72's and 0.987-1.000x 75's time per
+    segment's start (the defaults in session 33: 0.988-0.999x 72's and 0.987-1.000x 75's time per
     round at h=128 and h=64 on an H100), 80 is 72 launched as a programmatic dependent of the kernel
     before it (griddepcontrol.wait after its prologue; 78-80 built in session 31), 81 and 82 are 72
     and 75 so launched that also trigger the next grid's launch right after that wait, 83 and 84 are
@@ -928,7 +935,8 @@ class MlaSm90Config(Config):
     and nothing elsewhere; the devlog, "Session 33"), 86 and 87 are 78 and 79 with
     FlashAttention-4's conditional rescaling: the running row max is kept unless a page's max
     passes it by more than 2^8, and warpgroup 0's second O rescale is skipped by a warp vote
-    where no row's max moved (built in session 34; the devlog, "Session 34"). 40
+    where no row's max moved (the defaults since session 34: 0.980-0.995x 78's and 0.982-0.992x
+    79's time per round at h=128 on an H100, 0.997-0.999x at h=64; the devlog, "Session 34"). 40
     (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
     N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
     h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock
@@ -1242,7 +1250,7 @@ class MlaDecodeSm90(KernelPlan):
     def build_label(
         self, problem: MlaDecodeProblem, config: MlaSm90Config, target: Target | None = None
     ) -> str:
-        """The schedule and step a call builds (the default ``step=0`` builds 78, or 79 where its
+        """The schedule and step a call builds (the default ``step=0`` builds 86, or 87 where its
         plan makes every cut sequence a cluster pair, 42 at s*h = 16, 22 with the FP8 cache (47
         or 43 at s*h = 16), and 9 with an explicit split count), e.g.
         ``seesaw step 22 (FP8 cache: producer warpgroup)`` or ``lockstep schedule, cpasync
@@ -1342,8 +1350,8 @@ class MlaDecodeSm90(KernelPlan):
         step 11 with an explicit ``splits`` build step 9 (the work list plans its own parts; a
         split count asks for the per-sequence splits; a later work-list step with one is refused
         by :meth:`supports_config`), that the default builds :data:`Q_ON_N_STEP` (42) at s*h =
-        16, :data:`BF16_PAIR_STEP` (79) where its plan on ``sm_count`` SMs makes every cut
-        sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (78)
+        16, :data:`BF16_PAIR_STEP` (87) where its plan on ``sm_count`` SMs makes every cut
+        sequence a cluster pair (:func:`pairs_everywhere`) and :data:`BF16_DEFAULT_STEP` (86)
         elsewhere, and that the FP8 cache
         (``problem.kv_fp8``) builds the step asked among 14-24, 26, 27, 30 and 43-57, else
         :data:`FP8_Q_ON_N_PER_TOKEN_STEP` (47) at s*h = 16 with per_token scales,
