@@ -2807,7 +2807,7 @@ def test_mla_decode_sm90_step_line_is_the_one_place_for_steps_on_61():
     assert used == read, (used - read, read - used)
     assert plan_mod.PAIR_MERGE_STEPS == (62, 68, 71, 75, 77, 79, 82, 84, 87)
     assert plan_mod.MULTICAST_STEPS == (63,)
-    assert (*range(61, 69), *range(70, 88)) == seesaw.STEPS_ON_61
+    assert (*range(61, 69), *range(70, 89)) == seesaw.STEPS_ON_61
     assert not set(plan_mod.BF16_STEPS) & set(plan_mod.FP8_STEPS)
     assert len(set(seesaw.STEPS)) == len(seesaw.STEPS)
     assert set(seesaw.STEPS) == set(plan_mod.BF16_STEPS) | set(plan_mod.FP8_STEPS)
@@ -2845,5 +2845,12 @@ def test_mla_decode_sm90_seesaw_step86_skips_warpgroup0s_second_rescale_by_a_war
         "WARPGROUP.DEPBAR"
     )
     assert plan.build_label(prob, cfg) == "seesaw step 86"
+    # step 88, 86 with the first O rescale under the vote too: every HGMMA waited for alone
+    got88, *_ = _seesaw_pair((86, 88), "lazy_rescale_first", tmp_path, monkeypatch)
+    sass88 = _kernel_sass(got88[88][0], combine=False)
+    assert sass88.count("VOTE.ANY") == 2 and sass88.count("HGMMA.") == sass[86].count("HGMMA.")
+    assert sass88.count("WARPGROUP.DEPBAR") >= sass88.count("HGMMA."), sass88.count(
+        "WARPGROUP.DEPBAR"
+    )
     assert seesaw.MlaDecodeSm90Seesaw(1, 128, True, step=87).lazy_rescale
     assert not seesaw.MlaDecodeSm90Seesaw(1, 128, True, step=79).lazy_rescale

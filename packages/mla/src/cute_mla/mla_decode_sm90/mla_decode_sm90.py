@@ -160,7 +160,8 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: next grid's launch triggered right after that griddepcontrol.wait), q_rope_regs (Q's rope
 #: columns in registers, the A operand of S's rope k-blocks), and lazy_rescale (the running
 #: row max moves only when a page's max passes it by more than 2^8, and a warp rescales its O
-#: rows only when one of its maxima moved). What each
+#: rows only when one of its maxima moved), with lazy_rescale_first (its first O rescale
+#: too). What each
 #: measured: the devlog's section named in its comment. No change may repeat one of its base's,
 #: and a line carries at most one v1l_rewait change. 69 (67 without both re-waits) spilled on a
 #: CPU compile and was not kept
@@ -191,6 +192,7 @@ STEP_LINE: dict[int, tuple[int | None, tuple[str, ...]]] = {
     85: (72, ("q_rope_regs",)),  # no gain ("Session 33")
     86: (78, ("lazy_rescale",)),  # the default since session 34
     87: (79, ("lazy_rescale",)),  # the pair default since session 34
+    88: (86, ("lazy_rescale_first",)),  # ptxas serializes its WGMMAs; not timed ("Session 34")
 }
 
 

@@ -747,6 +747,12 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: 225. Session 33's ncu at (128, 16384) put ours' softmax class at 523 cycles per page
         #: against FlashMLA's 445. Built in session 34
         self.lazy_rescale = "lazy_rescale" in changes
+        #: step 88 (on 86): each warpgroup's first O rescale (by sc_a, before its PV0L or PV1R)
+        #: under the same warp vote. Built to keep the finding reproducible, not to be timed:
+        #: ptxas then serializes every WGMMA of the kernel (a WARPGROUP.DEPBAR behind each
+        #: HGMMA; session 34, a CPU compile), which any gain from the skipped multiplies
+        #: cannot repay
+        self.lazy_rescale_first = "lazy_rescale_first" in changes
         if self.multicast and self.m_tiles % 2:
             raise ValueError(
                 f"step {step} takes an even number of m-tiles (got {self.m_tiles}: s*h = {s * h})"
@@ -1276,10 +1282,14 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 s_mn[i, j] = p
                                 part += p
                             row_sum[i] = row_sum[i] * sc_a[i] + part
-                            # (steps 86-87 keep this one unconditional: the same vote-branch here
-                            # made ptxas serialize every WGMMA of the kernel, see lazy_rescale)
-                            for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
-                                acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
+                            # (steps 86-87 keep this one unconditional: the same vote-branch here,
+                            # step 88, makes ptxas serialize every WGMMA of the kernel)
+                            if cutlass.const_expr(not self.lazy_rescale_first):
+                                for j in cutlass.range_constexpr(cute.size(acc_o_mn, mode=[1])):
+                                    acc_o_mn[i, j] = acc_o_mn[i, j] * sc_a[i]
+                        if cutlass.const_expr(self.lazy_rescale_first):
+                            # step 88: the first O rescale under the warp vote too
+                            self.rescale_rows_if_moved(acc_o_mn, sc_a, n_rows)
                         rP = self.acc_to_a(acc_s)
                         if cutlass.const_expr(self.p1_before_pv):  # noqa: SIM102
                             # step 74: P1 over stage 1's rope chunk before PV1R (published below)
