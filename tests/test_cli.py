@@ -37,7 +37,7 @@ def _run(capsys, argv, package="gemm"):
         (["no_such_kernel"], "unknown gemm kernel 'no_such_kernel'"),
         # problem flags come from the workload's dataclass, typed
         (["hopper_dense_gemm", "--m", "abc"], "--m: Expected a <class 'int'>. Got value: abc"),
-        (["hopper_dense_gemm", "--init", "ones"], "--init: Expected a typing.Literal"),
+        (["hopper_dense_gemm", "--init", "ones"], "--init: one of randn, randint (got 'ones')"),
         (["hopper_dense_gemm", "--b", "32"], "unrecognized arguments: --b"),
         # --config by the config's field types
         (
@@ -375,3 +375,10 @@ def test_help_has_no_sphinx_roles_and_each_default_once():
 def test_a_bad_bool_says_true_or_false(capsys):
     rc, err = _run(capsys, ["torch_reference", "--varlen", "maybe"], package="mla")
     assert rc == 2 and err == "error: --varlen expects true or false, got 'maybe'"
+
+
+def test_a_value_outside_a_literal_field_names_the_choices(capsys):
+    rc, err = _run(capsys, ["torch_reference", "--init", "spiky2"], package="mla")
+    assert rc == 2 and err == "error: --init: one of randn, spiky (got 'spiky2')"
+    rc, err = _run(capsys, ["torch_reference", "--kv_scale", "foo"], package="mla")
+    assert rc == 2 and err == "error: --kv_scale: one of per_token, per_block (got 'foo')"

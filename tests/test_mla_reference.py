@@ -331,6 +331,7 @@ def test_check_and_profile_problems():
     assert any(p.varlen and 0 in p.lengths() for p in checks)
     assert any(any(n % p.page for n in p.lengths()) for p in checks)
     assert any(p.s == 2 for p in checks)
+    assert any(p.init == "spiky" for p in checks)  # the moved-max branch (steps 86-87)
     assert all(sum(p.lengths()) <= 8 * 1024 for p in checks)  # small
     rows = {(p.b, p.t, p.h, p.s, p.varlen) for p in W.profile_problems()}
     assert rows == {

@@ -755,3 +755,21 @@ def test_report_ratios_pairs_two_entries_round_by_round(tmp_path, capsys):
     rc = report.main(["ratios", labels[1], labels[0], "--results-dir", str(root)])
     out = capsys.readouterr().out
     assert rc == 0 and "| 0.500 |" in out and "r1 (" in out
+
+
+def test_normalized_writes_todays_problem_even_where_the_config_no_longer_parses():
+    """A record whose config names a build since removed (mla_decode_sm90's step 41) still has
+    its problem written as today's dataclass writes it (fields added since, such as ``init``,
+    with their defaults), so it matches the same problem recorded later."""
+    from kernelplan.report import normalized
+
+    rec = {
+        "package": "mla",
+        "kernel": "mla_decode_sm90",
+        "problem": {"b": 4, "s": 1, "t": 1000, "h": 16},
+        "config": {"step": 41},
+    }
+    out = normalized(rec)
+    assert out["problem"]["init"] == "randn" and out["problem"]["b"] == 4
+    assert out["config"] == {"step": 41}  # as written
+    assert "init" not in rec["problem"]  # the record itself untouched

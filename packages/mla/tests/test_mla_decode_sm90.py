@@ -2422,6 +2422,9 @@ def test_mla_decode_sm90_default_builds_of_one_config_have_their_own_compile_key
         keys[b] = plan.kernel(prob, cfg, tgt).key
     assert labels == {32: "seesaw step 87", 128: "seesaw step 86", 120: "seesaw step 86"}
     assert keys[32] != keys[128]
+    # the input values (``init``) are not compiled in: spiky keys reuse the randn build
+    spiky = plan.problem(b=128, t=4096, init="spiky")
+    assert plan.kernel(spiky, plan.config(spiky, {}), tgt).key == keys[128]
 
 
 def test_mla_decode_sm90_seesaw_step66_keeps_descriptors_in_uniform_registers(

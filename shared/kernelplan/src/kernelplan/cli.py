@@ -179,12 +179,19 @@ def build_parser(plan: KernelPlan, prog: str | None = None):
 def _one_line(e: BaseException) -> str:
     """jsonargparse's multi-line message as one line (``--b: Expected a <class 'int'>...``);
     a value that matches no member of an ``X | None`` field says what to write instead, a bad
-    bool says ``--varlen expects true or false, got 'maybe'``."""
+    bool says ``--varlen expects true or false, got 'maybe'``, a value outside a Literal field's
+    choices ``--init: one of randn, spiky (got 'spiky2')``."""
     text = " ".join(ln.strip() for ln in str(e).splitlines() if ln.strip())
     text = text.replace('Parser key "', "--").replace('":', ":", 1)
     bad_bool = re.fullmatch(r"(--\S+): Expected a <class 'bool'>\. Got value: (.*)", text)
     if bad_bool:
         return f"{bad_bool.group(1)} expects true or false, got {bad_bool.group(2)!r}"
+    bad_choice = re.fullmatch(
+        r"(--\S+): Expected a typing\.Literal\[(.*?)\]\. Got value: ?(.*)", text
+    )
+    if bad_choice:  # a Literal field (--init, --kv_scale): name the choices plainly
+        choices = ", ".join(c.strip().strip("'\"") for c in bad_choice.group(2).split(","))
+        return f"{bad_choice.group(1)}: one of {choices} (got {bad_choice.group(3)!r})"
     if "Union subtypes" in text:
         flag = text.split(":", 1)[0]
         got = re.search(r"(?:Got|Given) value: (\S+)", text)

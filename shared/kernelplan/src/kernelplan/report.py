@@ -41,6 +41,7 @@ It writes only there, never a record (``fidelity --record`` writes new ``fidelit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -191,7 +192,8 @@ def workload_of(rec: Mapping[str, Any]) -> str | None:
 def normalized(rec: Mapping[str, Any]) -> dict[str, Any]:
     """``rec`` with ``workload`` set (:func:`workload_of`) and, where they parse, its problem
     as the dataclass of today writes it (schema 1 problems lack fields added since, such as
-    ``init``) and its config as written, values normalised (schema 1 configs held
+    ``init``; also where the config no longer parses) and its config as written, values
+    normalised (schema 1 configs held
     ``sm_count``; config fields added since are left out, not given today's default). The
     file is not touched."""
     from .records import record_problem_config
@@ -213,6 +215,12 @@ def normalized(rec: Mapping[str, Any]) -> dict[str, Any]:
             written = rec.get("config") or {}
             out["problem"] = pc[0].to_dict()
             out["config"] = {k: v for k, v in pc[1].to_dict().items() if k in written}
+        else:
+            # a config that no longer parses (a step since removed): the problem alone still
+            # is today's, so the record matches the same problem written later (one that no
+            # longer parses either stays as written)
+            with contextlib.suppress(Exception):
+                out["problem"] = cls().workload.problem(rec["problem"]).to_dict()
     return out
 
 

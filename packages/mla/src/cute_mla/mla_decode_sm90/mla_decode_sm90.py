@@ -158,10 +158,10 @@ def crossover_built(step: int, kv_fp8: bool, m_tiles: int) -> bool:
 #: before the first pages' TMAs), pdl_split (launched as a programmatic dependent of the kernel
 #: before it, waiting at griddepcontrol.wait before its first global access), pdl_trigger (the
 #: next grid's launch triggered right after that griddepcontrol.wait), q_rope_regs (Q's rope
-#: columns in registers, the A operand of S's rope k-blocks), and lazy_rescale (the running
-#: row max moves only when a page's max passes it by more than 2^8, and a warp rescales its O
-#: rows only when one of its maxima moved), with lazy_rescale_first (its first O rescale
-#: too). What each
+#: columns in registers, the A operand of S's rope k-blocks), lazy_rescale (the running row
+#: max moves only when a page's max passes it by more than 8 in log2 units, and warpgroup 0
+#: rescales O_L by sc1 only in a warp where a row's max moved) and lazy_rescale_first (each
+#: warpgroup's first O rescale under that vote too). What each
 #: measured: the devlog's section named in its comment. No change may repeat one of its base's,
 #: and a line carries at most one v1l_rewait change. 69 (67 without both re-waits) spilled on a
 #: CPU compile and was not kept
@@ -231,20 +231,20 @@ FP8_STEP = 22
 AUTO_STEP = 0
 #: the 16-bit cache's seesaw build with the work list (the devlog, "Step 11")
 WORK_LIST_STEP = 11
-#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 86,
-#: step 78 with FlashAttention-4's conditional rescaling (the running row max kept unless a
-#: page's max passes it by more than 2^8, warpgroup 0's second O rescale skipped by a warp vote
-#: where no row's max moved), measured on an H100 in session 34 at 0.983-0.991x 78's time per
-#: round back to back and 0.980-0.995x from an idle GPU at h=128 (64, 4096), (128, 4096),
-#: (128, 16384), s=2 and varlen, 0.997-0.999x at h=64; its check list, with keys whose maxima
-#: jump mid-sequence (``--init spiky``), passed whole (the devlog, "Session 34"). Step 78 (72
-#: issuing Q's cp.async before the first pages' TMAs at a segment's start; 0.988-0.999x 72's
-#: time at h=128 in session 33, the devlog, "Session 33") was the default in session 33.
-#: Step 72 (67 with a whole sequence's O stored through SMEM in 16-byte rows, step 70, and
-#: without warpgroup 1's second wait on V0R before PV0R; 0.935-0.972x 67's time at h=128 in
-#: session 30, the devlog, "Session 30") was the default in sessions 30-32, 67 (61
-#: with S masked only on the tail pages) in session 29, 61 (39 with the lean combine) in
-#: sessions 24-28, 39 in sessions 22-23, 33 in session 21, 11 before it
+#: the 16-bit cache's default at s*h > 16 where its plan is not all cluster pairs: step 86, step 78
+#: with FlashAttention-4's conditional rescaling (the running row max kept unless a page's max
+#: passes it by more than 8 in log2 units, a factor of 2^8 in P; warpgroup 0's second O rescale
+#: skipped by a warp vote where no row's max moved), measured on an H100 in session 34 at
+#: 0.983-0.991x 78's time per round back to back and 0.980-0.995x from an idle GPU at h=128 (64,
+#: 4096), (128, 4096), (128, 16384), s=2 and varlen, 0.997-0.999x at h=64; its check list, with keys
+#: whose maxima jump mid-sequence (``--init spiky``), passed whole (the devlog, "Session 34"). Step
+#: 78 (72 issuing Q's cp.async before the first pages' TMAs at a segment's start; 0.988-0.999x 72's
+#: time at h=128 in session 33, the devlog, "Session 33") was the default in session 33. Step 72 (67
+#: with a whole sequence's O stored through SMEM in 16-byte rows, step 70, and without warpgroup 1's
+#: second wait on V0R before PV0R; 0.935-0.972x 67's time at h=128 in session 30, the devlog,
+#: "Session 30") was the default in sessions 30-32, 67 (61 with S masked only on the tail pages) in
+#: session 29, 61 (39 with the lean combine) in sessions 24-28, 39 in sessions 22-23, 33 in session
+#: 21, 11 before it
 BF16_DEFAULT_STEP = 86
 #: the 16-bit default where the plan makes every cut sequence a cluster pair
 #: (:func:`pairs_everywhere`): step 87, step 79 with 86's conditional rescaling, measured on an
@@ -936,9 +936,11 @@ class MlaSm90Config(Config):
     early trigger cost 1-3% at the h=128 rows where nothing is cut, (64, 4096), (128, 4096) and s=2,
     and nothing elsewhere; the devlog, "Session 33"), 86 and 87 are 78 and 79 with
     FlashAttention-4's conditional rescaling: the running row max is kept unless a page's max
-    passes it by more than 2^8, and warpgroup 0's second O rescale is skipped by a warp vote
-    where no row's max moved (the defaults since session 34: 0.980-0.995x 78's and 0.982-0.992x
-    79's time per round at h=128 on an H100, 0.997-0.999x at h=64; the devlog, "Session 34"). 40
+    passes it by more than 8 in log2 units (a factor of 2^8 in P), and warpgroup 0's second O
+    rescale is skipped by a warp vote where no row's max moved (the defaults since session 34:
+    0.980-0.995x 78's and 0.982-0.992x 79's time per round at h=128 on an H100, 0.997-0.999x at
+    h=64; the devlog, "Session 34"), and 88 is 86 with each warpgroup's first O rescale under
+    the vote too (ptxas then serializes every WGMMA; built to show it, not timed). 40
     (:mod:`.q_on_n`, s*h = 16 or 32, 16-bit cache) is 11's work list with the query rows on WGMMA's
     N: S^T = K Q^T and O^T += V^T P^T by one warpgroup, no padded MMA rows (measured on the H200 at
     h=16, (128, 4096): 145.2 and 146.0 us against FlashInfer's 146.0 and 148.9 while the SM clock

@@ -95,15 +95,18 @@ merged O so, 72 and 73 are 70 without warpgroup 1's second wait for V0R before P
 warpgroup 0's for V1L before PV1L (73), 74 is 70 with warpgroup 1 storing P1 before it
 issues PV1R, 75 is 71 without warpgroup 1's V0R re-wait (72's change), 76 and 77 are 72 and 75
 re-waiting on two and one of V1L's four chunks, 78 and 79 are 72 and 75 issuing Q's cp.async
-before the first pages' TMAs (the 16-bit defaults since session 33), 80 is 72 launched as a
+before the first pages' TMAs (the 16-bit defaults in session 33), 80 is 72 launched as a
 programmatic dependent (78-80 built in session 31), 81 and 82 are 72 and 75 launched so and
 triggering the next grid's launch at their start, 83 and 84 are 81 and 82 issuing Q first, and
 85 is 72 with Q's rope columns in registers, the A operand of S's rope k-blocks (81-85 built in
 session 32; 78-85 run in session 33: 80 and 85 neutral, the early trigger of 81-84 1-3% slower
-at the h=128 rows where nothing is cut), and 86 and 87 are 78 and 79 with the running row max
-kept unless a page's max passes it by more than 2^8 and warpgroup 0's second O_L rescale
-skipped by a warp vote where no row's max moved (FlashAttention-4's conditional rescaling;
-built in session 34).
+at the h=128 rows where nothing is cut), 86 and 87 are 78 and 79 with the running row max
+kept unless a page's max passes it by more than 8 in log2 units (a factor of 2^8 in P) and
+warpgroup 0's second O_L rescale skipped by a warp vote where no row's max moved
+(FlashAttention-4's conditional rescaling; the 16-bit defaults since session 34: 0.980-0.995x
+78's and 79's time per round at h=128 on an H100), and 88 is 86 with each warpgroup's first
+O rescale under the vote too (ptxas then serializes every WGMMA; built to show it, not
+timed).
 Steps 14-24, 26, 27 and 30 take the FP8 latent cache (and it only them):
 14 is 11 with a third, producer warpgroup that dequantises each page into the 16-bit stages
 (:meth:`MlaDecodeSm90Seesaw.fp8_producer`), 15 dequantises by bit placement
@@ -677,7 +680,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: `stall-comparison-s2.md`); FlashMLA issues Q first. The pages are not needed
         #: before Q: the first S reads both. Built in session 31; measured in session 33 (H100)
         #: at 0.988-0.999x 72's time per round at h=128 and h=64 and 0.987-1.000x 75's: the 16-bit
-        #: defaults since (the devlog, "Session 33")
+        #: defaults in session 33 (the devlog, "Session 33"), and the base of 86 and 87
         self.q_first = "q_first" in changes  # (83, 84: below)
         # Q loaded once per segment, by all threads, before this segment's own page loads
         assert not (self.q_first and (self.early_q or self.prefetch_next or self.producer_wg)), step
@@ -730,22 +733,22 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
         #: earlier (FlashMLA's order: STSM, PV1R, fence). 70's fence right after the STSM held
         #: 278 samples against FlashMLA's 67 (session 29's source pages, H100)
         self.p1_before_pv = "p1_before_pv" in changes
-        #: steps 86 and 87 (on 78 and 79): the running row max moves only when a page's row
-        #: max exceeds it by more than :data:`RESCALE_SKIP_LOG2` (log2 units, so every P stays
-        #: <= 2^8), and a warp multiplies its O rows (and P0 by sc1) only when one of its rows'
-        #: maxima moved (a warp vote). FlashAttention-4's conditional rescaling
-        #: (Dao-AILab/flash-attention ``flash_attn/cute/softmax.py``, ``SoftmaxSm100``'s
-        #: ``rescale_threshold``), here in the seesaw's two hand-offs: m0 keeps m, m1 keeps m0
-        #: unless the page's own max is larger by more than the threshold. Exact in real
-        #: arithmetic (O and the row sum share the stale reference; the LSE is m + log2 l of the
-        #: same m). Only warpgroup 0's second O_L rescale (by sc1 = exp2(m0 - m1), 128 FMULs a
-        #: thread a pair, between its PV0L's retirement and its PV1L, while warpgroup 1's warps
-        #: on the same schedulers run their softmax) is skipped: the same vote-branch around
-        #: either warpgroup's first O rescale (by sc_a, before its PV0L or PV1R) made ptxas
-        #: serialize every WGMMA of the kernel (a CPU compile: 96 WARPGROUP instructions against
-        #: 18, a DEPBAR after each HGMMA), and around P0's rescale it took 246 registers against
-        #: 225. Session 33's ncu at (128, 16384) put ours' softmax class at 523 cycles per page
-        #: against FlashMLA's 445. Built in session 34
+        #: steps 86 and 87 (on 78 and 79): the running row max moves only when a page's row max
+        #: exceeds it by more than :data:`RESCALE_SKIP_LOG2` (log2 units, so every P stays <= 2^8),
+        #: and warpgroup 0 multiplies O_L by sc1 only in a warp where one of its rows' maxima moved
+        #: (a warp vote); the other rescales stay unconditional (below). FlashAttention-4's
+        #: conditional rescaling (Dao-AILab/flash-attention ``flash_attn/cute/softmax.py``,
+        #: ``SoftmaxSm100``'s ``rescale_threshold``), here in the seesaw's two hand-offs: m0 keeps
+        #: m, m1 keeps m0 unless the page's own max is larger by more than the threshold. Exact in
+        #: real arithmetic (O and the row sum share the stale reference; the LSE is m + log2 l of
+        #: the same m). Only warpgroup 0's second O_L rescale (by sc1 = exp2(m0 - m1), 128 FMULs a
+        #: thread a pair, between its PV0L's retirement and its PV1L, while warpgroup 1's warps on
+        #: the same schedulers run their softmax) is skipped: the same vote-branch around either
+        #: warpgroup's first O rescale (by sc_a, before its PV0L or PV1R) made ptxas serialize every
+        #: WGMMA of the kernel (a CPU compile: 96 WARPGROUP instructions against 18, a DEPBAR after
+        #: each HGMMA), and around P0's rescale it took 246 registers against 225. Session 33's ncu
+        #: at (128, 16384) put ours' softmax class at 523 cycles per page against FlashMLA's 445.
+        #: Built in session 34
         self.lazy_rescale = "lazy_rescale" in changes
         #: step 88 (on 86): each warpgroup's first O rescale (by sc_a, before its PV0L or PV1R)
         #: under the same warp vote. Built to keep the finding reproducible, not to be timed:
@@ -1245,7 +1248,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             for i in cutlass.range_constexpr(n_rows):
                                 m_new = cute.arch.fmax(row_max[i], mloc[i])
                                 if cutlass.const_expr(self.lazy_rescale):  # noqa: SIM102
-                                    # step 86: m0 keeps m unless S0's max passes it by 2^8
+                                    # step 86: m0 keeps m unless S0's max passes it by 8
                                     if mloc[i] <= row_max[i] + RESCALE_SKIP_LOG2:
                                         m_new = row_max[i]
                                 sc_a[i] = self.rescale(row_max[i], m_new)
@@ -1260,7 +1263,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                                 m0 = sM0[tScS[i, 0][0]]
                                 m_new = cute.arch.fmax(m0, mloc[i])
                                 if cutlass.const_expr(self.lazy_rescale):  # noqa: SIM102
-                                    # step 86: m1 keeps m0 unless S1's max passes it by 2^8
+                                    # step 86: m1 keeps m0 unless S1's max passes it by 8
                                     if mloc[i] <= m0 + RESCALE_SKIP_LOG2:
                                         m_new = m0
                                 sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
@@ -2689,7 +2692,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
     @cute.jit
     def rescale_rows_if_moved(self, t_mn: cute.Tensor, sc: cute.Tensor, n_rows: int) -> None:
         """Multiply each of this thread's rows of ``t_mn`` (an accumulator in (row, column)
-        view: O's 64 x 256 half or P's 64 x 64 tile, fp32) by its factor in ``sc`` (``n_rows``
+        view: O's 64 x 256 half, fp32) by its factor in ``sc`` (``n_rows``
         factors, exp2 of the old reference max minus the new), but only in a warp where some
         row's factor is not 1: the branch is warp-uniform (a vote), so a warp whose 16 rows
         kept their maxima (steps 86-87: the usual case after a sequence's first pages) skips

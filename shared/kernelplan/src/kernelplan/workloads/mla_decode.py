@@ -844,9 +844,10 @@ class MlaDecodeWorkload(Workload):
     def check_problems(self) -> list[MlaDecodeProblem]:
         """Small and fast: page-aligned lengths; T not a multiple of the page (a partly filled
         last page, its NaN tail in reach of a tile); varlen with empty sequences; s = 2 causal;
-        h = 64 and h = 16 (after tensor parallelism); the FP8 cache per_token (varlen, h =
-        128, and h = 16, where implementations may take another route) and per_block 128
-        (s = 2, h = 64, a partly filled last page)."""
+        h = 64 and h = 16 (after tensor parallelism); outlier keys (``init="spiky"``: running
+        maxima that jump mid-sequence, the branch a kernel that skips rescales must get right);
+        the FP8 cache per_token (varlen, h = 128, and h = 16, where implementations may take
+        another route) and per_block 128 (s = 2, h = 64, a partly filled last page)."""
         return [
             MlaDecodeProblem(b=4, t=1024),
             MlaDecodeProblem(b=3, t=1000),
@@ -854,6 +855,7 @@ class MlaDecodeWorkload(Workload):
             MlaDecodeProblem(b=4, s=2, t=1000),
             MlaDecodeProblem(b=4, t=513, h=64),
             MlaDecodeProblem(b=4, t=300, h=16, varlen=True),
+            MlaDecodeProblem(b=4, t=1000, init="spiky"),
             MlaDecodeProblem(b=8, t=777, varlen=True, kv_dtype=KV_FP8),
             MlaDecodeProblem(b=4, t=300, h=16, varlen=True, kv_dtype=KV_FP8),
             MlaDecodeProblem(b=4, s=2, t=1000, h=64, kv_dtype=KV_FP8, kv_scale="per_block"),
