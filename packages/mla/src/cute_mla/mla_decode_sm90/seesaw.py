@@ -1246,11 +1246,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                         if wg == 0:
                             # m0 = max(m, rowmax S0); publish it; sc_a = exp2(m - m0)
                             for i in cutlass.range_constexpr(n_rows):
-                                m_new = cute.arch.fmax(row_max[i], mloc[i])
-                                if cutlass.const_expr(self.lazy_rescale):  # noqa: SIM102
-                                    # step 86: m0 keeps m unless S0's max passes it by 8
-                                    if mloc[i] <= row_max[i] + RESCALE_SKIP_LOG2:
-                                        m_new = row_max[i]
+                                m_new = self.running_max(row_max[i], mloc[i])
                                 sc_a[i] = self.rescale(row_max[i], m_new)
                                 row_max[i] = m_new
                                 if lane % 4 == 0:
@@ -1261,11 +1257,7 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                             cute.arch.barrier(barrier_id=BAR_M0, number_of_threads=THREADS)
                             for i in cutlass.range_constexpr(n_rows):
                                 m0 = sM0[tScS[i, 0][0]]
-                                m_new = cute.arch.fmax(m0, mloc[i])
-                                if cutlass.const_expr(self.lazy_rescale):  # noqa: SIM102
-                                    # step 86: m1 keeps m0 unless S1's max passes it by 8
-                                    if mloc[i] <= m0 + RESCALE_SKIP_LOG2:
-                                        m_new = m0
+                                m_new = self.running_max(m0, mloc[i])
                                 sc_a[i] = self.rescale(row_max[i], m_new)  # = sc0 * sc1
                                 row_max[i] = m_new
                                 if lane % 4 == 0:
@@ -2674,6 +2666,18 @@ class MlaDecodeSm90Seesaw(MlaDecodeSm90Kernel):
                 cute.gemm(qk_mma, acc_s, tSrQ[None, None, k], tSrK[None, None, k, stage], acc_s)
         warpgroup.commit_group()
         return qk_mma
+
+    @cute.jit
+    def running_max(self, m: cutlass.Float32, page_max: cutlass.Float32) -> cutlass.Float32:
+        """The running row max (log2 domain, scaled) after a page whose own row max is
+        ``page_max``: max(m, page_max), where warpgroup 0 takes m0 from m and warpgroup 1 m1
+        from m0. Steps 86-87 keep ``m`` unless ``page_max`` passes it by more than
+        :data:`RESCALE_SKIP_LOG2` (FlashAttention-4's conditional rescaling)."""
+        m_new = cute.arch.fmax(m, page_max)
+        if cutlass.const_expr(self.lazy_rescale):  # noqa: SIM102
+            if page_max <= m + RESCALE_SKIP_LOG2:
+                m_new = m
+        return m_new
 
     @cute.jit
     def rescale(self, m_old: cutlass.Float32, m_new: cutlass.Float32) -> cutlass.Float32:
