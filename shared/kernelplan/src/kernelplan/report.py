@@ -204,10 +204,12 @@ def normalized(rec: Mapping[str, Any]) -> dict[str, Any]:
         out["workload"] = wl
     cls = implementation_class(rec.get("package"), rec.get("kernel"))
     if cls is not None and rec.get("problem") is not None:
+        plan = pc = None
         try:
-            pc = record_problem_config(cls(), rec)
+            plan = cls()
+            pc = record_problem_config(plan, rec)
         except Exception:  # an adapter that cannot be built here: keep the record as written
-            pc = None
+            pass
         if pc is not None:
             # the config as recorded: a field added since the record was written keeps no
             # value (today's default need not be what ran: mla_decode_sm90's ``schedule``
@@ -215,12 +217,12 @@ def normalized(rec: Mapping[str, Any]) -> dict[str, Any]:
             written = rec.get("config") or {}
             out["problem"] = pc[0].to_dict()
             out["config"] = {k: v for k, v in pc[1].to_dict().items() if k in written}
-        else:
+        elif plan is not None:
             # a config that no longer parses (a step since removed): the problem alone still
             # is today's, so the record matches the same problem written later (one that no
             # longer parses either stays as written)
             with contextlib.suppress(Exception):
-                out["problem"] = cls().workload.problem(rec["problem"]).to_dict()
+                out["problem"] = plan.workload.problem(rec["problem"]).to_dict()
     return out
 
 
