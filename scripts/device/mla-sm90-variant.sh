@@ -10,9 +10,9 @@
 # check: the default path's package check (regression), then the variant at the workload's
 #   check problems (NaN in every slot past a sequence's end and in the spare pages the table
 #   points at past a sequence's pages), the odd shapes of steps 0-2, tails of 1/63/64/65/127
-#   tokens, s = 4, fp16, keys with spikes (`--init spiky`: running maxima that jump mid-sequence,
-#   at h=128 and at h=64 s=2, and on a pair plan), the unsplit path (`splits=1`) on a 256-page sequence (the mbarrier
-#   phases wrap 128 times in one CTA), 64 splits of 2 pages (step 11, which plans its own
+#   tokens, s = 4, fp16, keys with spikes (`--init spiky`: running maxima that jump
+#   mid-sequence, at h=128 and at h=64 s=2, and on a pair plan), the unsplit path (`splits=1`)
+#   on a 256-page sequence (the mbarrier phases wrap 128 times in one CTA), 64 splits of 2 pages (step 11, which plans its own
 #   parts: one sequence in 66 pieces, 132 parts of 2 pages, varlen B=32, empty sequences
 #   between long ones; also for the later work-list steps and cuts=costed, equal or even,
 #   which with no step also run the FP8 cache's work list at varlen and mixed lengths; even
